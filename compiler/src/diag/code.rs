@@ -1,0 +1,133 @@
+//! The registry of diagnostic codes.
+//!
+//! Consumes: nothing. Produces: [`Code`], one variant per finding, each with a stable kebab-case
+//! name, a stage and a one-line description.
+//!
+//! Invariant: names are unique and kebab-case (a test checks both, and snapshots the list so a
+//! rename shows up in review); `docs/diagnostics.md` has one heading per name.
+
+macro_rules! codes {
+    ($($variant:ident => ($name:literal, $stage:literal, $description:literal),)*) => {
+        /// A diagnostic code: what was found, never how to fix it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Code {
+            $(
+                #[doc = $description]
+                $variant,
+            )*
+        }
+
+        impl Code {
+            /// Every code, in declaration order.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The stable kebab-case name shown to users.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $name,)*
+                }
+            }
+
+            /// The pipeline stage that reports this code.
+            pub fn stage(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $stage,)*
+                }
+            }
+
+            /// A one-line description of the finding.
+            pub fn description(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $description,)*
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    FileNotUtf8 => ("file-not-utf8", "load", "a declaration file is not valid UTF-8"),
+    FileIgnored => ("file-ignored", "load", "a file in tenants/ or cells/ is not a declaration and is skipped"),
+    KdlSyntax => ("kdl-syntax", "parse", "a KDL file does not parse as KDL v2"),
+    YamlSyntax => ("yaml-syntax", "parse", "a YAML file does not parse"),
+    YamlUnsupported => ("yaml-unsupported", "parse", "a YAML feature that declarations do not allow (anchors, aliases, tags, several documents, complex keys)"),
+    KdlUnsupported => ("kdl-unsupported", "parse", "a KDL feature that declarations do not allow (type annotations)"),
+    DocumentShape => ("document-shape", "schema", "a file does not hold exactly one tenant or cell declaration"),
+    DeclarationKindMismatch => ("declaration-kind-mismatch", "schema", "a tenant declared under cells/ or a cell declared under tenants/"),
+    FileNameMismatch => ("file-name-mismatch", "schema", "the declared name differs from the file name"),
+    FieldUnknown => ("field-unknown", "schema", "a field that the declaration model does not have"),
+    FieldMissing => ("field-missing", "schema", "a required field is absent"),
+    FieldDuplicate => ("field-duplicate", "schema", "a field that may appear once appears more than once"),
+    TypeMismatch => ("type-mismatch", "schema", "a value has the wrong type"),
+    ArgumentUnexpected => ("argument-unexpected", "schema", "a KDL node has more positional arguments than its field takes"),
+    ValueUnknown => ("value-unknown", "schema", "a value is not one of the allowed choices"),
+    NumberOutOfRange => ("number-out-of-range", "schema", "a number is outside the range the field allows"),
+    NameInvalid => ("name-invalid", "schema", "a name is not a valid Kubernetes name where it will be used"),
+    QuantityInvalid => ("quantity-invalid", "schema", "a value is not a valid Kubernetes quantity"),
+    KubernetesVersionUnsupported => ("kubernetes-version-unsupported", "schema", "a cell targets a Kubernetes version tenantc does not generate for"),
+    NameDuplicate => ("name-duplicate", "validate", "two declarations of the same kind share a name"),
+    CellUnknown => ("cell-unknown", "validate", "a reference to a cell that is not declared"),
+    PoolUnknown => ("pool-unknown", "validate", "a reference to a pool that the cell does not declare"),
+    WorkloadUnknown => ("workload-unknown", "validate", "a quota names a workload the tenant does not declare"),
+    PriorityUnknown => ("priority-unknown", "validate", "a workload names a priority that a cell it runs in does not declare"),
+    PriorityNameReserved => ("priority-name-reserved", "validate", "a priority name starts with the reserved `system-` prefix"),
+    GpuModelUnknown => ("gpu-model-unknown", "validate", "a pool names a GPU model that is neither in the catalog nor declared in the cell"),
+    SharingUnsupported => ("sharing-unsupported", "validate", "a pool uses a sharing mode its GPU model does not support"),
+    MigLayoutMissing => ("mig-layout-missing", "validate", "a MIG pool declares no MIG layout"),
+    FieldNotApplicable => ("field-not-applicable", "validate", "a field that does not apply to the pool's sharing mode"),
+    MigNodeGroupsMismatch => ("mig-node-groups-mismatch", "validate", "the node groups of a pool's MIG layouts do not add up to the pool's nodes"),
+    MigLayoutUnplaceable => ("mig-layout-unplaceable", "validate", "a MIG layout cannot be placed on one GPU of the pool's model"),
+    MigProfileUnknown => ("mig-profile-unknown", "validate", "a MIG profile that the pool's GPU model does not have"),
+    MigTableInferred => ("mig-table-inferred", "validate", "a MIG layout relies on catalog facts that were inferred, not observed on hardware"),
+    QuotaResourceUnknown => ("quota-resource-unknown", "validate", "a quota on a resource the pool does not offer"),
+    QuotaOverCapacity => ("quota-over-capacity", "validate", "tenants reserve more of a pool resource than the pool has"),
+    TrustSharingMismatch => ("trust-sharing-mismatch", "validate", "a tenant's trust class forbids the sharing mode of a pool it has quota in"),
+    TenantWithoutQuota => ("tenant-without-quota", "validate", "a tenant has no quota in any cell, so nothing is generated for it"),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn code_names_are_unique_and_kebab_case() {
+        let mut seen = BTreeSet::new();
+        for code in Code::ALL {
+            let name = code.as_str();
+            assert!(seen.insert(name), "duplicate code name {name}");
+            assert!(
+                name.split('-').all(|part| !part.is_empty()
+                    && part
+                        .chars()
+                        .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit())),
+                "{name} is not kebab-case"
+            );
+            let description = code.description();
+            assert!(
+                !description.ends_with('.'),
+                "{name}: description ends with a period"
+            );
+            assert!(
+                description.starts_with(|ch: char| ch.is_lowercase()),
+                "{name}: description must start lowercase"
+            );
+        }
+    }
+
+    #[test]
+    fn code_list_is_stable() {
+        let listing: String = Code::ALL
+            .iter()
+            .map(|code| {
+                format!(
+                    "{} [{}]: {}\n",
+                    code.as_str(),
+                    code.stage(),
+                    code.description()
+                )
+            })
+            .collect();
+        insta::assert_snapshot!(listing);
+    }
+}

@@ -1,0 +1,113 @@
+//! What a pool offers to the scheduler: extended resources and their capacity.
+//!
+//! Consumes: a [`Pool`] of the model and the hardware catalog. Produces: [`Offer`]s, one per
+//! extended resource the device plugin will advertise on the pool's nodes, with the number of
+//! devices across the pool.
+//!
+//! Invariant: resource names follow the NVIDIA device plugin exactly: `nvidia.com/gpu` for whole
+//! GPUs, time-slicing, MPS and MIG's single strategy, `nvidia.com/mig-<profile>` with `+` written
+//! `.` for MIG's mixed strategy. Pure: no IO.
+
+use std::collections::BTreeMap;
+
+use crate::catalog::Catalog;
+use crate::model::{Pool, Sharing};
+
+/// The whole-GPU resource name.
+pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
+
+/// One extended resource a pool offers.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Offer {
+    /// The MIG profile behind the resource, for mixed-strategy MIG pools.
+    pub profile: Option<String>,
+    /// The extended resource name.
+    pub resource: String,
+    /// Devices across the pool.
+    pub capacity: i64,
+}
+
+/// Nodes in a layout's group: its own `nodes`, or the whole pool for a single layout.
+pub fn layout_nodes(pool: &Pool, idx: usize) -> i64 {
+    match pool
+        .mig_layouts
+        .get(idx)
+        .and_then(|layout| layout.nodes.as_ref())
+    {
+        Some(nodes) => nodes.value,
+        None if pool.mig_layouts.len() == 1 => pool.nodes.value,
+        None => 0,
+    }
+}
+
+/// The resources a pool offers, sorted by resource name. Unknown GPU models and profiles
+/// contribute nothing (validation reports them).
+pub fn offers(pool: &Pool, catalog: &Catalog) -> Vec<Offer> {
+    let gpus = pool.gpus();
+    match pool.sharing.value {
+        Sharing::Exclusive => vec![Offer {
+            profile: None,
+            resource: GPU_RESOURCE.to_string(),
+            capacity: gpus,
+        }],
+        Sharing::TimeSlice | Sharing::Mps => vec![Offer {
+            profile: None,
+            resource: GPU_RESOURCE.to_string(),
+            capacity: gpus.saturating_mul(pool.replicas.as_ref().map_or(1, |r| r.value)),
+        }],
+        Sharing::Mig | Sharing::MigSingle => {
+            let table = catalog
+                .sku(&pool.gpu.value)
+                .and_then(|sku| sku.mig_table.as_deref())
+                .and_then(|key| catalog.table(key));
+            let mut by_resource: BTreeMap<String, (Option<String>, i64)> = BTreeMap::new();
+            for (idx, layout) in pool.mig_layouts.iter().enumerate() {
+                let group_gpus = layout_nodes(pool, idx).saturating_mul(pool.gpus_per_node.value);
+                for (profile, count) in &layout.profiles {
+                    let Some(found) = table.and_then(|table| table.profile(&profile.value)) else {
+                        continue;
+                    };
+                    let (resource, profile_name) = match pool.sharing.value {
+                        Sharing::Mig => (found.resource_name(), Some(profile.value.clone())),
+                        _ => (GPU_RESOURCE.to_string(), None),
+                    };
+                    let entry = by_resource.entry(resource).or_insert((profile_name, 0));
+                    entry.1 = entry
+                        .1
+                        .saturating_add(group_gpus.saturating_mul(count.value));
+                }
+            }
+            by_resource
+                .into_iter()
+                .map(|(resource, (profile, capacity))| Offer {
+                    profile,
+                    resource,
+                    capacity,
+                })
+                .collect()
+        }
+    }
+}
+
+/// The offer a tenant's pool reservation draws on: the pool's only resource, or for a
+/// mixed-strategy MIG pool the resource of the named profile. `None` when the pool or profile
+/// does not resolve (validation reports why).
+pub fn resolve<'a>(
+    cell: &'a crate::model::Cell,
+    reservation: &crate::model::PoolQuota,
+    catalog: &Catalog,
+) -> Option<(&'a Pool, Offer)> {
+    let pool = cell
+        .pools
+        .iter()
+        .find(|pool| pool.name.value == reservation.pool.value)?;
+    let offers = offers(pool, catalog);
+    let offer = match (&reservation.profile, pool.sharing.value) {
+        (Some(profile), Sharing::Mig) => offers
+            .into_iter()
+            .find(|offer| offer.profile.as_deref() == Some(profile.value.as_str()))?,
+        (None, sharing) if sharing != Sharing::Mig => offers.into_iter().next()?,
+        _ => return None,
+    };
+    Some((pool, offer))
+}

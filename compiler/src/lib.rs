@@ -1,0 +1,147 @@
+//! tenantc: a build-time compiler for multi-tenant GPU fleets.
+//!
+//! Consumes: tenant and cell declarations (KDL v2 or YAML) as in-memory files.
+//! Produces: a [`Compilation`]: every diagnostic of the run, sorted, and, when there is no error,
+//! the output tree of per-cell Kubernetes manifests.
+//!
+//! The pipeline is `load` (disk, in the binary) → [`parse`] → [`schema`] → [`validate`] →
+//! [`lower`] → [`emit`]; see `ARCHITECTURE.md` for the stage map and invariants.
+//!
+//! Invariant: [`compile`] is pure: no IO, no clock, no environment; the same inputs give the
+//! same bytes.
+
+pub mod catalog;
+pub mod diag;
+pub mod emit;
+pub mod hardware;
+pub mod load;
+pub mod lower;
+pub mod model;
+pub mod names;
+pub mod parse;
+pub mod quantity;
+pub mod schema;
+pub mod source;
+pub mod validate;
+
+use diag::{Code, Diagnostic};
+use emit::OutputTree;
+use parse::Format;
+use schema::DeclKind;
+use source::{SourceMap, Span};
+
+/// One input file, with its path relative to the project root (`/`-separated).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputFile {
+    /// Such as `tenants/acme-research.kdl`.
+    pub path: String,
+    /// Raw bytes; non-UTF-8 contents are reported, not fatal.
+    pub contents: Vec<u8>,
+}
+
+/// The result of one compilation.
+#[derive(Debug, Clone)]
+pub struct Compilation {
+    /// Every input file, for rendering diagnostics.
+    pub sources: SourceMap,
+    /// Every finding, sorted by file, position and code.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The output tree, present only when no diagnostic is an error.
+    pub output: Option<OutputTree>,
+    /// A broken invariant of the compiler itself (a bug, not a user mistake).
+    pub internal_error: Option<String>,
+}
+
+impl Compilation {
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// Which declaration kind and format a path holds, if it is a declaration at all.
+pub fn classify(path: &str) -> Option<(DeclKind, Option<Format>)> {
+    let (folder, name) = path.split_once('/')?;
+    let kind = match folder {
+        "tenants" => DeclKind::Tenant,
+        "cells" => DeclKind::Cell,
+        _ => return None,
+    };
+    let format = match name.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("kdl") => Some(Format::Kdl),
+        Some("yaml" | "yml") => Some(Format::Yaml),
+        _ => None,
+    };
+    Some((kind, format))
+}
+
+/// Compiles the given files.
+pub fn compile(inputs: &[InputFile]) -> Compilation {
+    let catalog = catalog::Catalog::builtin();
+    let mut sources = SourceMap::new();
+    let mut diagnostics = Vec::new();
+    let mut declarations = Vec::new();
+    let mut sorted: Vec<&InputFile> = inputs.iter().collect();
+    sorted.sort_by(|a, b| a.path.cmp(&b.path));
+    for input in sorted {
+        let (text, utf8_error) = match String::from_utf8(input.contents.clone()) {
+            Ok(text) => (text, None),
+            Err(error) => (
+                String::from_utf8_lossy(&input.contents).into_owned(),
+                Some(error.utf8_error().valid_up_to()),
+            ),
+        };
+        let file = sources.add(input.path.clone(), text);
+        let Some((kind, format)) = classify(&input.path) else {
+            continue;
+        };
+        let Some(format) = format else {
+            diagnostics.push(
+                Diagnostic::warning(
+                    Code::FileIgnored,
+                    Span::new(file, 0..0),
+                    format!("`{}` is not a declaration file and is skipped", input.path),
+                )
+                .with_help("declarations end in `.kdl` or `.yaml`; move other files elsewhere"),
+            );
+            continue;
+        };
+        if let Some(valid_up_to) = utf8_error {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::FileNotUtf8,
+                    Span::new(file, valid_up_to..valid_up_to),
+                    "file is not valid UTF-8",
+                )
+                .with_label("first invalid byte")
+                .with_help("save the file as UTF-8"),
+            );
+            continue;
+        }
+        let text = sources.get(file).map(|f| f.text.as_str()).unwrap_or("");
+        let (document, parse_diagnostics) = parse::parse(file, text, format);
+        diagnostics.extend(parse_diagnostics);
+        let (declaration, shape_diagnostics) = schema::read(&document, kind, &sources);
+        diagnostics.extend(shape_diagnostics);
+        declarations.extend(declaration);
+    }
+    let (fleet, validate_diagnostics) = validate::validate(declarations, catalog);
+    diagnostics.extend(validate_diagnostics);
+    diag::sort(&mut diagnostics, &sources);
+
+    let mut output = None;
+    let mut internal_error = None;
+    if !diagnostics.iter().any(Diagnostic::is_error) {
+        let manifest = lower::lower(&fleet, &sources, catalog);
+        match emit::render(&manifest) {
+            Ok(tree) => output = Some(tree),
+            Err(error) => internal_error = Some(error.to_string()),
+        }
+    }
+    Compilation {
+        sources,
+        diagnostics,
+        output,
+        internal_error,
+    }
+}

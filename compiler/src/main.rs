@@ -1,0 +1,230 @@
+//! The `tenantc` command line: argument parsing, exit codes, rendering and writing.
+//!
+//! Consumes: the command line and the project root on disk. Produces: diagnostics on stderr
+//! (or JSON on stdout), the written `out/` tree, and an exit code: 0 success, 1 the
+//! declarations have errors or `out/` is stale, 2 usage, IO or internal errors.
+//!
+//! Invariant: all printing of the program happens here; the library never prints.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use tenantc::diag::render::{self, Color};
+use tenantc::emit::fs::{self as out_fs, Change};
+use tenantc::{Compilation, compile, load};
+
+const EXIT_ERRORS: u8 = 1;
+const EXIT_FAILURE: u8 = 2;
+
+/// Compile tenant and cell declarations into per-cell Kubernetes manifests.
+#[derive(Debug, Parser)]
+#[command(
+    name = "tenantc",
+    version,
+    about,
+    long_about = "Compile tenant and cell declarations (tenants/*.kdl, cells/*.kdl, or .yaml) into \
+per-cell Kubernetes manifests under out/, checking every rule before anything is written.",
+    after_help = "Examples:\n  tenantc build                  compile ./tenants and ./cells into ./out\n  \
+tenantc check                  fail if out/ is stale or any rule fails (for CI)\n  \
+tenantc build --format json    diagnostics as JSON on stdout\n\n\
+Exit codes: 0 success, 1 errors in the declarations or a stale out/, 2 usage, IO or internal errors."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Compile the declarations and write out/.
+    #[command(
+        long_about = "Compile tenants/ and cells/ under --root and replace --out with the result. \
+Nothing is written if any declaration has an error; out/ is replaced atomically, and only a \
+folder tenantc made (or an empty one) is ever replaced.",
+        after_help = "Examples:\n  tenantc build\n  tenantc build --root fleet --out fleet/out\n  \
+tenantc build --format json --color never"
+    )]
+    Build(CommonArgs),
+    /// Check that every rule holds and out/ is up to date, without writing.
+    #[command(
+        long_about = "Compile in memory and compare with --out. Fails (exit 1) if any declaration \
+has an error, or if out/ differs from what `tenantc build` would write; the differing files are \
+listed as changed, missing or extra. Run it in CI after the build step of a pull request.",
+        after_help = "Examples:\n  tenantc check\n  tenantc check --format json > report.json"
+    )]
+    Check(CommonArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FormatArg {
+    /// Source snippets with carets, for people (on stderr).
+    Human,
+    /// One JSON document, for tools (on stdout).
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ColorArg {
+    /// Colour when stderr is a terminal and NO_COLOR is unset.
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+#[derive(Debug, Args)]
+struct CommonArgs {
+    /// Project root holding tenants/ and cells/.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    root: PathBuf,
+    /// Output folder [default: <root>/out].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// How to print diagnostics.
+    #[arg(long, value_enum, default_value_t = FormatArg::Human)]
+    format: FormatArg,
+    /// When to colour human output.
+    #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
+    color: ColorArg,
+}
+
+impl CommonArgs {
+    fn out_dir(&self) -> PathBuf {
+        self.out.clone().unwrap_or_else(|| self.root.join("out"))
+    }
+
+    fn color(&self) -> Color {
+        match self.color {
+            ColorArg::Always => Color::Always,
+            ColorArg::Never => Color::Never,
+            ColorArg::Auto => {
+                if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+                    Color::Always
+                } else {
+                    Color::Never
+                }
+            }
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Build(args) => run(&args, Mode::Build),
+        Command::Check(args) => run(&args, Mode::Check),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Build,
+    Check,
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(EXIT_FAILURE)
+}
+
+fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
+    let inputs = match load::load(&args.root) {
+        Ok(inputs) => inputs,
+        Err(error) => return fail(&format!("cannot read declarations: {error}")),
+    };
+    let compilation = compile(&inputs);
+    if let Some(error) = &compilation.internal_error {
+        report(args, &compilation, &[]);
+        return fail(&format!(
+            "{error}; this is a bug in tenantc, please report it"
+        ));
+    }
+    let out_dir = args.out_dir();
+    let Some(tree) = &compilation.output else {
+        report(args, &compilation, &[]);
+        return ExitCode::from(EXIT_ERRORS);
+    };
+    match mode {
+        Mode::Build => match out_fs::write(&out_dir, tree) {
+            Ok(changes) => {
+                report(args, &compilation, &[]);
+                if args.format == FormatArg::Human {
+                    eprintln!(
+                        "wrote {} files to {} ({} changed)",
+                        tree.len(),
+                        out_dir.display(),
+                        changes.len()
+                    );
+                }
+                ExitCode::SUCCESS
+            }
+            Err(error) => fail(&format!("cannot write {}: {error}", out_dir.display())),
+        },
+        Mode::Check => {
+            let current = match out_fs::read_tree(&out_dir) {
+                Ok(current) => current,
+                Err(error) => return fail(&format!("cannot read {}: {error}", out_dir.display())),
+            };
+            let changes = out_fs::compare(tree, &current);
+            report(args, &compilation, &changes);
+            if changes.is_empty() {
+                if args.format == FormatArg::Human {
+                    eprintln!("{} is up to date ({} files)", out_dir.display(), tree.len());
+                }
+                ExitCode::SUCCESS
+            } else {
+                if args.format == FormatArg::Human {
+                    print_stale(&out_dir, &changes);
+                }
+                ExitCode::from(EXIT_ERRORS)
+            }
+        }
+    }
+}
+
+fn change_word(change: &Change) -> &'static str {
+    match change {
+        Change::Missing(_) => "missing",
+        Change::Changed(_) => "changed",
+        Change::Extra(_) => "extra",
+    }
+}
+
+fn print_stale(out_dir: &Path, changes: &[Change]) {
+    eprintln!(
+        "error[out-stale]: {} differs from what `tenantc build` writes ({} files)",
+        out_dir.display(),
+        changes.len()
+    );
+    for change in changes {
+        eprintln!("  {:<8} {}", change_word(change), change.path());
+    }
+    eprintln!("  = help: run `tenantc build` and commit the result; never edit out/ by hand");
+}
+
+fn report(args: &CommonArgs, compilation: &Compilation, changes: &[Change]) {
+    match args.format {
+        FormatArg::Human => {
+            let text = render::human(&compilation.diagnostics, &compilation.sources, args.color());
+            eprint!("{text}");
+            if !compilation.diagnostics.is_empty() {
+                eprintln!("{}", render::summary(&compilation.diagnostics));
+            }
+        }
+        FormatArg::Json => {
+            let stale: Vec<(String, String)> = changes
+                .iter()
+                .map(|change| (change.path().to_string(), change_word(change).to_string()))
+                .collect();
+            print!(
+                "{}",
+                render::json_with_stale(&compilation.diagnostics, &compilation.sources, &stale)
+            );
+        }
+    }
+}

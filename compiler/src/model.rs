@@ -1,0 +1,338 @@
+//! The typed declaration model.
+//!
+//! Consumes: nothing (plain data). Produced by `schema` from parsed files; read by `validate`
+//! and `lower`.
+//!
+//! Invariant: every value a user wrote keeps the span where it was written ([`Spanned`]), so any
+//! later stage can point at it; fields that are optional in the language are `Option` here and
+//! defaults are applied by the stage that uses them, never silently at parse time.
+
+use crate::quantity::Quantity;
+use crate::source::{FileId, Span};
+
+/// A value with the span it was written at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spanned<T> {
+    /// The value.
+    pub value: T,
+    /// Where it was written.
+    pub span: Span,
+}
+
+impl<T> Spanned<T> {
+    /// Pairs a value with a span.
+    pub fn new(value: T, span: Span) -> Self {
+        Self { value, span }
+    }
+}
+
+impl Spanned<String> {
+    /// The string value.
+    pub fn as_str(&self) -> &str {
+        &self.value
+    }
+}
+
+/// Every declaration of one compilation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Fleet {
+    /// Tenants, sorted by name.
+    pub tenants: Vec<Tenant>,
+    /// Cells, sorted by name.
+    pub cells: Vec<Cell>,
+}
+
+/// How strongly a tenant is isolated from others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Trust {
+    /// Time-slicing or MPS sharing: utilisation, not isolation; one org only.
+    Soft,
+    /// Hardware MIG slices.
+    Mig,
+    /// Exclusive whole GPUs or nodes.
+    Hard,
+}
+
+impl Trust {
+    /// The declaration spelling, also used as a label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trust::Soft => "soft",
+            Trust::Mig => "mig",
+            Trust::Hard => "hard",
+        }
+    }
+}
+
+/// The kind of a tenant workload, which gets a namespace of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WorkloadKind {
+    /// Training jobs.
+    Train,
+    /// Inference services.
+    Infer,
+}
+
+impl WorkloadKind {
+    /// The declaration spelling, also the namespace suffix.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadKind::Train => "train",
+            WorkloadKind::Infer => "infer",
+        }
+    }
+}
+
+/// A tenant: an org, team or product.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tenant {
+    /// The file that declares it.
+    pub file: FileId,
+    /// The tenant name (a DNS label).
+    pub name: Spanned<String>,
+    /// The owning organisation.
+    pub org: Spanned<String>,
+    /// The team within the organisation.
+    pub team: Spanned<String>,
+    /// Isolation class.
+    pub trust: Spanned<Trust>,
+    /// Identity groups bound to Kubernetes roles.
+    pub groups: Groups,
+    /// Default container requests for the tenant's namespaces.
+    pub container_defaults: ContainerDefaults,
+    /// Per-cell quotas.
+    pub quotas: Vec<Quota>,
+    /// Workload kinds, one namespace each.
+    pub workloads: Vec<Workload>,
+    /// Allowed image registries.
+    pub registries: Vec<Spanned<String>>,
+    /// Model weights the tenant runs.
+    pub models: Vec<ModelWeights>,
+}
+
+/// Identity groups of a tenant.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Groups {
+    /// Bound to the `admin` ClusterRole.
+    pub admin: Option<Spanned<String>>,
+    /// Bound to the `edit` ClusterRole.
+    pub member: Option<Spanned<String>>,
+    /// Bound to the `view` ClusterRole.
+    pub viewer: Option<Spanned<String>>,
+}
+
+/// Container defaults (LimitRange) of a tenant.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ContainerDefaults {
+    /// CPU request for containers that set none.
+    pub cpu: Option<Spanned<Quantity>>,
+    /// Memory request and limit for containers that set none.
+    pub memory: Option<Spanned<Quantity>>,
+}
+
+/// A tenant's quota in one cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quota {
+    /// The `quota` node or list item.
+    pub span: Span,
+    /// The cell.
+    pub cell: Spanned<String>,
+    /// CPU requests ceiling per namespace.
+    pub cpu: Spanned<Quantity>,
+    /// Memory requests ceiling per namespace.
+    pub memory: Spanned<Quantity>,
+    /// Pod count ceiling per namespace.
+    pub pods: Spanned<i64>,
+    /// GPU reservations per pool.
+    pub pools: Vec<PoolQuota>,
+}
+
+/// A reservation in one pool of a cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolQuota {
+    /// The line or list item.
+    pub span: Span,
+    /// The pool name.
+    pub pool: Spanned<String>,
+    /// The MIG profile, for pools that offer MIG slices.
+    pub profile: Option<Spanned<String>>,
+    /// Guaranteed devices (Kueue nominal quota).
+    pub reserved: Spanned<i64>,
+    /// Devices that may be borrowed on top (Kueue borrowing limit).
+    pub burst: Option<Spanned<i64>>,
+    /// Restricts the reservation to one workload's namespace.
+    pub workload: Option<Spanned<WorkloadKind>>,
+}
+
+/// A tenant workload kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    /// The node or list item.
+    pub span: Span,
+    /// Train or infer.
+    pub kind: Spanned<WorkloadKind>,
+    /// The service account pods of this workload run as.
+    pub service_account: Spanned<String>,
+    /// The priority class its pods use.
+    pub priority: Option<Spanned<String>>,
+}
+
+/// A model the tenant runs, with its weight location.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelWeights {
+    /// The node or list item.
+    pub span: Span,
+    /// The model name.
+    pub name: Spanned<String>,
+    /// The version string.
+    pub version: Spanned<String>,
+    /// The object-storage prefix holding the weights.
+    pub prefix: Spanned<String>,
+}
+
+/// A cell: one cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// The file that declares it.
+    pub file: FileId,
+    /// The cell name (a DNS label).
+    pub name: Spanned<String>,
+    /// Cloud provider.
+    pub cloud: Spanned<String>,
+    /// Cloud region.
+    pub region: Spanned<String>,
+    /// Kubernetes minor version, such as `(1, 33)`.
+    pub kubernetes: Spanned<(u32, u32)>,
+    /// NVIDIA driver branch, such as 570.
+    pub driver: Spanned<u32>,
+    /// Where cluster DNS runs (for network policies).
+    pub dns: Dns,
+    /// GPU node pools.
+    pub pools: Vec<Pool>,
+    /// Priority classes tenants may use.
+    pub priorities: Vec<Priority>,
+}
+
+/// Where cluster DNS runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dns {
+    /// Namespace of the DNS pods.
+    pub namespace: Option<Spanned<String>>,
+    /// Label selector `key=value` of the DNS pods.
+    pub selector: Option<Spanned<String>>,
+}
+
+/// How a pool's GPUs are shared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Sharing {
+    /// Whole GPUs, one pod each.
+    Exclusive,
+    /// MIG with the device plugin's mixed strategy: one resource per profile.
+    Mig,
+    /// MIG with the single strategy: one profile per node, advertised as `nvidia.com/gpu`.
+    MigSingle,
+    /// Time-slicing replicas.
+    TimeSlice,
+    /// CUDA MPS.
+    Mps,
+}
+
+impl Sharing {
+    /// The declaration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sharing::Exclusive => "exclusive",
+            Sharing::Mig => "mig",
+            Sharing::MigSingle => "mig-single",
+            Sharing::TimeSlice => "time-slice",
+            Sharing::Mps => "mps",
+        }
+    }
+
+    /// Whether pods on this pool share a GPU with other pods.
+    pub fn is_shared(self) -> bool {
+        matches!(self, Sharing::TimeSlice | Sharing::Mps)
+    }
+
+    /// Whether the pool uses MIG partitions.
+    pub fn is_mig(self) -> bool {
+        matches!(self, Sharing::Mig | Sharing::MigSingle)
+    }
+}
+
+/// A GPU node pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pool {
+    /// The `pool` node or list item.
+    pub span: Span,
+    /// The pool name (a DNS label).
+    pub name: Spanned<String>,
+    /// The GPU model key.
+    pub gpu: Spanned<String>,
+    /// Number of nodes.
+    pub nodes: Spanned<i64>,
+    /// GPUs per node.
+    pub gpus_per_node: Spanned<i64>,
+    /// Sharing mode.
+    pub sharing: Spanned<Sharing>,
+    /// GPUs per NVLink domain.
+    pub nvlink_domain: Option<Spanned<i64>>,
+    /// Node labels, sorted by key.
+    pub labels: Vec<(Spanned<String>, Spanned<String>)>,
+    /// Node taints.
+    pub taints: Vec<Taint>,
+    /// Price per GPU-hour.
+    pub price_per_gpu_hour: Option<Spanned<f64>>,
+    /// Replicas per GPU for time-slicing or MPS.
+    pub replicas: Option<Spanned<i64>>,
+    /// MIG layouts (node groups).
+    pub mig_layouts: Vec<MigLayout>,
+}
+
+impl Pool {
+    /// Total GPUs in the pool.
+    pub fn gpus(&self) -> i64 {
+        self.nodes.value.saturating_mul(self.gpus_per_node.value)
+    }
+}
+
+/// A node taint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Taint {
+    /// The node or list item.
+    pub span: Span,
+    /// Taint key.
+    pub key: Spanned<String>,
+    /// Taint value.
+    pub value: Option<Spanned<String>>,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: Spanned<String>,
+}
+
+/// A MIG geometry applied to every GPU of a group of nodes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MigLayout {
+    /// The node or list item.
+    pub span: Span,
+    /// Layout name.
+    pub name: Spanned<String>,
+    /// Nodes in this group; all nodes of the pool when the pool has one layout.
+    pub nodes: Option<Spanned<i64>>,
+    /// Profile name and count per GPU, in source order.
+    pub profiles: Vec<(Spanned<String>, Spanned<i64>)>,
+}
+
+/// A PriorityClass that tenant workloads may use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Priority {
+    /// The node or list item.
+    pub span: Span,
+    /// Class name.
+    pub name: Spanned<String>,
+    /// Priority value.
+    pub value: Spanned<i64>,
+    /// Whether pods of this class may preempt lower ones.
+    pub preempt: Option<Spanned<bool>>,
+    /// Free-text description.
+    pub description: Option<Spanned<String>>,
+}

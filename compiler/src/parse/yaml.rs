@@ -1,0 +1,373 @@
+//! YAML front end, for declarations that a portal generates.
+//!
+//! Consumes: the text of a `*.yaml` declaration file.
+//! Produces: a [`Document`] whose root is the top-level mapping. Plain scalars are typed with
+//! the YAML 1.2 core schema (`yes` and `on` stay strings, so a YAML 1.1 habit becomes a type
+//! error instead of a silent boolean); quoted scalars are always strings.
+//!
+//! Invariant: anchors, aliases, tags, complex keys and multiple documents are rejected, so a
+//! declaration means the same to every reader; spans are converted from the parser's character
+//! positions to byte offsets here.
+
+use saphyr_parser::{Event, Marker, Parser, ScalarStyle, ScanError, Span as YamlSpan};
+
+use super::{Document, Entry, Format, Map, Node, Root, Value};
+use crate::diag::{Code, Diagnostic};
+use crate::source::{FileId, SourceMap, Span};
+
+/// Parses a YAML file.
+pub fn parse(file: FileId, text: &str) -> (Document, Vec<Diagnostic>) {
+    // The parser reports character positions; a one-file map converts them to bytes.
+    let mut positions = SourceMap::new();
+    let local = positions.add("", text);
+    let mut reader = Reader {
+        file,
+        positions: &positions,
+        local,
+        parser: Parser::new_from_str(text),
+        diagnostics: Vec::new(),
+        peeked: None,
+    };
+    // A syntax error has been reported already; the file then has no root.
+    let node = reader.document().unwrap_or_default();
+    let mut diagnostics = reader.diagnostics;
+    let root = match node {
+        Some(
+            node @ Node {
+                value: Value::Map(_),
+                ..
+            },
+        ) => Some(Root { kind: None, node }),
+        Some(other) => {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::DocumentShape,
+                    other.span,
+                    format!(
+                        "a declaration is a mapping, found {}",
+                        other.value.type_name()
+                    ),
+                )
+                .with_help("write the declaration as `name: …` followed by its other fields"),
+            );
+            None
+        }
+        None => {
+            if diagnostics.is_empty() {
+                diagnostics.push(
+                    Diagnostic::error(
+                        Code::DocumentShape,
+                        Span::new(file, 0..0),
+                        "file declares nothing",
+                    )
+                    .with_help("write one tenant or cell as a YAML mapping"),
+                );
+            }
+            None
+        }
+    };
+    (
+        Document {
+            file,
+            format: Format::Yaml,
+            root,
+        },
+        diagnostics,
+    )
+}
+
+struct Reader<'a> {
+    file: FileId,
+    positions: &'a SourceMap,
+    local: FileId,
+    parser: Parser<'a, saphyr_parser::StrInput<'a>>,
+    diagnostics: Vec<Diagnostic>,
+    peeked: Option<(Event<'a>, YamlSpan)>,
+}
+
+impl<'a> Reader<'a> {
+    fn offset(&self, marker: &Marker) -> usize {
+        self.positions
+            .get(self.local)
+            .map_or(0, |file| file.offset_of(marker.line(), marker.col()))
+    }
+
+    fn span(&self, span: &YamlSpan) -> Span {
+        Span::new(self.file, self.offset(&span.start)..self.offset(&span.end))
+    }
+
+    fn next(&mut self) -> Result<(Event<'a>, YamlSpan), ()> {
+        if let Some(peeked) = self.peeked.take() {
+            return Ok(peeked);
+        }
+        match self.parser.next_event() {
+            Some(Ok(event)) => Ok(event),
+            Some(Err(error)) => {
+                self.syntax(&error);
+                Err(())
+            }
+            None => Ok((Event::StreamEnd, YamlSpan::empty(Marker::default()))),
+        }
+    }
+
+    fn syntax(&mut self, error: &ScanError) {
+        let offset = self.offset(error.marker());
+        self.diagnostics.push(
+            Diagnostic::error(
+                Code::YamlSyntax,
+                Span::new(self.file, offset..offset),
+                error.info().to_lowercase(),
+            )
+            .with_help("check the indentation and quoting near this point"),
+        );
+    }
+
+    fn unsupported(&mut self, span: Span, what: &str) {
+        self.diagnostics.push(
+            Diagnostic::error(
+                Code::YamlUnsupported,
+                span,
+                format!("{what} are not allowed in declarations"),
+            )
+            .with_help("write every value out in full; declarations use plain YAML only"),
+        );
+    }
+
+    /// Reads the stream: at most one document. `Ok(None)` is an empty stream.
+    fn document(&mut self) -> Result<Option<Node>, ()> {
+        let mut root = None;
+        loop {
+            let (event, span) = self.next()?;
+            match event {
+                Event::StreamStart | Event::DocumentEnd | Event::Nothing => {}
+                Event::StreamEnd => return Ok(root),
+                Event::DocumentStart(_) => {
+                    if root.is_some() {
+                        let span = self.span(&span);
+                        self.diagnostics.push(
+                            Diagnostic::error(
+                                Code::DocumentShape,
+                                span,
+                                "a file declares exactly one tenant or cell",
+                            )
+                            .with_label("second YAML document")
+                            .with_help("move this document into a file of its own"),
+                        );
+                        return Ok(root);
+                    }
+                    let (event, span) = self.next()?;
+                    let node = self.value(event, span)?;
+                    root = Some(node);
+                }
+                other => {
+                    // A stream without an explicit document start still starts with a value.
+                    let node = self.value(other, span)?;
+                    root = Some(node);
+                }
+            }
+        }
+    }
+
+    fn value(&mut self, event: Event<'a>, span: YamlSpan) -> Result<Node, ()> {
+        let start = self.span(&span);
+        match event {
+            Event::Scalar(text, style, anchor, tag) => {
+                if anchor != 0 {
+                    self.unsupported(start, "anchors");
+                }
+                if tag.is_some() {
+                    self.unsupported(start, "tags");
+                }
+                Ok(Node {
+                    value: scalar(&text, style),
+                    span: start,
+                })
+            }
+            Event::SequenceStart(anchor, tag) => {
+                if anchor != 0 {
+                    self.unsupported(start, "anchors");
+                }
+                if tag.is_some() {
+                    self.unsupported(start, "tags");
+                }
+                let mut items = Vec::new();
+                loop {
+                    let (event, span) = self.next()?;
+                    if let Event::SequenceEnd = event {
+                        let end = self.span(&span);
+                        return Ok(Node {
+                            value: Value::Seq(items),
+                            span: Span::new(self.file, start.start as usize..end.end as usize),
+                        });
+                    }
+                    items.push(self.value(event, span)?);
+                }
+            }
+            Event::MappingStart(anchor, tag) => {
+                if anchor != 0 {
+                    self.unsupported(start, "anchors");
+                }
+                if tag.is_some() {
+                    self.unsupported(start, "tags");
+                }
+                let mut entries = Vec::new();
+                loop {
+                    let (event, span) = self.next()?;
+                    let key_span = self.span(&span);
+                    let key = match event {
+                        Event::MappingEnd => {
+                            return Ok(Node {
+                                value: Value::Map(Map {
+                                    format: Format::Yaml,
+                                    args: Vec::new(),
+                                    entries,
+                                }),
+                                // A mapping is labelled at its first key, as KDL nodes are at
+                                // their name: a whole-mapping span would cover many lines.
+                                span: Span::new(
+                                    self.file,
+                                    start.start as usize..start.start as usize,
+                                ),
+                            });
+                        }
+                        Event::Scalar(text, _, anchor, tag) => {
+                            if anchor != 0 || tag.is_some() {
+                                self.unsupported(key_span, "anchors and tags on keys");
+                            }
+                            text.into_owned()
+                        }
+                        other => {
+                            self.unsupported(key_span, "complex mapping keys");
+                            // Read the complex key to stay in step, then drop it.
+                            let _ = self.value(other, span)?;
+                            String::new()
+                        }
+                    };
+                    let (event, span) = self.next()?;
+                    let value = self.value(event, span)?;
+                    entries.push(Entry {
+                        key,
+                        key_span,
+                        value,
+                    });
+                }
+            }
+            Event::Alias(_) => {
+                self.unsupported(start, "aliases");
+                Ok(Node {
+                    value: Value::Null,
+                    span: start,
+                })
+            }
+            _ => Ok(Node {
+                value: Value::Null,
+                span: start,
+            }),
+        }
+    }
+}
+
+/// Types a scalar with the YAML 1.2 core schema.
+fn scalar(text: &str, style: ScalarStyle) -> Value {
+    if style != ScalarStyle::Plain {
+        return Value::Str(text.to_string());
+    }
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        _ => {}
+    }
+    if let Some(number) = parse_int(text) {
+        return Value::Int(number);
+    }
+    let looks_float = text
+        .chars()
+        .all(|ch| ch.is_ascii_digit() || matches!(ch, '.' | 'e' | 'E' | '+' | '-'))
+        && text.chars().any(|ch| ch.is_ascii_digit());
+    if looks_float && let Ok(number) = text.parse::<f64>() {
+        return Value::Float(number);
+    }
+    Value::Str(text.to_string())
+}
+
+fn parse_int(text: &str) -> Option<i128> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let value = if let Some(hex) = digits.strip_prefix("0x") {
+        i128::from_str_radix(hex, 16).ok()?
+    } else if let Some(octal) = digits.strip_prefix("0o") {
+        i128::from_str_radix(octal, 8).ok()?
+    } else if !digits.is_empty() && digits.chars().all(|ch| ch.is_ascii_digit()) {
+        digits.parse().ok()?
+    } else {
+        return None;
+    };
+    Some(if negative { -value } else { value })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root(text: &str) -> (Option<Root>, Vec<Diagnostic>) {
+        let (document, diagnostics) = parse(FileId(0), text);
+        (document.root, diagnostics)
+    }
+
+    #[test]
+    fn types_plain_scalars_with_the_core_schema() {
+        assert_eq!(scalar("64", ScalarStyle::Plain), Value::Int(64));
+        assert_eq!(scalar("2.10", ScalarStyle::Plain), Value::Float(2.1));
+        assert_eq!(scalar("yes", ScalarStyle::Plain), Value::Str("yes".into()));
+        assert_eq!(
+            scalar("64", ScalarStyle::DoubleQuoted),
+            Value::Str("64".into())
+        );
+        assert_eq!(scalar("~", ScalarStyle::Plain), Value::Null);
+    }
+
+    #[test]
+    fn spans_are_bytes_even_after_non_ascii_text() {
+        let text = "# caf\u{e9} \u{1f600}\nname: acme\norg: \u{e9}t\u{e9}\n";
+        let (root, diagnostics) = root(text);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let Value::Map(map) = root.unwrap().node.value else {
+            panic!()
+        };
+        assert_eq!(&text[map.entries[0].key_span.range()], "name");
+        assert_eq!(&text[map.entries[0].value.span.range()], "acme");
+        assert_eq!(&text[map.entries[1].value.span.range()], "\u{e9}t\u{e9}");
+    }
+
+    #[test]
+    fn rejects_anchors_and_aliases() {
+        let (_, diagnostics) = root("a: &x 1\nb: *x\n");
+        let codes: Vec<_> = diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, vec![Code::YamlUnsupported, Code::YamlUnsupported]);
+    }
+
+    #[test]
+    fn reports_syntax_errors_with_a_position() {
+        let (root, diagnostics) = root("name: a\n  org: [b\n");
+        assert!(root.is_none());
+        assert_eq!(diagnostics.len(), 1);
+        assert_eq!(diagnostics[0].code, Code::YamlSyntax);
+    }
+
+    #[test]
+    fn rejects_a_second_document() {
+        let (_, diagnostics) = root("---\nname: a\n---\nname: b\n");
+        assert_eq!(diagnostics.len(), 1);
+        assert_eq!(diagnostics[0].code, Code::DocumentShape);
+    }
+
+    #[test]
+    fn rejects_a_scalar_document() {
+        let (root, diagnostics) = root("just text\n");
+        assert!(root.is_none());
+        assert_eq!(diagnostics[0].code, Code::DocumentShape);
+    }
+}

@@ -1,0 +1,866 @@
+//! Shape checks: parsed trees to the typed model.
+//!
+//! Consumes: [`Document`]s from `parse`, each with the folder it came from.
+//! Produces: [`Tenant`]s and [`Cell`]s with spans, plus diagnostics for unknown, missing,
+//! duplicate and mistyped fields, out-of-range numbers and invalid names. This module is the one
+//! place that knows the field names of the declaration language; `schema/*.schema.json`
+//! describes the same model for YAML editors, and a test keeps the two in step.
+//!
+//! Invariant: a declaration with a shape error still yields as much of the model as could be
+//! read only when every required field was readable; otherwise it yields `None`, so later stages
+//! never see half-read objects, while every shape error of the run is still reported.
+
+pub mod reader;
+
+use reader::{Ctx, Obj, boolean, choice, integer, number, string};
+
+use crate::diag::{Code, Diagnostic};
+use crate::model::{
+    Cell, ContainerDefaults, Dns, Groups, MigLayout, ModelWeights, Pool, PoolQuota, Priority,
+    Quota, Sharing, Spanned, Taint, Tenant, Trust, Workload, WorkloadKind,
+};
+use crate::names;
+use crate::parse::{Document, Format, Node};
+use crate::source::{SourceMap, Span};
+
+/// Which folder a declaration file sits in, and so what it must declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DeclKind {
+    /// `tenants/`.
+    Tenant,
+    /// `cells/`.
+    Cell,
+}
+
+impl DeclKind {
+    /// The KDL node name and the word used in messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeclKind::Tenant => "tenant",
+            DeclKind::Cell => "cell",
+        }
+    }
+}
+
+/// The Kubernetes minor versions tenantc generates for (1.30 brought ValidatingAdmissionPolicy
+/// v1, which later stages emit).
+pub const KUBERNETES_MINORS: std::ops::RangeInclusive<u32> = 30..=36;
+
+const TRUST: &[(&str, Trust)] = &[
+    ("soft", Trust::Soft),
+    ("mig", Trust::Mig),
+    ("hard", Trust::Hard),
+];
+const WORKLOAD: &[(&str, WorkloadKind)] = &[
+    ("train", WorkloadKind::Train),
+    ("infer", WorkloadKind::Infer),
+];
+const SHARING: &[(&str, Sharing)] = &[
+    ("exclusive", Sharing::Exclusive),
+    ("mig", Sharing::Mig),
+    ("mig-single", Sharing::MigSingle),
+    ("time-slice", Sharing::TimeSlice),
+    ("mps", Sharing::Mps),
+];
+const CLOUDS: &[(&str, &str)] = &[
+    ("aws", "aws"),
+    ("azure", "azure"),
+    ("gcp", "gcp"),
+    ("oci", "oci"),
+    ("on-prem", "on-prem"),
+];
+const TAINT_EFFECTS: &[(&str, &str)] = &[
+    ("NoSchedule", "NoSchedule"),
+    ("PreferNoSchedule", "PreferNoSchedule"),
+    ("NoExecute", "NoExecute"),
+];
+
+/// A declaration read from one file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Declaration {
+    /// From `tenants/`.
+    Tenant(Tenant),
+    /// From `cells/`.
+    Cell(Cell),
+}
+
+/// Reads the declaration of one parsed file.
+pub fn read(
+    document: &Document,
+    kind: DeclKind,
+    sources: &SourceMap,
+) -> (Option<Declaration>, Vec<Diagnostic>) {
+    let ctx = Ctx::default();
+    let Some(root) = &document.root else {
+        return (None, ctx.take());
+    };
+    if let Some((node_kind, span)) = &root.kind
+        && node_kind != kind.as_str()
+    {
+        let folder = match kind {
+            DeclKind::Tenant => "tenants/",
+            DeclKind::Cell => "cells/",
+        };
+        let diagnostic = if matches!(node_kind.as_str(), "tenant" | "cell") {
+            Diagnostic::error(
+                Code::DeclarationKindMismatch,
+                *span,
+                format!("a {node_kind} is declared in {folder}"),
+            )
+            .with_label(format!("files in {folder} declare a {}", kind.as_str()))
+            .with_help(format!("move this file to {node_kind}s/"))
+        } else {
+            Diagnostic::error(
+                Code::DocumentShape,
+                *span,
+                format!("`{node_kind}` is not a declaration"),
+            )
+            .with_label(format!("expected `{}`", kind.as_str()))
+            .with_help(format!(
+                "a file in {folder} starts with `{} \"<name>\" {{`",
+                kind.as_str()
+            ))
+        };
+        return (None, vec![diagnostic]);
+    }
+    let declaration = match kind {
+        DeclKind::Tenant => tenant(&ctx, &root.node, document).map(Declaration::Tenant),
+        DeclKind::Cell => cell(&ctx, &root.node, document).map(Declaration::Cell),
+    };
+    if let Some(declaration) = &declaration {
+        let name = match declaration {
+            Declaration::Tenant(tenant) => &tenant.name,
+            Declaration::Cell(cell) => &cell.name,
+        };
+        check_file_name(&ctx, sources, document, name);
+    }
+    (declaration, ctx.take())
+}
+
+fn check_file_name(ctx: &Ctx, sources: &SourceMap, document: &Document, name: &Spanned<String>) {
+    let path = sources.path(document.file);
+    let file_name = path.rsplit('/').next().unwrap_or(path);
+    let stem = file_name
+        .rsplit_once('.')
+        .map_or(file_name, |(stem, _)| stem);
+    if stem != name.value {
+        ctx.push(
+            Diagnostic::error(
+                Code::FileNameMismatch,
+                name.span,
+                format!("`{}` is declared in `{file_name}`", name.value),
+            )
+            .with_label(format!("the file name says `{stem}`"))
+            .with_help(format!(
+                "rename the file to `{}.{}` or the declaration to `{stem}`",
+                name.value,
+                match document.format {
+                    Format::Kdl => "kdl",
+                    Format::Yaml => "yaml",
+                }
+            )),
+        );
+    }
+}
+
+/// Checks a name with a rule from [`names`], reporting `name-invalid`.
+fn check_name(
+    ctx: &Ctx,
+    name: &Spanned<String>,
+    what: &str,
+    rule: fn(&str) -> Result<(), String>,
+) -> bool {
+    match rule(&name.value) {
+        Ok(()) => true,
+        Err(reason) => {
+            ctx.push(
+                Diagnostic::error(
+                    Code::NameInvalid,
+                    name.span,
+                    format!("{what} `{}` is not a valid name", name.value),
+                )
+                .with_label(reason)
+                .with_help(suggest_name(&name.value)),
+            );
+            false
+        }
+    }
+}
+
+fn suggest_name(name: &str) -> String {
+    let mut fixed: String = name
+        .to_lowercase()
+        .chars()
+        .map(|ch| if ch.is_ascii_alphanumeric() { ch } else { '-' })
+        .collect();
+    fixed = fixed.trim_matches('-').chars().take(63).collect();
+    if fixed.is_empty() || fixed == name {
+        "use lowercase letters, digits and `-`, at most 63 characters".to_string()
+    } else {
+        format!("use lowercase letters, digits and `-`, such as `{fixed}`")
+    }
+}
+
+fn tenant(ctx: &Ctx, node: &Node, document: &Document) -> Option<Tenant> {
+    let mut obj = Obj::new(ctx, node, "tenant")?;
+    let name = obj.req_arg_str(0, "name", "tenant \"<name>\" { … }");
+    let org = obj.req_str("org", "org \"<org>\"");
+    let team = obj.req_str("team", "team \"<team>\"");
+    let trust = match obj.field("trust") {
+        Some(node) => choice(ctx, node, "trust", TRUST),
+        None => {
+            obj.missing("trust", "trust", "trust \"hard\"");
+            None
+        }
+    };
+    let groups = match obj.field("groups") {
+        Some(node) => groups(ctx, node),
+        None => {
+            obj.missing("groups", "groups", "groups admin=\"<group>\"");
+            None
+        }
+    };
+    let container_defaults = obj
+        .field("container-defaults")
+        .and_then(|node| container_defaults(ctx, node))
+        .unwrap_or_default();
+    let quotas: Vec<Option<Quota>> = obj
+        .items("quota", "quotas")
+        .into_iter()
+        .map(|node| quota(ctx, node))
+        .collect();
+    let workload_nodes = obj.items("workload", "workloads");
+    if workload_nodes.is_empty() {
+        obj.missing(
+            "workload",
+            "workloads",
+            "workload \"train\" service-account=\"trainer\"",
+        );
+    }
+    let workloads: Vec<Option<Workload>> = workload_nodes
+        .into_iter()
+        .map(|node| workload(ctx, node))
+        .collect();
+    let registries: Vec<Option<Spanned<String>>> = obj
+        .items("registry", "registries")
+        .into_iter()
+        .map(|node| string(ctx, node, "registry"))
+        .collect();
+    let models: Vec<Option<ModelWeights>> = obj
+        .items("model", "models")
+        .into_iter()
+        .map(|node| model_weights(ctx, node))
+        .collect();
+    obj.finish();
+
+    let name = name?;
+    let name_ok = check_name(ctx, &name, "tenant", names::dns_label);
+    let org = org?;
+    let team = team?;
+    let org_ok = check_name(ctx, &org, "org", names::dns_label);
+    let team_ok = check_name(ctx, &team, "team", names::dns_label);
+    let registries_ok = registries
+        .iter()
+        .flatten()
+        .all(|registry| check_registry(ctx, registry));
+    if !(name_ok && org_ok && team_ok && registries_ok) {
+        return None;
+    }
+    Some(Tenant {
+        file: document.file,
+        name,
+        org,
+        team,
+        trust: trust?,
+        groups: groups?,
+        container_defaults,
+        quotas: quotas.into_iter().collect::<Option<_>>()?,
+        workloads: workloads.into_iter().collect::<Option<_>>()?,
+        registries: registries.into_iter().collect::<Option<_>>()?,
+        models: models.into_iter().collect::<Option<_>>()?,
+    })
+}
+
+fn check_registry(ctx: &Ctx, registry: &Spanned<String>) -> bool {
+    let text = &registry.value;
+    let host = text.split('/').next().unwrap_or("");
+    let problem = if text.contains("://") {
+        Some("write the registry without a scheme")
+    } else if text.contains('@')
+        || text
+            .rsplit('/')
+            .next()
+            .is_some_and(|last| last.contains(':') && text.contains('/'))
+    {
+        Some("a registry is a host and path prefix, without a tag or digest")
+    } else if host.is_empty() || !host.contains('.') && !host.contains(':') && host != "localhost" {
+        Some("the first part must be a registry host such as `registry.example.com`")
+    } else if text.ends_with('/') || text.chars().any(char::is_whitespace) {
+        Some("no trailing `/` and no spaces")
+    } else {
+        None
+    };
+    match problem {
+        None => true,
+        Some(reason) => {
+            ctx.push(
+                Diagnostic::error(
+                    Code::NameInvalid,
+                    registry.span,
+                    format!("registry `{text}` is not a registry prefix"),
+                )
+                .with_label(reason)
+                .with_help("write the registry host and repository prefix, such as `registry.acme.internal/research`"),
+            );
+            false
+        }
+    }
+}
+
+fn groups(ctx: &Ctx, node: &Node) -> Option<Groups> {
+    let mut obj = Obj::new(ctx, node, "groups")?;
+    let groups = Groups {
+        admin: obj.opt_str("admin"),
+        member: obj.opt_str("member"),
+        viewer: obj.opt_str("viewer"),
+    };
+    let span = obj.span;
+    obj.finish();
+    for group in [&groups.admin, &groups.member, &groups.viewer]
+        .into_iter()
+        .flatten()
+    {
+        if group.value.trim().is_empty() || group.value.contains(char::is_control) {
+            ctx.push(
+                Diagnostic::error(
+                    Code::NameInvalid,
+                    group.span,
+                    "group name is empty or has control characters",
+                )
+                .with_help("write the group name exactly as the identity provider sends it"),
+            );
+            return None;
+        }
+    }
+    if groups.admin.is_none() && groups.member.is_none() && groups.viewer.is_none() {
+        ctx.push(
+            Diagnostic::error(Code::FieldMissing, span, "groups names no group")
+                .with_label("at least one of `admin`, `member` or `viewer` is required")
+                .with_help("add `admin=\"<group>\"`"),
+        );
+        return None;
+    }
+    Some(groups)
+}
+
+fn container_defaults(ctx: &Ctx, node: &Node) -> Option<ContainerDefaults> {
+    let mut obj = Obj::new(ctx, node, "container-defaults")?;
+    let defaults = ContainerDefaults {
+        cpu: obj.opt_quantity("cpu"),
+        memory: obj.opt_quantity("memory"),
+    };
+    obj.finish();
+    Some(defaults)
+}
+
+fn quota(ctx: &Ctx, node: &Node) -> Option<Quota> {
+    let mut obj = Obj::new(ctx, node, "quota")?;
+    let cell = obj.req_str("cell", "quota cell=\"<cell>\" { … }");
+    let cpu = obj.req_quantity("cpu", "cpu=\"64\"");
+    let memory = obj.req_quantity("memory", "memory=\"512Gi\"");
+    let pods = obj.req_int("pods", 0..=1_000_000, "pods=200");
+    let pools: Vec<Option<PoolQuota>> = obj
+        .items("pool", "pools")
+        .into_iter()
+        .map(|node| pool_quota(ctx, node))
+        .collect();
+    let span = obj.span;
+    obj.finish();
+    Some(Quota {
+        span,
+        cell: cell?,
+        cpu: cpu?,
+        memory: memory?,
+        pods: pods?,
+        pools: pools.into_iter().collect::<Option<_>>()?,
+    })
+}
+
+/// The largest device count a quota or pool may declare.
+const MAX_DEVICES: i64 = 1_000_000;
+
+fn pool_quota(ctx: &Ctx, node: &Node) -> Option<PoolQuota> {
+    let mut obj = Obj::new(ctx, node, "pool quota")?;
+    let pool = obj.req_arg_str(0, "name", "pool \"<pool>\" reserved=8");
+    let profile = obj.opt_str("profile");
+    let reserved = obj.req_int("reserved", 0..=MAX_DEVICES, "reserved=8");
+    let burst = obj.opt_int("burst", 0..=MAX_DEVICES);
+    let workload = obj
+        .field("workload")
+        .and_then(|node| choice(ctx, node, "workload", WORKLOAD));
+    let span = obj.span;
+    obj.finish();
+    Some(PoolQuota {
+        span,
+        pool: pool?,
+        profile,
+        reserved: reserved?,
+        burst,
+        workload,
+    })
+}
+
+fn workload(ctx: &Ctx, node: &Node) -> Option<Workload> {
+    let mut obj = Obj::new(ctx, node, "workload")?;
+    let kind = match obj.arg(0, "kind") {
+        Some(node) => choice(ctx, node, "kind", WORKLOAD),
+        None => {
+            obj.missing_arg("kind", "workload \"train\" service-account=\"trainer\"");
+            None
+        }
+    };
+    let service_account = obj.req_str("service-account", "service-account=\"<name>\"");
+    let priority = obj.opt_str("priority");
+    let span = obj.span;
+    obj.finish();
+    let service_account = service_account?;
+    if !check_name(
+        ctx,
+        &service_account,
+        "service account",
+        names::dns_subdomain,
+    ) {
+        return None;
+    }
+    Some(Workload {
+        span,
+        kind: kind?,
+        service_account,
+        priority,
+    })
+}
+
+fn model_weights(ctx: &Ctx, node: &Node) -> Option<ModelWeights> {
+    let mut obj = Obj::new(ctx, node, "model")?;
+    let name = obj.req_arg_str(0, "name", "model \"<name>\" version=\"…\" prefix=\"…\"");
+    let version = obj.req_str("version", "version=\"<version>\"");
+    let prefix = obj.req_str("prefix", "prefix=\"s3://bucket/path/\"");
+    let span = obj.span;
+    obj.finish();
+    let prefix = prefix?;
+    let scheme_ok = ["s3://", "gs://", "az://"]
+        .iter()
+        .any(|scheme| prefix.value.starts_with(scheme));
+    if !scheme_ok || !prefix.value.ends_with('/') {
+        ctx.push(
+            Diagnostic::error(
+                Code::NameInvalid,
+                prefix.span,
+                format!("`{}` is not an object-storage prefix", prefix.value),
+            )
+            .with_label("expected `s3://`, `gs://` or `az://` and a trailing `/`")
+            .with_help("write the bucket and path of the weights, ending in `/`"),
+        );
+        return None;
+    }
+    Some(ModelWeights {
+        span,
+        name: name?,
+        version: version?,
+        prefix,
+    })
+}
+
+fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
+    let mut obj = Obj::new(ctx, node, "cell")?;
+    let name = obj.req_arg_str(0, "name", "cell \"<name>\" { … }");
+    let cloud = match obj.field("cloud") {
+        Some(node) => cloud(ctx, node),
+        None => {
+            obj.missing("cloud", "cloud", "cloud \"aws\" region=\"us-east-1\"");
+            None
+        }
+    };
+    let kubernetes = match obj.field("kubernetes") {
+        Some(node) => kubernetes_version(ctx, node),
+        None => {
+            obj.missing("kubernetes", "kubernetes", "kubernetes \"1.33\"");
+            None
+        }
+    };
+    let driver = match obj.field("driver") {
+        Some(node) => driver(ctx, node),
+        None => {
+            obj.missing("driver", "driver", "driver \"570\"");
+            None
+        }
+    };
+    let dns = obj.field("dns").and_then(|node| dns(ctx, node));
+    let pools: Vec<Option<Pool>> = obj
+        .items("pool", "pools")
+        .into_iter()
+        .map(|node| pool(ctx, node))
+        .collect();
+    let priorities: Vec<Option<Priority>> = obj
+        .items("priority", "priorities")
+        .into_iter()
+        .map(|node| priority(ctx, node))
+        .collect();
+    obj.finish();
+    let name = name?;
+    if !check_name(ctx, &name, "cell", names::dns_label) {
+        return None;
+    }
+    let (cloud, region) = cloud?;
+    Some(Cell {
+        file: document.file,
+        name,
+        cloud,
+        region,
+        kubernetes: kubernetes?,
+        driver: driver?,
+        dns: dns.unwrap_or(Dns {
+            namespace: None,
+            selector: None,
+        }),
+        pools: pools.into_iter().collect::<Option<_>>()?,
+        priorities: priorities.into_iter().collect::<Option<_>>()?,
+    })
+}
+
+fn cloud(ctx: &Ctx, node: &Node) -> Option<(Spanned<String>, Spanned<String>)> {
+    let mut obj = Obj::new(ctx, node, "cloud")?;
+    let provider = match obj.arg(0, "provider") {
+        Some(node) => choice(ctx, node, "provider", CLOUDS),
+        None => {
+            obj.missing_arg("provider", "cloud \"aws\" region=\"us-east-1\"");
+            None
+        }
+    };
+    let region = obj.req_str("region", "region=\"<region>\"");
+    obj.finish();
+    let provider = provider?;
+    Some((
+        Spanned::new(provider.value.to_string(), provider.span),
+        region?,
+    ))
+}
+
+fn kubernetes_version(ctx: &Ctx, node: &Node) -> Option<Spanned<(u32, u32)>> {
+    let text = string(ctx, node, "kubernetes")?;
+    let parsed = text
+        .value
+        .strip_prefix('v')
+        .unwrap_or(&text.value)
+        .split_once('.')
+        .and_then(|(major, minor)| Some((major.parse::<u32>().ok()?, minor.parse::<u32>().ok()?)));
+    match parsed {
+        Some((1, minor)) if KUBERNETES_MINORS.contains(&minor) => {
+            Some(Spanned::new((1, minor), text.span))
+        }
+        Some(_) => {
+            ctx.push(
+                Diagnostic::error(
+                    Code::KubernetesVersionUnsupported,
+                    text.span,
+                    format!("Kubernetes `{}` is not supported", text.value),
+                )
+                .with_label(format!(
+                    "supported: 1.{} to 1.{}",
+                    KUBERNETES_MINORS.start(),
+                    KUBERNETES_MINORS.end()
+                ))
+                .with_help("upgrade the cell, or pin a supported minor version"),
+            );
+            None
+        }
+        None => {
+            ctx.push(
+                Diagnostic::error(
+                    Code::TypeMismatch,
+                    text.span,
+                    format!("`{}` is not a Kubernetes minor version", text.value),
+                )
+                .with_label("expected `<major>.<minor>`")
+                .with_help("write the version as `\"1.33\"`"),
+            );
+            None
+        }
+    }
+}
+
+fn driver(ctx: &Ctx, node: &Node) -> Option<Spanned<u32>> {
+    let text = string(ctx, node, "driver")?;
+    match text.value.parse::<u32>() {
+        Ok(branch) if (400..=9999).contains(&branch) => Some(Spanned::new(branch, text.span)),
+        _ => {
+            ctx.push(
+                Diagnostic::error(
+                    Code::ValueUnknown,
+                    text.span,
+                    format!("`{}` is not an NVIDIA driver branch", text.value),
+                )
+                .with_label("expected a branch number such as `570`")
+                .with_help("write the driver branch only, without the minor and patch numbers"),
+            );
+            None
+        }
+    }
+}
+
+fn dns(ctx: &Ctx, node: &Node) -> Option<Dns> {
+    let mut obj = Obj::new(ctx, node, "dns")?;
+    let namespace = obj.opt_str("namespace");
+    let selector = obj.opt_str("selector");
+    obj.finish();
+    if let Some(namespace) = &namespace
+        && !check_name(ctx, namespace, "DNS namespace", names::dns_label)
+    {
+        return None;
+    }
+    if let Some(selector) = &selector {
+        let valid = selector.value.split_once('=').is_some_and(|(key, value)| {
+            names::qualified_name(key).is_ok() && names::label_value(value).is_ok()
+        });
+        if !valid {
+            ctx.push(
+                Diagnostic::error(
+                    Code::NameInvalid,
+                    selector.span,
+                    format!("`{}` is not a label selector", selector.value),
+                )
+                .with_label("expected `key=value`")
+                .with_help("write the DNS pods' label, such as `k8s-app=kube-dns`"),
+            );
+            return None;
+        }
+    }
+    Some(Dns {
+        namespace,
+        selector,
+    })
+}
+
+fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
+    let mut obj = Obj::new(ctx, node, "pool")?;
+    let name = obj.req_arg_str(0, "name", "pool \"<name>\" { … }");
+    let gpu = obj.req_str("gpu", "gpu \"H100-80GB-SXM\"");
+    let nodes = match obj.field("nodes") {
+        Some(node) => pool_nodes(ctx, node),
+        None => {
+            obj.missing("nodes", "nodes", "nodes 4 gpus-per-node=8");
+            None
+        }
+    };
+    let sharing = match obj.field("sharing") {
+        Some(node) => choice(ctx, node, "sharing", SHARING),
+        None => {
+            obj.missing("sharing", "sharing", "sharing \"exclusive\"");
+            None
+        }
+    };
+    let nvlink_domain = obj.field("nvlink-domain").and_then(|node| {
+        let mut inner = Obj::new(ctx, node, "nvlink-domain")?;
+        let gpus = inner.req_int("gpus", 1..=1024, "nvlink-domain gpus=8");
+        inner.finish();
+        gpus
+    });
+    let labels: Vec<Option<(Spanned<String>, Spanned<String>)>> = obj
+        .pairs("label", "labels")
+        .into_iter()
+        .map(|(key, value)| {
+            let value = string(ctx, value, "label")?;
+            let key_ok = check_label(ctx, &key, names::qualified_name, "label key");
+            let value_ok = check_label(ctx, &value, names::label_value, "label value");
+            (key_ok && value_ok).then_some((key, value))
+        })
+        .collect();
+    let taints: Vec<Option<Taint>> = obj
+        .items("taint", "taints")
+        .into_iter()
+        .map(|node| taint(ctx, node))
+        .collect();
+    let price = obj.field("price").and_then(|node| {
+        let mut inner = Obj::new(ctx, node, "price")?;
+        let value = inner
+            .field("per-gpu-hour")
+            .and_then(|node| number(ctx, node, "per-gpu-hour", 0.0..=10_000.0));
+        inner.finish();
+        value
+    });
+    let replicas = obj.opt_int("replicas", 2..=64);
+    let mig_layouts: Vec<Option<MigLayout>> = obj
+        .items("mig-layout", "mig-layouts")
+        .into_iter()
+        .map(|node| mig_layout(ctx, node))
+        .collect();
+    let span = obj.span;
+    obj.finish();
+    let name = name?;
+    if !check_name(ctx, &name, "pool", names::dns_label) {
+        return None;
+    }
+    let mut labels: Vec<_> = labels.into_iter().collect::<Option<_>>()?;
+    labels.sort_by(|left: &(Spanned<String>, Spanned<String>), right| {
+        left.0.value.cmp(&right.0.value)
+    });
+    let (nodes, gpus_per_node) = nodes?;
+    Some(Pool {
+        span,
+        name,
+        gpu: gpu?,
+        nodes,
+        gpus_per_node,
+        sharing: sharing?,
+        nvlink_domain,
+        labels,
+        taints: taints.into_iter().collect::<Option<_>>()?,
+        price_per_gpu_hour: price,
+        replicas,
+        mig_layouts: mig_layouts.into_iter().collect::<Option<_>>()?,
+    })
+}
+
+fn check_label(
+    ctx: &Ctx,
+    text: &Spanned<String>,
+    rule: fn(&str) -> Result<(), String>,
+    what: &str,
+) -> bool {
+    match rule(&text.value) {
+        Ok(()) => true,
+        Err(reason) => {
+            ctx.push(
+                Diagnostic::error(
+                    Code::NameInvalid,
+                    text.span,
+                    format!("{what} `{}` is not valid", text.value),
+                )
+                .with_label(reason)
+                .with_help("label keys are `[prefix/]name` and values at most 63 letters, digits, `-`, `_` or `.`"),
+            );
+            false
+        }
+    }
+}
+
+fn pool_nodes(ctx: &Ctx, node: &Node) -> Option<(Spanned<i64>, Spanned<i64>)> {
+    let mut obj = Obj::new(ctx, node, "nodes")?;
+    let count = match obj.arg(0, "count") {
+        Some(node) => integer(ctx, node, "count", 1..=100_000),
+        None => {
+            obj.missing_arg("count", "nodes 4 gpus-per-node=8");
+            None
+        }
+    };
+    let gpus = obj.req_int("gpus-per-node", 1..=16, "gpus-per-node=8");
+    obj.finish();
+    Some((count?, gpus?))
+}
+
+fn taint(ctx: &Ctx, node: &Node) -> Option<Taint> {
+    let mut obj = Obj::new(ctx, node, "taint")?;
+    let key = obj.req_arg_str(
+        0,
+        "key",
+        "taint \"<key>\" \"<value>\" effect=\"NoSchedule\"",
+    );
+    let value = obj
+        .arg(1, "value")
+        .and_then(|node| string(ctx, node, "value"));
+    let effect = match obj.field("effect") {
+        Some(node) => choice(ctx, node, "effect", TAINT_EFFECTS),
+        None => {
+            obj.missing("effect", "effect", "effect=\"NoSchedule\"");
+            None
+        }
+    };
+    let span = obj.span;
+    obj.finish();
+    let key = key?;
+    let key_ok = check_label(ctx, &key, names::qualified_name, "taint key");
+    let value_ok = value
+        .as_ref()
+        .is_none_or(|value| check_label(ctx, value, names::label_value, "taint value"));
+    let effect = effect?;
+    (key_ok && value_ok).then(|| Taint {
+        span,
+        key,
+        value,
+        effect: Spanned::new(effect.value.to_string(), effect.span),
+    })
+}
+
+fn mig_layout(ctx: &Ctx, node: &Node) -> Option<MigLayout> {
+    let mut obj = Obj::new(ctx, node, "mig-layout")?;
+    let name = obj.req_arg_str(0, "name", "mig-layout \"<name>\" { profile \"1g.10gb\" 7 }");
+    let nodes = obj.opt_int("nodes", 1..=100_000);
+    let profiles: Vec<Option<(Spanned<String>, Spanned<i64>)>> = obj
+        .pairs("profile", "profiles")
+        .into_iter()
+        .map(|(key, value)| Some((key, integer(ctx, value, "profile count", 1..=7 * 4)?)))
+        .collect();
+    let span = obj.span;
+    let has_profiles = !profiles.is_empty();
+    if !has_profiles {
+        obj.missing("profile", "profiles", "profile \"1g.10gb\" 7");
+    }
+    obj.finish();
+    let name = name?;
+    if !check_name(ctx, &name, "MIG layout", names::dns_label) {
+        return None;
+    }
+    Some(MigLayout {
+        span,
+        name,
+        nodes,
+        profiles: profiles.into_iter().collect::<Option<_>>()?,
+    })
+}
+
+fn priority(ctx: &Ctx, node: &Node) -> Option<Priority> {
+    let mut obj = Obj::new(ctx, node, "priority")?;
+    let name = obj.req_arg_str(0, "name", "priority \"<name>\" value=1000");
+    // PriorityClass values users may set (HighestUserDefinablePriority).
+    let value = obj.req_int("value", -2_147_483_648..=1_000_000_000, "value=1000");
+    let preempt = obj
+        .field("preempt")
+        .and_then(|node| boolean(ctx, node, "preempt"));
+    let description = obj.opt_str("description");
+    let span = obj.span;
+    obj.finish();
+    let name = name?;
+    if !check_name(ctx, &name, "priority", names::dns_subdomain) {
+        return None;
+    }
+    if name.value.starts_with("system-") {
+        ctx.push(
+            Diagnostic::error(
+                Code::PriorityNameReserved,
+                name.span,
+                format!(
+                    "priority `{}` uses the reserved `system-` prefix",
+                    name.value
+                ),
+            )
+            .with_label("reserved for Kubernetes' own classes")
+            .with_help("choose a name that does not start with `system-`"),
+        );
+        return None;
+    }
+    Some(Priority {
+        span,
+        name,
+        value: value?,
+        preempt,
+        description,
+    })
+}
+
+/// The span a later stage uses when a whole declaration is meant.
+pub fn declaration_span(declaration: &Declaration) -> Span {
+    match declaration {
+        Declaration::Tenant(tenant) => tenant.name.span,
+        Declaration::Cell(cell) => cell.name.span,
+    }
+}

@@ -1,0 +1,634 @@
+//! A reader over one parsed object that records which fields were read.
+//!
+//! Consumes: a [`Node`] from `parse`. Produces: typed values and diagnostics. The same calls read
+//! a KDL node and a YAML mapping: a positional KDL argument is a named YAML key, a repeated KDL
+//! child node is a YAML list under a plural key, and a KDL node with one argument is a scalar.
+//!
+//! Invariant: after [`Obj::finish`], every key and argument of the object was either read or
+//! reported (`field-unknown`, `argument-unexpected`), with a did-you-mean among the keys read.
+
+use std::cell::RefCell;
+
+use crate::diag::{Code, Diagnostic, did_you_mean, list_names};
+use crate::model::Spanned;
+use crate::parse::{Entry, Format, Map, Node, Value};
+use crate::quantity::Quantity;
+use crate::source::Span;
+
+/// Collects diagnostics while objects are read.
+#[derive(Debug, Default)]
+pub struct Ctx {
+    diagnostics: RefCell<Vec<Diagnostic>>,
+}
+
+impl Ctx {
+    /// Records a diagnostic.
+    pub fn push(&self, diagnostic: Diagnostic) {
+        self.diagnostics.borrow_mut().push(diagnostic);
+    }
+
+    /// Takes every diagnostic recorded so far.
+    pub fn take(&self) -> Vec<Diagnostic> {
+        std::mem::take(&mut *self.diagnostics.borrow_mut())
+    }
+}
+
+/// Reads the fields of one object.
+pub struct Obj<'a, 'c> {
+    ctx: &'c Ctx,
+    map: &'a Map,
+    /// Where the object is named (a KDL node name or the first key of a YAML mapping).
+    pub span: Span,
+    what: &'static str,
+    used: Vec<bool>,
+    args_used: usize,
+    known: Vec<&'static str>,
+}
+
+impl<'a, 'c> Obj<'a, 'c> {
+    /// Starts reading `node` as an object called `what` in messages; `None` (with a diagnostic)
+    /// if the node is not an object.
+    pub fn new(ctx: &'c Ctx, node: &'a Node, what: &'static str) -> Option<Self> {
+        match &node.value {
+            Value::Map(map) => Some(Self {
+                ctx,
+                map,
+                span: node.span,
+                what,
+                used: vec![false; map.entries.len()],
+                args_used: 0,
+                known: Vec::new(),
+            }),
+            other => {
+                ctx.push(
+                    Diagnostic::error(
+                        Code::TypeMismatch,
+                        node.span,
+                        format!("expected {what} as a mapping, found {}", other.type_name()),
+                    )
+                    .with_help(format!("write {what} as a mapping of its fields")),
+                );
+                None
+            }
+        }
+    }
+
+    /// The syntax the object was written in.
+    pub fn format(&self) -> Format {
+        self.map.format
+    }
+
+    fn key_for(&self, kdl_key: &'static str, yaml_key: &'static str) -> &'static str {
+        match self.map.format {
+            Format::Kdl => kdl_key,
+            Format::Yaml => yaml_key,
+        }
+    }
+
+    /// Takes the single entry under `key`; reports later repeats as duplicates.
+    pub fn entry(&mut self, key: &'static str) -> Option<&'a Entry> {
+        self.known.push(key);
+        let mut first: Option<&'a Entry> = None;
+        for (idx, entry) in self.map.entries.iter().enumerate() {
+            if entry.key != key {
+                continue;
+            }
+            if let Some(used) = self.used.get_mut(idx) {
+                *used = true;
+            }
+            match first {
+                None => first = Some(entry),
+                Some(earlier) => self.ctx.push(
+                    Diagnostic::error(
+                        Code::FieldDuplicate,
+                        entry.key_span,
+                        format!("`{key}` is given more than once in {}", self.what),
+                    )
+                    .with_label("repeated here")
+                    .with_secondary(earlier.key_span, "first given here")
+                    .with_help(format!("keep one `{key}`")),
+                ),
+            }
+        }
+        first
+    }
+
+    /// Takes the single field `key` (any value shape).
+    pub fn field(&mut self, key: &'static str) -> Option<&'a Node> {
+        self.entry(key).map(|entry| &entry.value)
+    }
+
+    /// Takes positional argument `idx` in KDL, or the field `yaml_key` in YAML.
+    pub fn arg(&mut self, idx: usize, yaml_key: &'static str) -> Option<&'a Node> {
+        match self.map.format {
+            Format::Kdl => {
+                self.args_used = self.args_used.max(idx + 1);
+                self.map.args.get(idx)
+            }
+            Format::Yaml => self.field(yaml_key),
+        }
+    }
+
+    /// Takes every item of a repeated field: all `kdl_key` children in KDL, the items of the list
+    /// `yaml_key` in YAML.
+    pub fn items(&mut self, kdl_key: &'static str, yaml_key: &'static str) -> Vec<&'a Node> {
+        match self.map.format {
+            Format::Kdl => {
+                self.known.push(kdl_key);
+                let mut items = Vec::new();
+                for (idx, entry) in self.map.entries.iter().enumerate() {
+                    if entry.key == kdl_key {
+                        if let Some(used) = self.used.get_mut(idx) {
+                            *used = true;
+                        }
+                        items.push(&entry.value);
+                    }
+                }
+                items
+            }
+            Format::Yaml => match self.field(yaml_key) {
+                None => Vec::new(),
+                Some(Node {
+                    value: Value::Seq(items),
+                    ..
+                }) => items.iter().collect(),
+                Some(other) => {
+                    self.ctx.push(
+                        Diagnostic::error(
+                            Code::TypeMismatch,
+                            other.span,
+                            format!(
+                                "`{yaml_key}` must be a list, found {}",
+                                other.value.type_name()
+                            ),
+                        )
+                        .with_help(format!("write `{yaml_key}:` followed by `- …` items")),
+                    );
+                    Vec::new()
+                }
+            },
+        }
+    }
+
+    /// Takes a key-value map: KDL children `kdl_key "key" value`, or the YAML mapping `yaml_key`.
+    pub fn pairs(
+        &mut self,
+        kdl_key: &'static str,
+        yaml_key: &'static str,
+    ) -> Vec<(Spanned<String>, &'a Node)> {
+        let mut pairs = Vec::new();
+        match self.map.format {
+            Format::Kdl => {
+                for item in self.items(kdl_key, yaml_key) {
+                    let Value::Map(map) = &item.value else {
+                        continue;
+                    };
+                    match (map.args.as_slice(), map.entries.as_slice()) {
+                        ([key, value], []) => match &key.value {
+                            Value::Str(text) => {
+                                pairs.push((Spanned::new(text.clone(), key.span), value));
+                            }
+                            other => self.ctx.push(
+                                Diagnostic::error(
+                                    Code::TypeMismatch,
+                                    key.span,
+                                    format!(
+                                        "`{kdl_key}` key must be a string, found {}",
+                                        other.type_name()
+                                    ),
+                                )
+                                .with_help("quote the key"),
+                            ),
+                        },
+                        _ => self.ctx.push(
+                            Diagnostic::error(
+                                Code::TypeMismatch,
+                                item.span,
+                                format!("`{kdl_key}` takes exactly two values: a key and a value"),
+                            )
+                            .with_help(format!("write `{kdl_key} \"<key>\" <value>`")),
+                        ),
+                    }
+                }
+            }
+            Format::Yaml => match self.field(yaml_key) {
+                None => {}
+                Some(Node {
+                    value: Value::Map(map),
+                    ..
+                }) => {
+                    for entry in &map.entries {
+                        pairs.push((
+                            Spanned::new(entry.key.clone(), entry.key_span),
+                            &entry.value,
+                        ));
+                    }
+                }
+                Some(other) => self.ctx.push(
+                    Diagnostic::error(
+                        Code::TypeMismatch,
+                        other.span,
+                        format!(
+                            "`{yaml_key}` must be a mapping, found {}",
+                            other.value.type_name()
+                        ),
+                    )
+                    .with_help(format!(
+                        "write `{yaml_key}:` followed by `key: value` lines"
+                    )),
+                ),
+            },
+        }
+        pairs
+    }
+
+    /// Reports a required field that was not given.
+    pub fn missing(&self, kdl_key: &'static str, yaml_key: &'static str, example: &str) {
+        let key = self.key_for(kdl_key, yaml_key);
+        let help = match self.map.format {
+            Format::Kdl => format!("add `{example}` to {}", self.what),
+            Format::Yaml => format!("add `{key}: …` to {}", self.what),
+        };
+        self.ctx.push(
+            Diagnostic::error(
+                Code::FieldMissing,
+                self.span,
+                format!("{} has no `{key}`", self.what),
+            )
+            .with_label(format!("`{key}` is required here"))
+            .with_help(help),
+        );
+    }
+
+    /// Reports every field and argument that no call read.
+    pub fn finish(self) {
+        for (entry, used) in self.map.entries.iter().zip(&self.used) {
+            if *used {
+                continue;
+            }
+            let mut diagnostic = Diagnostic::error(
+                Code::FieldUnknown,
+                entry.key_span,
+                format!("{} has no field `{}`", self.what, entry.key),
+            );
+            let mut known = self.known.clone();
+            known.sort_unstable();
+            known.dedup();
+            diagnostic = match did_you_mean(&entry.key, known.iter().copied()) {
+                Some(close) => diagnostic
+                    .with_label(format!("did you mean `{close}`?"))
+                    .with_help(format!("rename it to `{close}`")),
+                None => diagnostic.with_label("unknown field").with_help(format!(
+                    "{} fields are {}",
+                    self.what,
+                    list_names(known.iter().copied())
+                )),
+            };
+            self.ctx.push(diagnostic);
+        }
+        if self.map.format == Format::Kdl {
+            for extra in self.map.args.iter().skip(self.args_used) {
+                self.ctx.push(
+                    Diagnostic::error(
+                        Code::ArgumentUnexpected,
+                        extra.span,
+                        format!(
+                            "{} takes {} positional value{} here",
+                            self.what,
+                            self.args_used,
+                            if self.args_used == 1 { "" } else { "s" }
+                        ),
+                    )
+                    .with_label("unexpected value")
+                    .with_help("remove it, or give it as a named property `name=value`"),
+                );
+            }
+        }
+    }
+
+    /// The diagnostics context.
+    pub fn ctx(&self) -> &'c Ctx {
+        self.ctx
+    }
+
+    // Typed helpers: the field is read, converted and range-checked in one call.
+
+    /// A required string field.
+    pub fn req_str(&mut self, key: &'static str, example: &str) -> Option<Spanned<String>> {
+        match self.field(key) {
+            Some(node) => string(self.ctx, node, key),
+            None => {
+                self.missing(key, key, example);
+                None
+            }
+        }
+    }
+
+    /// An optional string field.
+    pub fn opt_str(&mut self, key: &'static str) -> Option<Spanned<String>> {
+        self.field(key).and_then(|node| string(self.ctx, node, key))
+    }
+
+    /// A required string from positional argument `idx` (KDL) or field `yaml_key` (YAML).
+    pub fn req_arg_str(
+        &mut self,
+        idx: usize,
+        yaml_key: &'static str,
+        example: &str,
+    ) -> Option<Spanned<String>> {
+        match self.arg(idx, yaml_key) {
+            Some(node) => string(self.ctx, node, yaml_key),
+            None => {
+                self.missing_arg(yaml_key, example);
+                None
+            }
+        }
+    }
+
+    /// Reports a missing positional argument (KDL) or field (YAML).
+    pub fn missing_arg(&self, yaml_key: &'static str, example: &str) {
+        match self.map.format {
+            Format::Kdl => self.ctx.push(
+                Diagnostic::error(
+                    Code::FieldMissing,
+                    self.span,
+                    format!("{} has no {yaml_key}", self.what),
+                )
+                .with_label(format!("the {yaml_key} goes after this"))
+                .with_help(format!("write `{example}`")),
+            ),
+            Format::Yaml => self.missing(yaml_key, yaml_key, example),
+        }
+    }
+
+    /// A required integer field within `range`.
+    pub fn req_int(
+        &mut self,
+        key: &'static str,
+        range: std::ops::RangeInclusive<i64>,
+        example: &str,
+    ) -> Option<Spanned<i64>> {
+        match self.field(key) {
+            Some(node) => integer(self.ctx, node, key, range),
+            None => {
+                self.missing(key, key, example);
+                None
+            }
+        }
+    }
+
+    /// An optional integer field within `range`.
+    pub fn opt_int(
+        &mut self,
+        key: &'static str,
+        range: std::ops::RangeInclusive<i64>,
+    ) -> Option<Spanned<i64>> {
+        self.field(key)
+            .and_then(|node| integer(self.ctx, node, key, range))
+    }
+
+    /// A required quantity field.
+    pub fn req_quantity(&mut self, key: &'static str, example: &str) -> Option<Spanned<Quantity>> {
+        match self.field(key) {
+            Some(node) => quantity(self.ctx, node, key),
+            None => {
+                self.missing(key, key, example);
+                None
+            }
+        }
+    }
+
+    /// An optional quantity field.
+    pub fn opt_quantity(&mut self, key: &'static str) -> Option<Spanned<Quantity>> {
+        self.field(key)
+            .and_then(|node| quantity(self.ctx, node, key))
+    }
+}
+
+/// The single value of a scalar field: the node itself in YAML, the one argument of a KDL node.
+pub fn scalar<'a>(ctx: &Ctx, node: &'a Node, key: &str) -> Option<&'a Node> {
+    match &node.value {
+        Value::Map(map) if map.format == Format::Kdl => {
+            match (map.args.as_slice(), map.entries.as_slice()) {
+                ([only], []) => Some(only),
+                _ => {
+                    ctx.push(
+                        Diagnostic::error(
+                            Code::TypeMismatch,
+                            node.span,
+                            format!("`{key}` takes exactly one value"),
+                        )
+                        .with_help(format!("write `{key} <value>`")),
+                    );
+                    None
+                }
+            }
+        }
+        _ => Some(node),
+    }
+}
+
+fn mismatch(ctx: &Ctx, node: &Node, key: &str, expected: &str) {
+    ctx.push(
+        Diagnostic::error(
+            Code::TypeMismatch,
+            node.span,
+            format!(
+                "`{key}` must be {expected}, found {}",
+                node.value.type_name()
+            ),
+        )
+        .with_label(format!("expected {expected}"))
+        .with_help(match expected {
+            "a string" => format!("quote the value: `{key} \"…\"`"),
+            _ => format!("write {expected} without quotes"),
+        }),
+    );
+}
+
+/// Reads a string value.
+pub fn string(ctx: &Ctx, node: &Node, key: &str) -> Option<Spanned<String>> {
+    let node = scalar(ctx, node, key)?;
+    match &node.value {
+        Value::Str(text) => Some(Spanned::new(text.clone(), node.span)),
+        _ => {
+            mismatch(ctx, node, key, "a string");
+            None
+        }
+    }
+}
+
+/// Reads an integer value within `range`.
+pub fn integer(
+    ctx: &Ctx,
+    node: &Node,
+    key: &str,
+    range: std::ops::RangeInclusive<i64>,
+) -> Option<Spanned<i64>> {
+    let node = scalar(ctx, node, key)?;
+    let Value::Int(number) = node.value else {
+        mismatch(ctx, node, key, "an integer");
+        return None;
+    };
+    match i64::try_from(number) {
+        Ok(value) if range.contains(&value) => Some(Spanned::new(value, node.span)),
+        _ => {
+            ctx.push(
+                Diagnostic::error(
+                    Code::NumberOutOfRange,
+                    node.span,
+                    format!(
+                        "`{key}` is {number}, outside {}..={}",
+                        range.start(),
+                        range.end()
+                    ),
+                )
+                .with_label("out of range")
+                .with_help(format!(
+                    "use a value from {} to {}",
+                    range.start(),
+                    range.end()
+                )),
+            );
+            None
+        }
+    }
+}
+
+/// Reads a number (integer or decimal) within `range`.
+pub fn number(
+    ctx: &Ctx,
+    node: &Node,
+    key: &str,
+    range: std::ops::RangeInclusive<f64>,
+) -> Option<Spanned<f64>> {
+    let node = scalar(ctx, node, key)?;
+    let value = match node.value {
+        Value::Float(value) => value,
+        Value::Int(value) => value as f64,
+        _ => {
+            mismatch(ctx, node, key, "a number");
+            return None;
+        }
+    };
+    if value.is_finite() && range.contains(&value) {
+        Some(Spanned::new(value, node.span))
+    } else {
+        ctx.push(
+            Diagnostic::error(
+                Code::NumberOutOfRange,
+                node.span,
+                format!(
+                    "`{key}` is {value}, outside {}..={}",
+                    range.start(),
+                    range.end()
+                ),
+            )
+            .with_label("out of range")
+            .with_help(format!(
+                "use a value from {} to {}",
+                range.start(),
+                range.end()
+            )),
+        );
+        None
+    }
+}
+
+/// Reads a boolean value.
+pub fn boolean(ctx: &Ctx, node: &Node, key: &str) -> Option<Spanned<bool>> {
+    let node = scalar(ctx, node, key)?;
+    match node.value {
+        Value::Bool(flag) => Some(Spanned::new(flag, node.span)),
+        _ => {
+            ctx.push(
+                Diagnostic::error(
+                    Code::TypeMismatch,
+                    node.span,
+                    format!(
+                        "`{key}` must be a boolean, found {}",
+                        node.value.type_name()
+                    ),
+                )
+                .with_label("expected a boolean")
+                .with_help("write `#true` or `#false` in KDL, `true` or `false` in YAML"),
+            );
+            None
+        }
+    }
+}
+
+/// Reads a string that must be one of `choices`.
+pub fn choice<T: Copy>(
+    ctx: &Ctx,
+    node: &Node,
+    key: &str,
+    choices: &[(&'static str, T)],
+) -> Option<Spanned<T>> {
+    let text = string(ctx, node, key)?;
+    if let Some((_, value)) = choices.iter().find(|(name, _)| *name == text.value) {
+        return Some(Spanned::new(*value, text.span));
+    }
+    let names = choices.iter().map(|(name, _)| *name);
+    let mut diagnostic = Diagnostic::error(
+        Code::ValueUnknown,
+        text.span,
+        format!("`{}` is not a valid `{key}`", text.value),
+    );
+    diagnostic = match did_you_mean(&text.value, names.clone()) {
+        Some(close) => diagnostic
+            .with_label(format!("did you mean `{close}`?"))
+            .with_help(format!("`{key}` is one of {}", list_names(names))),
+        None => diagnostic
+            .with_label("unknown value")
+            .with_help(format!("`{key}` is one of {}", list_names(names))),
+    };
+    ctx.push(diagnostic);
+    None
+}
+
+/// Reads a Kubernetes quantity given as a string (or a plain integer).
+pub fn quantity(ctx: &Ctx, node: &Node, key: &str) -> Option<Spanned<Quantity>> {
+    let node = scalar(ctx, node, key)?;
+    let text = match &node.value {
+        Value::Str(text) => text.clone(),
+        Value::Int(number) => number.to_string(),
+        _ => {
+            mismatch(
+                ctx,
+                node,
+                key,
+                "a quantity string such as \"500m\" or \"4Gi\"",
+            );
+            return None;
+        }
+    };
+    match Quantity::parse(&text) {
+        Ok(value) if value.milli() >= 0 => Some(Spanned::new(value, node.span)),
+        Ok(_) => {
+            ctx.push(
+                Diagnostic::error(
+                    Code::QuantityInvalid,
+                    node.span,
+                    format!("`{key}` is negative"),
+                )
+                .with_help("quantities here are zero or more"),
+            );
+            None
+        }
+        Err(error) => {
+            ctx.push(
+                Diagnostic::error(
+                    Code::QuantityInvalid,
+                    node.span,
+                    format!("`{text}` is not a valid `{key}`"),
+                )
+                .with_label(error.to_string())
+                .with_help(
+                    "write a number with an optional suffix, such as \"500m\", \"4\" or \"16Gi\"",
+                ),
+            );
+            None
+        }
+    }
+}

@@ -1,0 +1,382 @@
+//! Cell checks: pools against the hardware catalog.
+//!
+//! Consumes: one [`Cell`]. Produces: diagnostics for duplicate names, unknown GPU models,
+//! sharing modes the GPU does not support, missing or misplaced MIG layouts and replicas, node
+//! groups that do not add up, unknown MIG profiles and layouts that cannot be placed.
+//!
+//! Invariant: pure; every profile lookup is keyed by GPU model and profile name, since the same
+//! name means different sizes on different GPUs.
+
+use crate::catalog::{Catalog, MigTable, SharingMode};
+use crate::diag::{Code, Diagnostic, did_you_mean, list_names};
+use crate::model::{Cell, Pool, Sharing};
+
+use super::duplicates;
+
+/// Checks one cell.
+pub(super) fn check(cell: &Cell, catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>) {
+    duplicates(cell.pools.iter().map(|p| &p.name), "pool", diagnostics);
+    duplicates(
+        cell.priorities.iter().map(|p| &p.name),
+        "priority",
+        diagnostics,
+    );
+    for pool in &cell.pools {
+        check_pool(pool, catalog, diagnostics);
+    }
+}
+
+fn sharing_mode(sharing: Sharing) -> SharingMode {
+    match sharing {
+        Sharing::Exclusive => SharingMode::Exclusive,
+        Sharing::Mig => SharingMode::Mig,
+        Sharing::MigSingle => SharingMode::MigSingle,
+        Sharing::TimeSlice => SharingMode::TimeSlice,
+        Sharing::Mps => SharingMode::Mps,
+    }
+}
+
+fn check_pool(pool: &Pool, catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>) {
+    duplicates(
+        pool.mig_layouts.iter().map(|l| &l.name),
+        "MIG layout",
+        diagnostics,
+    );
+    let sharing = pool.sharing.value;
+
+    // Fields that belong to other sharing modes.
+    if let Some(replicas) = &pool.replicas
+        && !sharing.is_shared()
+    {
+        diagnostics.push(
+            Diagnostic::error(
+                Code::FieldNotApplicable,
+                replicas.span,
+                format!("`replicas` does not apply to a `{}` pool", sharing.as_str()),
+            )
+            .with_label("only time-slice and mps pools have replicas")
+            .with_secondary(pool.sharing.span, "sharing mode set here")
+            .with_help("remove `replicas`, or change the sharing mode"),
+        );
+    }
+    if sharing.is_shared() && pool.replicas.is_none() {
+        diagnostics.push(
+            Diagnostic::error(
+                Code::FieldMissing,
+                pool.name.span,
+                format!(
+                    "`{}` pool `{}` has no `replicas`",
+                    sharing.as_str(),
+                    pool.name.value
+                ),
+            )
+            .with_secondary(pool.sharing.span, "sharing mode set here")
+            .with_help("add `replicas 4` (the number of pods that share one GPU)"),
+        );
+    }
+    if !sharing.is_mig() {
+        for layout in &pool.mig_layouts {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::FieldNotApplicable,
+                    layout.name.span,
+                    format!(
+                        "`{}` pool `{}` declares a MIG layout",
+                        sharing.as_str(),
+                        pool.name.value
+                    ),
+                )
+                .with_label("MIG layouts apply to `mig` and `mig-single` pools")
+                .with_secondary(pool.sharing.span, "sharing mode set here")
+                .with_help("remove the layout, or set `sharing \"mig\"`"),
+            );
+        }
+    } else if pool.mig_layouts.is_empty() {
+        diagnostics.push(
+            Diagnostic::error(
+                Code::MigLayoutMissing,
+                pool.name.span,
+                format!("MIG pool `{}` declares no MIG layout", pool.name.value),
+            )
+            .with_secondary(pool.sharing.span, "MIG sharing set here")
+            .with_help("add `mig-layout \"<name>\" { profile \"<profile>\" <count> }`"),
+        );
+    }
+    check_node_groups(pool, diagnostics);
+
+    let Some(sku) = catalog.sku(&pool.gpu.value) else {
+        let mut diagnostic = Diagnostic::error(
+            Code::GpuModelUnknown,
+            pool.gpu.span,
+            format!(
+                "GPU model `{}` is not in the hardware catalog",
+                pool.gpu.value
+            ),
+        );
+        diagnostic = match did_you_mean(&pool.gpu.value, catalog.sku_keys()) {
+            Some(close) => diagnostic
+                .with_label(format!("did you mean `{close}`?"))
+                .with_help(format!("write `gpu \"{close}\"`")),
+            None => diagnostic
+                .with_label("unknown GPU model")
+                .with_help("use a model key from docs/catalog.md"),
+        };
+        diagnostics.push(diagnostic);
+        return;
+    };
+    if !sku.sharing.contains(&sharing_mode(sharing)) {
+        diagnostics.push(
+            Diagnostic::error(
+                Code::SharingUnsupported,
+                pool.sharing.span,
+                format!(
+                    "`{}` does not support `{}` sharing",
+                    sku.key,
+                    sharing.as_str()
+                ),
+            )
+            .with_secondary(pool.gpu.span, "GPU model set here")
+            .with_help(format!(
+                "{} supports {}",
+                sku.key,
+                list_names(sku.sharing.iter().map(|mode| match mode {
+                    SharingMode::Exclusive => "exclusive",
+                    SharingMode::Mig => "mig",
+                    SharingMode::MigSingle => "mig-single",
+                    SharingMode::TimeSlice => "time-slice",
+                    SharingMode::Mps => "mps",
+                }))
+            )),
+        );
+        return;
+    }
+    if sharing.is_mig() {
+        let table = sku.mig_table.as_deref().and_then(|key| catalog.table(key));
+        if let Some(table) = table {
+            check_layouts(pool, &sku.key, table, catalog, diagnostics);
+        }
+    }
+}
+
+fn check_node_groups(pool: &Pool, diagnostics: &mut Vec<Diagnostic>) {
+    if pool.mig_layouts.len() < 2 {
+        if let Some(layout) = pool.mig_layouts.first()
+            && let Some(nodes) = &layout.nodes
+            && nodes.value != pool.nodes.value
+        {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::MigNodeGroupsMismatch,
+                    nodes.span,
+                    format!(
+                        "layout `{}` covers {} nodes, pool `{}` has {}",
+                        layout.name.value, nodes.value, pool.name.value, pool.nodes.value
+                    ),
+                )
+                .with_secondary(pool.nodes.span, "pool nodes")
+                .with_help("remove `nodes` from a pool's only layout, or make it match"),
+            );
+        }
+        return;
+    }
+    let mut total = 0_i64;
+    for layout in &pool.mig_layouts {
+        match &layout.nodes {
+            Some(nodes) => total = total.saturating_add(nodes.value),
+            None => {
+                diagnostics.push(
+                    Diagnostic::error(
+                        Code::MigNodeGroupsMismatch,
+                        layout.name.span,
+                        format!(
+                            "layout `{}` does not say how many nodes it covers",
+                            layout.name.value
+                        ),
+                    )
+                    .with_label("a pool with several layouts splits its nodes into groups")
+                    .with_help("add `nodes=<count>` to every layout of this pool"),
+                );
+                return;
+            }
+        }
+    }
+    if total != pool.nodes.value {
+        diagnostics.push(
+            Diagnostic::error(
+                Code::MigNodeGroupsMismatch,
+                pool.nodes.span,
+                format!(
+                    "the layouts of pool `{}` cover {total} nodes, the pool has {}",
+                    pool.name.value, pool.nodes.value
+                ),
+            )
+            .with_help("make the layouts' `nodes` add up to the pool's node count"),
+        );
+    }
+}
+
+fn check_layouts(
+    pool: &Pool,
+    sku_key: &str,
+    table: &MigTable,
+    catalog: &Catalog,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    for layout in &pool.mig_layouts {
+        let mut all_known = true;
+        let mut seen = std::collections::BTreeMap::new();
+        for (profile, count) in &layout.profiles {
+            if let Some(first) = seen.insert(profile.value.as_str(), profile.span) {
+                diagnostics.push(
+                    Diagnostic::error(
+                        Code::NameDuplicate,
+                        profile.span,
+                        format!(
+                            "profile `{}` is listed twice in layout `{}`",
+                            profile.value, layout.name.value
+                        ),
+                    )
+                    .with_secondary(first, "first listed here")
+                    .with_help(format!(
+                        "list `{}` once with the total count",
+                        profile.value
+                    )),
+                );
+                all_known = false;
+                continue;
+            }
+            if table.profile(&profile.value).is_none() {
+                all_known = false;
+                diagnostics.push(unknown_profile(
+                    &profile.value,
+                    profile.span,
+                    sku_key,
+                    table,
+                    catalog,
+                ));
+            }
+            let _ = count;
+        }
+        if pool.sharing.value == Sharing::MigSingle && layout.profiles.len() > 1 {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::FieldNotApplicable,
+                    layout.name.span,
+                    format!(
+                        "`mig-single` layout `{}` has several profiles",
+                        layout.name.value
+                    ),
+                )
+                .with_label("the single strategy needs one profile on every GPU of a node")
+                .with_help(
+                    "use one profile per layout, or set `sharing \"mig\"` for mixed layouts",
+                ),
+            );
+        }
+        if all_known {
+            super::cells_placement::check(layout, sku_key, table, diagnostics);
+        }
+    }
+}
+
+/// A `mig-profile-unknown` diagnostic: suggests a close profile of this GPU and says when the
+/// name belongs to another model.
+pub(crate) fn unknown_profile(
+    name: &str,
+    span: crate::source::Span,
+    sku_key: &str,
+    table: &MigTable,
+    catalog: &Catalog,
+) -> Diagnostic {
+    let available: Vec<&str> = table.profiles.iter().map(|p| p.name.as_str()).collect();
+    let mut diagnostic = Diagnostic::error(
+        Code::MigProfileUnknown,
+        span,
+        format!("`{sku_key}` has no MIG profile `{name}`"),
+    );
+    let elsewhere: Vec<&str> = catalog
+        .skus_with_profile(name)
+        .into_iter()
+        .filter(|key| *key != sku_key)
+        .collect();
+    if !elsewhere.is_empty() {
+        diagnostic = diagnostic.with_note(format!(
+            "`{name}` is a profile of {}; profile names mean different sizes on different GPUs",
+            list_names(elsewhere.iter().copied())
+        ));
+    }
+    match did_you_mean(name, available.iter().copied()) {
+        Some(close) => diagnostic
+            .with_label(format!("did you mean `{close}`?"))
+            .with_help(format!(
+                "`{sku_key}` profiles are {}",
+                list_names(available.iter().copied())
+            )),
+        None => diagnostic.with_label("unknown profile").with_help(format!(
+            "`{sku_key}` profiles are {}",
+            list_names(available.iter().copied())
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diag::Code;
+    use crate::validate::test_support::codes;
+
+    fn cell_with_pool(pool: &str) -> String {
+        format!(
+            "cell \"c1\" {{\n  cloud \"aws\" region=\"r\"\n  kubernetes \"1.33\"\n  driver \"570\"\n  {pool}\n}}\n"
+        )
+    }
+
+    #[test]
+    fn rejects_unknown_gpu_models_with_a_suggestion() {
+        let cell = cell_with_pool(
+            "pool \"p\" { gpu \"H100-80GB-SMX\"; nodes 1 gpus-per-node=8; sharing \"exclusive\" }",
+        );
+        assert_eq!(codes(&[("cells/c1.kdl", &cell)]), [Code::GpuModelUnknown]);
+    }
+
+    #[test]
+    fn rejects_mig_without_a_layout_and_layouts_without_mig() {
+        let cell = cell_with_pool(
+            "pool \"p\" { gpu \"H100-80GB-SXM\"; nodes 1 gpus-per-node=8; sharing \"mig\" }",
+        );
+        assert_eq!(codes(&[("cells/c1.kdl", &cell)]), [Code::MigLayoutMissing]);
+        let cell = cell_with_pool(
+            "pool \"p\" { gpu \"H100-80GB-SXM\"; nodes 1 gpus-per-node=8; sharing \"exclusive\"; mig-layout \"x\" { profile \"1g.10gb\" 7 } }",
+        );
+        assert_eq!(
+            codes(&[("cells/c1.kdl", &cell)]),
+            [Code::FieldNotApplicable]
+        );
+    }
+
+    #[test]
+    fn rejects_time_slicing_without_replicas() {
+        let cell = cell_with_pool(
+            "pool \"p\" { gpu \"H100-80GB-SXM\"; nodes 1 gpus-per-node=8; sharing \"time-slice\" }",
+        );
+        assert_eq!(codes(&[("cells/c1.kdl", &cell)]), [Code::FieldMissing]);
+    }
+
+    #[test]
+    fn rejects_node_groups_that_do_not_add_up() {
+        let cell = cell_with_pool(
+            "pool \"p\" { gpu \"H100-80GB-SXM\"; nodes 4 gpus-per-node=8; sharing \"mig\"; mig-layout \"a\" nodes=1 { profile \"1g.10gb\" 7 }; mig-layout \"b\" nodes=2 { profile \"7g.80gb\" 1 } }",
+        );
+        assert_eq!(
+            codes(&[("cells/c1.kdl", &cell)]),
+            [Code::MigNodeGroupsMismatch]
+        );
+    }
+
+    #[test]
+    fn rejects_unknown_mig_profiles() {
+        let cell = cell_with_pool(
+            "pool \"p\" { gpu \"H100-80GB-SXM\"; nodes 1 gpus-per-node=8; sharing \"mig\"; mig-layout \"a\" { profile \"1g.5gb\" 7 } }",
+        );
+        assert_eq!(codes(&[("cells/c1.kdl", &cell)]), [Code::MigProfileUnknown]);
+    }
+}

@@ -1,0 +1,141 @@
+//! MIG layout placement: a layout is valid only if it can be placed on one GPU.
+//!
+//! Consumes: a [`MigLayout`] whose profiles all exist in the pool's MIG table. Produces:
+//! `mig-layout-unplaceable` with every failing budget (max count, compute slices, memory slices
+//! or placement units) and the numbers, and a warning when the table's facts are inferred.
+//!
+//! Invariant: the verdict comes from the catalog's exact placement search, not from adding up
+//! slices, so `3g + 3g + 1g` (7 compute slices, 9 of 8 memory slices) is rejected.
+
+use crate::catalog::MigTable;
+use crate::catalog::placement::{self, PlacementError};
+use crate::diag::{Code, Diagnostic};
+use crate::model::MigLayout;
+
+/// Checks that the layout fits one GPU of the table's model.
+pub(super) fn check(
+    layout: &MigLayout,
+    sku_key: &str,
+    table: &MigTable,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let request: Vec<(String, u32)> = layout
+        .profiles
+        .iter()
+        .map(|(name, count)| {
+            (
+                name.value.clone(),
+                u32::try_from(count.value).unwrap_or(u32::MAX),
+            )
+        })
+        .collect();
+    match placement::place(table, &request) {
+        Ok(_) => {}
+        Err(errors) => {
+            let mut lines = errors.iter().map(|error| error.render(table, &request));
+            let first = lines.next().unwrap_or_default();
+            let mut diagnostic = Diagnostic::error(
+                Code::MigLayoutUnplaceable,
+                layout.name.span,
+                format!(
+                    "layout `{}` cannot be placed on one `{sku_key}` GPU",
+                    layout.name.value
+                ),
+            )
+            .with_label(first);
+            for line in lines {
+                diagnostic = diagnostic.with_note(line);
+            }
+            for error in &errors {
+                if let PlacementError::MaxCount { profile, .. } = error
+                    && let Some((name, _)) =
+                        layout.profiles.iter().find(|(n, _)| &n.value == profile)
+                {
+                    diagnostic = diagnostic.with_secondary(name.span, "too many of this profile");
+                }
+            }
+            diagnostics.push(diagnostic.with_help(format!(
+                "choose a layout that fits {} compute slices and {} {} per GPU, such as the placements in docs/catalog.md",
+                table.compute_slices,
+                table.placement_units,
+                table.axis_unit_name()
+            )));
+        }
+    }
+    let inferred: Vec<&str> = layout
+        .profiles
+        .iter()
+        .filter_map(|(name, _)| table.profile(&name.value))
+        .filter(|profile| profile.inferred)
+        .map(|profile| profile.name.as_str())
+        .collect();
+    if !inferred.is_empty() {
+        diagnostics.push(
+            Diagnostic::warning(
+                Code::MigTableInferred,
+                layout.name.span,
+                format!(
+                    "the MIG facts for {} on `{sku_key}` are inferred, not observed",
+                    crate::diag::list_names(inferred.iter().copied())
+                ),
+            )
+            .with_label("placement checked against an inferred table")
+            .with_note(format!(
+                "catalog confidence for table `{}`: {}",
+                table.key, table.confidence
+            ))
+            .with_help(
+                "confirm with `nvidia-smi mig -lgipp` on one node before relying on this layout",
+            ),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diag::Code;
+    use crate::validate::test_support::compile_files;
+
+    fn layout_cell(gpu: &str, profiles: &str) -> String {
+        format!(
+            "cell \"c1\" {{\n  cloud \"aws\" region=\"r\"\n  kubernetes \"1.33\"\n  driver \"570\"\n  pool \"p\" {{\n    gpu \"{gpu}\"\n    nodes 1 gpus-per-node=8\n    sharing \"mig\"\n    mig-layout \"l\" {{ {profiles} }}\n  }}\n}}\n"
+        )
+    }
+
+    #[test]
+    fn rejects_3g_3g_1g_for_memory_slices() {
+        let cell = layout_cell(
+            "H100-80GB-SXM",
+            "profile \"3g.40gb\" 2; profile \"1g.10gb\" 1",
+        );
+        let result = compile_files(&[("cells/c1.kdl", &cell)]);
+        let codes: Vec<Code> = result.diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, [Code::MigLayoutUnplaceable]);
+        let label = &result.diagnostics[0].labels[0].message;
+        assert!(label.contains("needs 9 of 8 memory slices"), "{label}");
+    }
+
+    #[test]
+    fn accepts_4g_plus_3g() {
+        let cell = layout_cell(
+            "H100-80GB-SXM",
+            "profile \"4g.40gb\" 1; profile \"3g.40gb\" 1",
+        );
+        assert!(
+            compile_files(&[("cells/c1.kdl", &cell)])
+                .diagnostics
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn warns_when_the_table_is_inferred() {
+        let cell = layout_cell("B200-180GB", "profile \"1g.23gb\" 7");
+        let codes: Vec<Code> = compile_files(&[("cells/c1.kdl", &cell)])
+            .diagnostics
+            .iter()
+            .map(|d| d.code)
+            .collect();
+        assert_eq!(codes, [Code::MigTableInferred]);
+    }
+}

@@ -1,0 +1,154 @@
+//! Validation: rules that span fields, objects and files.
+//!
+//! Consumes: the [`Declaration`]s read by `schema`. Produces: a [`Fleet`] (tenants and cells
+//! sorted by name, duplicates dropped) and diagnostics. Each check family lives in its own file
+//! with its own tests: `cells` (pools against the hardware catalog), `tenants` (references from
+//! tenants to cells, pools, profiles and priorities, and reserved capacity).
+//!
+//! Invariant: validation never stops at the first finding; `lower` runs only on a fleet that
+//! produced no error, so it may rely on every reference resolving.
+
+mod cells;
+mod cells_placement;
+mod tenants;
+
+use std::collections::BTreeMap;
+
+use crate::catalog::Catalog;
+use crate::diag::{Code, Diagnostic};
+use crate::model::{Fleet, Spanned};
+use crate::schema::Declaration;
+
+/// Assembles the fleet and runs every check.
+pub fn validate(declarations: Vec<Declaration>, catalog: &Catalog) -> (Fleet, Vec<Diagnostic>) {
+    let mut diagnostics = Vec::new();
+    let mut fleet = Fleet::default();
+    for declaration in declarations {
+        match declaration {
+            Declaration::Tenant(tenant) => fleet.tenants.push(tenant),
+            Declaration::Cell(cell) => fleet.cells.push(cell),
+        }
+    }
+    fleet
+        .tenants
+        .sort_by(|a, b| a.name.value.cmp(&b.name.value));
+    fleet.cells.sort_by(|a, b| a.name.value.cmp(&b.name.value));
+    duplicates(
+        fleet.tenants.iter().map(|t| &t.name),
+        "tenant",
+        &mut diagnostics,
+    );
+    duplicates(
+        fleet.cells.iter().map(|c| &c.name),
+        "cell",
+        &mut diagnostics,
+    );
+    fleet
+        .tenants
+        .dedup_by(|later, earlier| later.name.value == earlier.name.value);
+    fleet
+        .cells
+        .dedup_by(|later, earlier| later.name.value == earlier.name.value);
+
+    for cell in &fleet.cells {
+        cells::check(cell, catalog, &mut diagnostics);
+    }
+    tenants::check(&fleet, catalog, &mut diagnostics);
+    (fleet, diagnostics)
+}
+
+/// Reports every name that repeats an earlier one, pointing at both.
+pub(crate) fn duplicates<'a>(
+    names: impl IntoIterator<Item = &'a Spanned<String>>,
+    what: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let mut seen: BTreeMap<&str, &Spanned<String>> = BTreeMap::new();
+    for name in names {
+        match seen.get(name.value.as_str()) {
+            Some(first) => diagnostics.push(
+                Diagnostic::error(
+                    Code::NameDuplicate,
+                    name.span,
+                    format!("{what} `{}` is declared twice", name.value),
+                )
+                .with_label("declared again here")
+                .with_secondary(first.span, "first declared here")
+                .with_help(format!("rename or remove one of the two {what}s")),
+            ),
+            None => {
+                seen.insert(&name.value, name);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    //! Compiles inline declarations for the unit tests of the check families.
+
+    use crate::diag::Code;
+    use crate::{Compilation, InputFile, compile};
+
+    /// Compiles `(path, text)` files and returns the codes found, in sorted order.
+    pub fn codes(files: &[(&str, &str)]) -> Vec<Code> {
+        compile_files(files)
+            .diagnostics
+            .iter()
+            .map(|d| d.code)
+            .collect()
+    }
+
+    /// Compiles `(path, text)` files.
+    pub fn compile_files(files: &[(&str, &str)]) -> Compilation {
+        let inputs: Vec<InputFile> = files
+            .iter()
+            .map(|(path, text)| InputFile {
+                path: path.to_string(),
+                contents: text.as_bytes().to_vec(),
+            })
+            .collect();
+        compile(&inputs)
+    }
+
+    /// A valid cell with an exclusive pool `train` (4 x 8 GPUs) and a MIG pool `infer`.
+    pub const CELL: &str = r#"cell "c1" {
+    cloud "aws" region="us-east-1"
+    kubernetes "1.33"
+    driver "570"
+    priority "batch" value=1000
+    pool "train" {
+        gpu "H100-80GB-SXM"
+        nodes 4 gpus-per-node=8
+        sharing "exclusive"
+    }
+    pool "infer" {
+        gpu "H100-80GB-SXM"
+        nodes 2 gpus-per-node=8
+        sharing "mig"
+        mig-layout "balanced" {
+            profile "3g.40gb" 1
+            profile "2g.20gb" 1
+            profile "1g.10gb" 2
+        }
+    }
+}
+"#;
+
+    /// A tenant with a quota in `c1` given as the body of the `quota` node.
+    pub fn tenant(name: &str, trust: &str, quota_body: &str) -> String {
+        format!(
+            r#"tenant "{name}" {{
+    org "acme"
+    team "research"
+    trust "{trust}"
+    groups admin="{name}-admins"
+    workload "train" service-account="trainer" priority="batch"
+    quota cell="c1" cpu="64" memory="256Gi" pods=100 {{
+        {quota_body}
+    }}
+}}
+"#
+        )
+    }
+}

@@ -1,0 +1,523 @@
+//! Tenant checks: references to cells, pools, profiles, workloads and priorities, and the
+//! capacity that all tenants reserve together.
+//!
+//! Consumes: the [`Fleet`]. Produces: diagnostics.
+//!
+//! Invariant: pure; a reservation is counted against exactly the pool resource
+//! [`hardware::resolve`] maps it to, the same mapping `lower` uses for quotas.
+
+use std::collections::BTreeMap;
+
+use crate::catalog::Catalog;
+use crate::diag::{Code, Diagnostic, did_you_mean, list_names};
+use crate::hardware;
+use crate::model::{Cell, Fleet, PoolQuota, Sharing, Spanned, Tenant, Trust};
+use crate::source::Span;
+
+use super::duplicates;
+
+/// The reservations that draw on one pool resource.
+type Reservations<'a> = Vec<(&'a Tenant, &'a PoolQuota)>;
+
+/// Checks every tenant against the cells.
+pub(super) fn check(fleet: &Fleet, catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>) {
+    let cells: BTreeMap<&str, &Cell> = fleet
+        .cells
+        .iter()
+        .map(|cell| (cell.name.value.as_str(), cell))
+        .collect();
+    // (cell, pool, resource) -> reservations, for the capacity check.
+    let mut reserved: BTreeMap<(&str, &str, String), Reservations<'_>> = BTreeMap::new();
+    for tenant in &fleet.tenants {
+        check_tenant_shape(tenant, diagnostics);
+        if tenant.quotas.is_empty() {
+            diagnostics.push(
+                Diagnostic::warning(
+                    Code::TenantWithoutQuota,
+                    tenant.name.span,
+                    format!("tenant `{}` has no quota in any cell", tenant.name.value),
+                )
+                .with_label("nothing is generated for this tenant")
+                .with_help("add `quota cell=\"<cell>\" … { … }`"),
+            );
+        }
+        for quota in &tenant.quotas {
+            let Some(cell) = cells.get(quota.cell.value.as_str()) else {
+                diagnostics.push(unknown_reference(
+                    "cell",
+                    &quota.cell,
+                    cells.keys().copied(),
+                    "declare the cell in cells/, or fix the name",
+                ));
+                continue;
+            };
+            check_priorities(tenant, cell, quota.cell.span, diagnostics);
+            for reservation in &quota.pools {
+                if let Some(key) =
+                    check_reservation(tenant, cell, reservation, catalog, diagnostics)
+                {
+                    reserved
+                        .entry((
+                            cell.name.value.as_str(),
+                            reservation.pool.value.as_str(),
+                            key,
+                        ))
+                        .or_default()
+                        .push((tenant, reservation));
+                }
+            }
+        }
+    }
+    for ((cell_name, pool_name, resource), reservations) in reserved {
+        check_capacity(
+            &cells,
+            cell_name,
+            pool_name,
+            &resource,
+            &reservations,
+            catalog,
+            diagnostics,
+        );
+    }
+}
+
+fn check_tenant_shape(tenant: &Tenant, diagnostics: &mut Vec<Diagnostic>) {
+    let kinds: Vec<Spanned<String>> = tenant
+        .workloads
+        .iter()
+        .map(|w| Spanned::new(w.kind.value.as_str().to_string(), w.kind.span))
+        .collect();
+    duplicates(&kinds, "workload", diagnostics);
+    duplicates(
+        tenant.quotas.iter().map(|q| &q.cell),
+        "quota for cell",
+        diagnostics,
+    );
+    duplicates(tenant.models.iter().map(|m| &m.name), "model", diagnostics);
+    duplicates(&tenant.registries, "registry", diagnostics);
+    for quota in &tenant.quotas {
+        let keys: Vec<Spanned<String>> = quota
+            .pools
+            .iter()
+            .map(|r| {
+                let key = match &r.profile {
+                    Some(profile) => format!("{} {}", r.pool.value, profile.value),
+                    None => r.pool.value.clone(),
+                };
+                Spanned::new(key, r.pool.span)
+            })
+            .collect();
+        duplicates(&keys, "reservation of pool", diagnostics);
+        for reservation in &quota.pools {
+            if let Some(workload) = &reservation.workload
+                && !tenant
+                    .workloads
+                    .iter()
+                    .any(|w| w.kind.value == workload.value)
+            {
+                diagnostics.push(
+                    Diagnostic::error(
+                        Code::WorkloadUnknown,
+                        workload.span,
+                        format!(
+                            "tenant `{}` has no `{}` workload",
+                            tenant.name.value,
+                            workload.value.as_str()
+                        ),
+                    )
+                    .with_help(format!(
+                        "declare `workload \"{}\" …`, or remove `workload=`",
+                        workload.value.as_str()
+                    )),
+                );
+            }
+        }
+    }
+    for workload in &tenant.workloads {
+        let namespace = format!("{}-{}", tenant.name.value, workload.kind.value.as_str());
+        if namespace.len() > 63 {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::NameInvalid,
+                    tenant.name.span,
+                    format!(
+                        "namespace `{namespace}` would be {} characters long",
+                        namespace.len()
+                    ),
+                )
+                .with_label("namespace names are at most 63 characters")
+                .with_secondary(workload.kind.span, "workload that needs the namespace")
+                .with_help(format!(
+                    "shorten the tenant name to at most {} characters",
+                    63 - 1 - workload.kind.value.as_str().len()
+                )),
+            );
+        }
+    }
+}
+
+fn unknown_reference<'a>(
+    what: &str,
+    name: &Spanned<String>,
+    candidates: impl Iterator<Item = &'a str> + Clone,
+    fallback_help: &str,
+) -> Diagnostic {
+    let code = match what {
+        "cell" => Code::CellUnknown,
+        _ => Code::PoolUnknown,
+    };
+    let diagnostic = Diagnostic::error(
+        code,
+        name.span,
+        format!("{what} `{}` is not declared", name.value),
+    );
+    match did_you_mean(&name.value, candidates.clone()) {
+        Some(close) => diagnostic
+            .with_label(format!("did you mean `{close}`?"))
+            .with_help(format!("declared {what}s are {}", list_names(candidates))),
+        None => diagnostic
+            .with_label(format!("unknown {what}"))
+            .with_help(format!(
+                "{fallback_help}; declared {what}s are {}",
+                list_names(candidates)
+            )),
+    }
+}
+
+fn check_priorities(
+    tenant: &Tenant,
+    cell: &Cell,
+    quota_span: Span,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    for workload in &tenant.workloads {
+        let Some(priority) = &workload.priority else {
+            continue;
+        };
+        if cell
+            .priorities
+            .iter()
+            .any(|p| p.name.value == priority.value)
+        {
+            continue;
+        }
+        let names = cell.priorities.iter().map(|p| p.name.value.as_str());
+        let diagnostic = Diagnostic::error(
+            Code::PriorityUnknown,
+            priority.span,
+            format!(
+                "priority `{}` is not declared in cell `{}`",
+                priority.value, cell.name.value
+            ),
+        )
+        .with_secondary(quota_span, "the tenant runs in this cell");
+        diagnostics.push(match did_you_mean(&priority.value, names.clone()) {
+            Some(close) => diagnostic
+                .with_label(format!("did you mean `{close}`?"))
+                .with_help(format!(
+                    "cell `{}` declares {}",
+                    cell.name.value,
+                    list_names(names)
+                )),
+            None => diagnostic.with_label("unknown priority").with_help(format!(
+                "use one of {} or declare `priority \"{}\" value=…` in cells/{}",
+                list_names(names),
+                priority.value,
+                cell.name.value
+            )),
+        });
+    }
+}
+
+/// Checks one reservation; returns the resource it draws on when it resolves.
+fn check_reservation(
+    tenant: &Tenant,
+    cell: &Cell,
+    reservation: &PoolQuota,
+    catalog: &Catalog,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<String> {
+    let Some(pool) = cell
+        .pools
+        .iter()
+        .find(|p| p.name.value == reservation.pool.value)
+    else {
+        diagnostics.push(unknown_reference(
+            "pool",
+            &reservation.pool,
+            cell.pools.iter().map(|p| p.name.value.as_str()),
+            &format!("declare the pool in cell `{}`", cell.name.value),
+        ));
+        return None;
+    };
+    let sharing = pool.sharing.value;
+    let forbidden = match tenant.trust.value {
+        Trust::Hard => sharing != Sharing::Exclusive,
+        Trust::Mig => sharing.is_shared(),
+        Trust::Soft => false,
+    };
+    if forbidden {
+        diagnostics.push(
+            Diagnostic::error(
+                Code::TrustSharingMismatch,
+                reservation.pool.span,
+                format!(
+                    "`{}` tenant `{}` reserves in `{}` pool `{}`",
+                    tenant.trust.value.as_str(),
+                    tenant.name.value,
+                    sharing.as_str(),
+                    pool.name.value
+                ),
+            )
+            .with_label(match tenant.trust.value {
+                Trust::Hard => "hard tenants get whole GPUs only",
+                _ => "time-slicing and MPS share memory and faults between pods",
+            })
+            .with_secondary(tenant.trust.span, "trust class set here")
+            .with_help(match tenant.trust.value {
+                Trust::Hard => "reserve in an `exclusive` pool, or lower the trust class",
+                _ => "reserve in a `mig` or `exclusive` pool, or set `trust \"soft\"`",
+            }),
+        );
+    }
+    let offers = hardware::offers(pool, catalog);
+    match (&reservation.profile, sharing) {
+        (None, Sharing::Mig) => {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::QuotaResourceUnknown,
+                    reservation.pool.span,
+                    format!(
+                        "pool `{}` offers MIG slices; the reservation names no profile",
+                        pool.name.value
+                    ),
+                )
+                .with_help(format!(
+                    "add `profile=\"…\"`; pool `{}` offers {}",
+                    pool.name.value,
+                    list_names(offers.iter().filter_map(|o| o.profile.as_deref()))
+                )),
+            );
+            None
+        }
+        (Some(profile), Sharing::Mig) => {
+            if let Some(offer) = offers
+                .iter()
+                .find(|o| o.profile.as_deref() == Some(profile.value.as_str()))
+            {
+                return Some(offer.resource.clone());
+            }
+            let table = catalog
+                .sku(&pool.gpu.value)
+                .and_then(|sku| sku.mig_table.as_deref())
+                .and_then(|key| catalog.table(key));
+            let diagnostic = match table {
+                Some(table) if table.profile(&profile.value).is_none() => {
+                    super::cells::unknown_profile(
+                        &profile.value,
+                        profile.span,
+                        &pool.gpu.value,
+                        table,
+                        catalog,
+                    )
+                }
+                _ => Diagnostic::error(
+                    Code::QuotaResourceUnknown,
+                    profile.span,
+                    format!(
+                        "pool `{}` of cell `{}` does not offer `{}`",
+                        pool.name.value, cell.name.value, profile.value
+                    ),
+                )
+                .with_label("no layout of the pool has this profile")
+                .with_help(format!(
+                    "pool `{}` offers {}",
+                    pool.name.value,
+                    list_names(offers.iter().filter_map(|o| o.profile.as_deref()))
+                )),
+            };
+            diagnostics.push(diagnostic);
+            None
+        }
+        (Some(profile), _) => {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::QuotaResourceUnknown,
+                    profile.span,
+                    format!(
+                        "`{}` pool `{}` has no MIG profiles",
+                        sharing.as_str(),
+                        pool.name.value
+                    ),
+                )
+                .with_label(format!("the pool offers `{}`", hardware::GPU_RESOURCE))
+                .with_help("remove `profile=`"),
+            );
+            None
+        }
+        (None, _) => offers.first().map(|offer| offer.resource.clone()),
+    }
+}
+
+fn check_capacity(
+    cells: &BTreeMap<&str, &Cell>,
+    cell_name: &str,
+    pool_name: &str,
+    resource: &str,
+    reservations: &[(&Tenant, &PoolQuota)],
+    catalog: &Catalog,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let Some(pool) = cells
+        .get(cell_name)
+        .and_then(|cell| cell.pools.iter().find(|p| p.name.value == pool_name))
+    else {
+        return;
+    };
+    let Some(offer) = hardware::offers(pool, catalog)
+        .into_iter()
+        .find(|offer| offer.resource == resource)
+    else {
+        return;
+    };
+    let total: i64 = reservations
+        .iter()
+        .map(|(_, reservation)| reservation.reserved.value)
+        .fold(0, i64::saturating_add);
+    if total <= offer.capacity {
+        return;
+    }
+    let what = match &offer.profile {
+        Some(profile) => format!("`{profile}` slices"),
+        None => format!("`{resource}`"),
+    };
+    let mut diagnostic = Diagnostic::error(
+        Code::QuotaOverCapacity,
+        pool.name.span,
+        format!(
+            "tenants reserve {total} {what} in pool `{pool_name}` of cell `{cell_name}`, which has {}",
+            offer.capacity
+        ),
+    )
+    .with_label(format!("capacity {}", offer.capacity));
+    for (tenant, reservation) in reservations {
+        diagnostic = diagnostic
+            .with_secondary(
+                reservation.reserved.span,
+                format!(
+                    "`{}` reserves {}",
+                    tenant.name.value, reservation.reserved.value
+                ),
+            )
+            .with_note(format!(
+                "tenant `{}` reserves {} {what}",
+                tenant.name.value, reservation.reserved.value
+            ));
+    }
+    diagnostics.push(diagnostic.with_help(format!(
+        "lower the reservations by {} in total, or add capacity to the pool",
+        total - offer.capacity
+    )));
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diag::Code;
+    use crate::validate::test_support::{CELL, codes, tenant};
+
+    #[test]
+    fn accepts_reservations_that_fit() {
+        let a = tenant("a", "hard", "pool \"train\" reserved=16 burst=8");
+        let b = tenant("b", "mig", "pool \"infer\" profile=\"1g.10gb\" reserved=8");
+        assert_eq!(
+            codes(&[
+                ("cells/c1.kdl", CELL),
+                ("tenants/a.kdl", &a),
+                ("tenants/b.kdl", &b)
+            ]),
+            []
+        );
+    }
+
+    #[test]
+    fn rejects_reservations_beyond_pool_capacity() {
+        let a = tenant("a", "hard", "pool \"train\" reserved=24");
+        let b = tenant("b", "hard", "pool \"train\" reserved=16");
+        assert_eq!(
+            codes(&[
+                ("cells/c1.kdl", CELL),
+                ("tenants/a.kdl", &a),
+                ("tenants/b.kdl", &b)
+            ]),
+            [Code::QuotaOverCapacity]
+        );
+    }
+
+    #[test]
+    fn rejects_mig_reservations_beyond_profile_capacity() {
+        // 2 nodes x 8 GPUs x one 3g.40gb each = 16.
+        let a = tenant("a", "mig", "pool \"infer\" profile=\"3g.40gb\" reserved=17");
+        assert_eq!(
+            codes(&[("cells/c1.kdl", CELL), ("tenants/a.kdl", &a)]),
+            [Code::QuotaOverCapacity]
+        );
+    }
+
+    #[test]
+    fn rejects_unknown_cells_pools_and_profiles() {
+        let unknown_pool = tenant("a", "hard", "pool \"trian\" reserved=1");
+        assert_eq!(
+            codes(&[("cells/c1.kdl", CELL), ("tenants/a.kdl", &unknown_pool)]),
+            [Code::PoolUnknown]
+        );
+        let not_offered = tenant("a", "mig", "pool \"infer\" profile=\"7g.80gb\" reserved=1");
+        assert_eq!(
+            codes(&[("cells/c1.kdl", CELL), ("tenants/a.kdl", &not_offered)]),
+            [Code::QuotaResourceUnknown]
+        );
+        let other_model = tenant("a", "mig", "pool \"infer\" profile=\"1g.5gb\" reserved=1");
+        assert_eq!(
+            codes(&[("cells/c1.kdl", CELL), ("tenants/a.kdl", &other_model)]),
+            [Code::MigProfileUnknown]
+        );
+        let no_profile = tenant("a", "mig", "pool \"infer\" reserved=1");
+        assert_eq!(
+            codes(&[("cells/c1.kdl", CELL), ("tenants/a.kdl", &no_profile)]),
+            [Code::QuotaResourceUnknown]
+        );
+        let unknown_cell =
+            tenant("a", "hard", "pool \"train\" reserved=1").replace("cell=\"c1\"", "cell=\"c2\"");
+        assert_eq!(
+            codes(&[("cells/c1.kdl", CELL), ("tenants/a.kdl", &unknown_cell)]),
+            [Code::CellUnknown]
+        );
+    }
+
+    #[test]
+    fn rejects_hard_tenants_on_shared_or_sliced_pools() {
+        let a = tenant("a", "hard", "pool \"infer\" profile=\"1g.10gb\" reserved=1");
+        assert_eq!(
+            codes(&[("cells/c1.kdl", CELL), ("tenants/a.kdl", &a)]),
+            [Code::TrustSharingMismatch]
+        );
+    }
+
+    #[test]
+    fn rejects_priorities_the_cell_does_not_declare() {
+        let a = tenant("a", "hard", "pool \"train\" reserved=1")
+            .replace("priority=\"batch\"", "priority=\"bach\"");
+        assert_eq!(
+            codes(&[("cells/c1.kdl", CELL), ("tenants/a.kdl", &a)]),
+            [Code::PriorityUnknown]
+        );
+    }
+
+    #[test]
+    fn warns_on_tenants_without_quota() {
+        let a = "tenant \"a\" {\n  org \"o\"\n  team \"t\"\n  trust \"soft\"\n  groups admin=\"g\"\n  workload \"infer\" service-account=\"s\"\n}\n";
+        assert_eq!(
+            codes(&[("cells/c1.kdl", CELL), ("tenants/a.kdl", a)]),
+            [Code::TenantWithoutQuota]
+        );
+    }
+}
