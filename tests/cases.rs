@@ -1,1 +1,85 @@
-//! Placeholder.
+//! Fixture cases: every folder under `tests/cases/ok/` must compile without errors to exactly its
+//! `expected/` tree; every folder under `tests/cases/err/` must report at least one error, and
+//! its rendered diagnostics (human, colour off, and JSON) are insta snapshots stored beside it.
+//!
+//! Adding a case means adding files only. `UPDATE_GOLDEN=1` rewrites `expected/` trees and
+//! `INSTA_UPDATE=always` (or `cargo insta review`) accepts new snapshots.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)] // Test code: a panic is a failed test.
+
+mod support;
+
+use std::path::Path;
+
+use tenantc::diag::render::{self, Color};
+
+fn case_name(dir: &Path) -> String {
+    dir.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+#[test]
+fn ok_cases_compile_to_their_expected_trees() {
+    let cases = support::subdirs(&support::repo().join("tests/cases/ok"));
+    assert!(!cases.is_empty(), "no ok cases found");
+    for case in cases {
+        let compilation = support::compile_root(&case.join("input"));
+        let errors: Vec<_> = compilation
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "ok case {} has errors:\n{}",
+            case_name(&case),
+            render::human(&compilation.diagnostics, &compilation.sources, Color::Never)
+        );
+        let tree = compilation.output.expect("no errors means an output tree");
+        support::assert_tree(&case.join("expected"), &tree);
+    }
+}
+
+#[test]
+fn err_cases_report_errors_and_match_their_snapshots() {
+    let cases = support::subdirs(&support::repo().join("tests/cases/err"));
+    assert!(!cases.is_empty(), "no err cases found");
+    for case in cases {
+        let name = case_name(&case);
+        let compilation = support::compile_root(&case.join("input"));
+        assert!(
+            compilation.has_errors(),
+            "err case {name} compiled without errors"
+        );
+        assert!(
+            compilation.output.is_none(),
+            "err case {name} produced output"
+        );
+        for diagnostic in &compilation.diagnostics {
+            assert!(
+                !diagnostic.help.is_empty(),
+                "{name}: {} has no help line",
+                diagnostic.code.as_str()
+            );
+            assert!(
+                diagnostic.primary_span().is_some(),
+                "{name}: {} has no location",
+                diagnostic.code.as_str()
+            );
+        }
+        let human = render::human(&compilation.diagnostics, &compilation.sources, Color::Never);
+        let json = render::json(&compilation.diagnostics, &compilation.sources);
+        insta::with_settings!({
+            snapshot_path => case.clone(),
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+        }, {
+            insta::assert_snapshot!("diagnostics", human);
+            insta::assert_snapshot!("diagnostics-json", json);
+        });
+    }
+}

@@ -1,1 +1,98 @@
-//! Placeholder.
+//! CLI cases as data. Each folder under `tests/cli/` holds:
+//! - `cmd`: one `tenantc …` invocation per line, run in order in a scratch copy of the case;
+//! - `root/` (optional): files copied into the scratch folder before the first command;
+//! - `expected`: for every command, its exit status, stdout and stderr.
+//!
+//! `UPDATE_GOLDEN=1 cargo test --test cli` rewrites `expected`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)] // Test code: a panic is a failed test.
+
+mod support;
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn run_case(case: &Path) -> String {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = case.join("root");
+    if root.exists() {
+        copy_dir(&root, scratch.path());
+    }
+    let commands = fs::read_to_string(case.join("cmd")).unwrap();
+    let mut transcript = String::new();
+    for line in commands.lines().filter(|line| !line.trim().is_empty()) {
+        let mut words = line.split_whitespace();
+        assert_eq!(
+            words.next(),
+            Some("tenantc"),
+            "{}: commands start with tenantc",
+            case.display()
+        );
+        let output = Command::new(env!("CARGO_BIN_EXE_tenantc"))
+            .args(words)
+            .current_dir(scratch.path())
+            .env_remove("NO_COLOR")
+            .env("COLUMNS", "100")
+            .output()
+            .unwrap();
+        let scratch_path = scratch.path().display().to_string();
+        let clean =
+            |bytes: &[u8]| String::from_utf8_lossy(bytes).replace(&scratch_path, "<scratch>");
+        transcript.push_str(&format!(
+            "$ {line}\nstatus: {}\n--- stdout\n{}--- stderr\n{}\n",
+            output
+                .status
+                .code()
+                .map_or("signal".to_string(), |code| code.to_string()),
+            clean(&output.stdout),
+            clean(&output.stderr),
+        ));
+    }
+    transcript
+}
+
+#[test]
+fn cli_cases_match_their_transcripts() {
+    let cases = support::subdirs(&support::repo().join("tests/cli"));
+    assert!(!cases.is_empty(), "no CLI cases found");
+    let mut failures = Vec::new();
+    for case in cases {
+        let actual = run_case(&case);
+        let expected_path = case.join("expected");
+        if support::update_golden() {
+            fs::write(&expected_path, &actual).unwrap();
+            continue;
+        }
+        let expected = fs::read_to_string(&expected_path).unwrap_or_default();
+        if expected != actual {
+            failures.push(format!(
+                "{}:\n--- expected\n{expected}--- actual\n{actual}",
+                case.display()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "CLI transcripts differ (UPDATE_GOLDEN=1 to accept):\n{}",
+        failures.join("\n")
+    );
+}

@@ -43,6 +43,9 @@ pub struct Obj<'a, 'c> {
     used: Vec<bool>,
     args_used: usize,
     known: Vec<&'static str>,
+    /// Missing required fields, reported at [`Obj::finish`] unless an unknown field is a typo
+    /// of one of them (then the typo is the one finding).
+    missing: Vec<(&'static str, Diagnostic)>,
 }
 
 impl<'a, 'c> Obj<'a, 'c> {
@@ -58,6 +61,7 @@ impl<'a, 'c> Obj<'a, 'c> {
                 used: vec![false; map.entries.len()],
                 args_used: 0,
                 known: Vec::new(),
+                missing: Vec::new(),
             }),
             other => {
                 ctx.push(
@@ -146,17 +150,25 @@ impl<'a, 'c> Obj<'a, 'c> {
                 }
                 items
             }
-            Format::Yaml => match self.field(yaml_key) {
+            Format::Yaml => match self.entry(yaml_key) {
                 None => Vec::new(),
-                Some(Node {
-                    value: Value::Seq(items),
+                Some(Entry {
+                    value:
+                        Node {
+                            value: Value::Seq(items),
+                            ..
+                        },
                     ..
                 }) => items.iter().collect(),
-                Some(other) => {
+                Some(Entry {
+                    key_span,
+                    value: other,
+                    ..
+                }) => {
                     self.ctx.push(
                         Diagnostic::error(
                             Code::TypeMismatch,
-                            other.span,
+                            *key_span,
                             format!(
                                 "`{yaml_key}` must be a list, found {}",
                                 other.value.type_name()
@@ -243,13 +255,14 @@ impl<'a, 'c> Obj<'a, 'c> {
     }
 
     /// Reports a required field that was not given.
-    pub fn missing(&self, kdl_key: &'static str, yaml_key: &'static str, example: &str) {
+    pub fn missing(&mut self, kdl_key: &'static str, yaml_key: &'static str, example: &str) {
         let key = self.key_for(kdl_key, yaml_key);
         let help = match self.map.format {
             Format::Kdl => format!("add `{example}` to {}", self.what),
             Format::Yaml => format!("add `{key}: …` to {}", self.what),
         };
-        self.ctx.push(
+        self.missing.push((
+            key,
             Diagnostic::error(
                 Code::FieldMissing,
                 self.span,
@@ -257,11 +270,12 @@ impl<'a, 'c> Obj<'a, 'c> {
             )
             .with_label(format!("`{key}` is required here"))
             .with_help(help),
-        );
+        ));
     }
 
     /// Reports every field and argument that no call read.
-    pub fn finish(self) {
+    pub fn finish(mut self) {
+        let mut typo_of = Vec::new();
         for (entry, used) in self.map.entries.iter().zip(&self.used) {
             if *used {
                 continue;
@@ -274,7 +288,11 @@ impl<'a, 'c> Obj<'a, 'c> {
             let mut known = self.known.clone();
             known.sort_unstable();
             known.dedup();
-            diagnostic = match did_you_mean(&entry.key, known.iter().copied()) {
+            let close = did_you_mean(&entry.key, known.iter().copied());
+            if let Some(close) = close {
+                typo_of.push(close);
+            }
+            diagnostic = match close {
                 Some(close) => diagnostic
                     .with_label(format!("did you mean `{close}`?"))
                     .with_help(format!("rename it to `{close}`")),
@@ -285,6 +303,11 @@ impl<'a, 'c> Obj<'a, 'c> {
                 )),
             };
             self.ctx.push(diagnostic);
+        }
+        for (key, diagnostic) in std::mem::take(&mut self.missing) {
+            if !typo_of.contains(&key) {
+                self.ctx.push(diagnostic);
+            }
         }
         if self.map.format == Format::Kdl {
             for extra in self.map.args.iter().skip(self.args_used) {
@@ -346,7 +369,7 @@ impl<'a, 'c> Obj<'a, 'c> {
     }
 
     /// Reports a missing positional argument (KDL) or field (YAML).
-    pub fn missing_arg(&self, yaml_key: &'static str, example: &str) {
+    pub fn missing_arg(&mut self, yaml_key: &'static str, example: &str) {
         match self.map.format {
             Format::Kdl => self.ctx.push(
                 Diagnostic::error(
@@ -440,7 +463,9 @@ fn mismatch(ctx: &Ctx, node: &Node, key: &str, expected: &str) {
         )
         .with_label(format!("expected {expected}"))
         .with_help(match expected {
-            "a string" => format!("quote the value: `{key} \"…\"`"),
+            "a string" => {
+                "write a string; quote it if it looks like a number or a boolean".to_string()
+            }
             _ => format!("write {expected} without quotes"),
         }),
     );

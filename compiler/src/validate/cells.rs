@@ -52,7 +52,7 @@ fn check_pool(pool: &Pool, catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>)
             Diagnostic::error(
                 Code::FieldNotApplicable,
                 replicas.span,
-                format!("`replicas` does not apply to a `{}` pool", sharing.as_str()),
+                format!("`replicas` does not apply to `{}` pools", sharing.as_str()),
             )
             .with_label("only time-slice and mps pools have replicas")
             .with_secondary(pool.sharing.span, "sharing mode set here")

@@ -74,7 +74,7 @@ pub(crate) fn duplicates<'a>(
                 )
                 .with_label("declared again here")
                 .with_secondary(first.span, "first declared here")
-                .with_help(format!("rename or remove one of the two {what}s")),
+                .with_help("rename or remove one of the two"),
             ),
             None => {
                 seen.insert(&name.value, name);

@@ -41,7 +41,13 @@ pub(super) fn check(fleet: &Fleet, catalog: &Catalog, diagnostics: &mut Vec<Diag
                 .with_help("add `quota cell=\"<cell>\" … { … }`"),
             );
         }
+        let mut seen_cells = std::collections::BTreeSet::new();
         for quota in &tenant.quotas {
+            // A repeated quota is reported as a duplicate; counting it again would only repeat
+            // that finding as over-capacity.
+            if !seen_cells.insert(quota.cell.value.as_str()) {
+                continue;
+            }
             let Some(cell) = cells.get(quota.cell.value.as_str()) else {
                 diagnostics.push(unknown_reference(
                     "cell",

@@ -1,0 +1,94 @@
+//! Helpers shared by the integration tests: loading fixture folders and comparing trees.
+
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use tenantc::emit::OutputTree;
+use tenantc::{Compilation, InputFile, compile, load};
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Whether snapshot trees should be rewritten instead of compared.
+pub fn update_golden() -> bool {
+    std::env::var_os("UPDATE_GOLDEN").is_some_and(|value| value == "1")
+}
+
+/// Loads and compiles the declarations under `root`.
+pub fn compile_root(root: &Path) -> Compilation {
+    let inputs = load::load(root).expect("fixture root loads");
+    compile(&inputs)
+}
+
+/// Loads the declarations under `root` as inputs.
+pub fn inputs(root: &Path) -> Vec<InputFile> {
+    load::load(root).expect("fixture root loads")
+}
+
+/// Compares `tree` with the folder `expected`, or rewrites the folder when `UPDATE_GOLDEN=1`.
+/// Panics with the list of missing, extra and changed files.
+pub fn assert_tree(expected: &Path, tree: &OutputTree) {
+    if update_golden() {
+        if expected.exists() {
+            fs::remove_dir_all(expected).unwrap();
+        }
+        for (path, contents) in tree {
+            let file = expected.join(path);
+            fs::create_dir_all(file.parent().unwrap()).unwrap();
+            fs::write(file, contents).unwrap();
+        }
+        return;
+    }
+    let actual = tenantc::emit::fs::read_tree(expected).unwrap();
+    let changes = tenantc::emit::fs::compare(tree, &actual);
+    if !changes.is_empty() {
+        let mut report = String::new();
+        for change in &changes {
+            report.push_str(&format!("  {change:?}\n"));
+            if let tenantc::emit::fs::Change::Changed(path) = change {
+                let want = String::from_utf8_lossy(&tree[path]);
+                let have = String::from_utf8_lossy(&actual[path]);
+                report.push_str(&format!(
+                    "--- {path} (expected by the build)\n{want}--- on disk\n{have}\n"
+                ));
+            }
+        }
+        panic!(
+            "{} differs from the compiled tree (run with UPDATE_GOLDEN=1 to accept):\n{report}",
+            expected.display()
+        );
+    }
+}
+
+/// The files of a tree as text, by path.
+pub fn text_tree(tree: &OutputTree) -> BTreeMap<String, String> {
+    tree.iter()
+        .map(|(path, bytes)| (path.clone(), String::from_utf8(bytes.clone()).unwrap()))
+        .collect()
+}
+
+/// Sorted subfolders of `dir`.
+pub fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| path.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
