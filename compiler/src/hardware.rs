@@ -8,10 +8,11 @@
 //! GPUs, time-slicing, MPS and MIG's single strategy, `nvidia.com/mig-<profile>` with `+` written
 //! `.` for MIG's mixed strategy. Pure: no IO.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::catalog::Catalog;
-use crate::model::{Pool, Sharing};
+use crate::catalog::{Catalog, GpuSku, MigProfile, MigTable, SharingMode};
+use crate::model::{Cell, GpuModelDecl, Pool, Sharing};
 
 /// The whole-GPU resource name.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
@@ -110,4 +111,92 @@ pub fn resolve<'a>(
         _ => return None,
     };
     Some((pool, offer))
+}
+
+/// The catalog mode of a declared sharing mode.
+pub fn sharing_mode(sharing: Sharing) -> SharingMode {
+    match sharing {
+        Sharing::Exclusive => SharingMode::Exclusive,
+        Sharing::Mig => SharingMode::Mig,
+        Sharing::MigSingle => SharingMode::MigSingle,
+        Sharing::TimeSlice => SharingMode::TimeSlice,
+        Sharing::Mps => SharingMode::Mps,
+    }
+}
+
+/// The key of the MIG table made from a cell's declared model.
+pub fn declared_table_key(cell: &Cell, model: &GpuModelDecl) -> String {
+    format!("{}/{}", cell.name.value, model.name.value)
+}
+
+fn to_u32(value: i64) -> u32 {
+    u32::try_from(value).unwrap_or(0)
+}
+
+/// The catalog as one cell sees it: the built-in catalog plus the GPU models the cell declares.
+/// Borrowed when the cell declares none.
+pub fn cell_catalog<'a>(cell: &Cell, base: &'a Catalog) -> Cow<'a, Catalog> {
+    if cell.gpu_models.is_empty() {
+        return Cow::Borrowed(base);
+    }
+    let mut skus = Vec::new();
+    let mut tables = Vec::new();
+    for model in &cell.gpu_models {
+        let table_key = model.mig.as_ref().map(|mig| {
+            tables.push(MigTable {
+                key: declared_table_key(cell, model),
+                architecture: None,
+                compute_slices: to_u32(mig.compute_slices.value),
+                memory_slices: to_u32(mig.memory_slices.value),
+                placement_units: to_u32(mig.placement_units.value),
+                max_gpu_instances: to_u32(mig.compute_slices.value),
+                confidence: "declared in the cell".to_string(),
+                confidence_note: None,
+                sources: vec![format!("cell {}", cell.name.value)],
+                notes: Vec::new(),
+                combination_rules: Vec::new(),
+                older_profile_names: Vec::new(),
+                profiles: mig
+                    .profiles
+                    .iter()
+                    .map(|profile| MigProfile {
+                        name: profile.name.value.clone(),
+                        profile_id: profile.id.as_ref().map(|id| to_u32(id.value)),
+                        compute_slices: to_u32(profile.compute.value),
+                        memory_slices: to_u32(profile.memory.value),
+                        memory_gb: 0,
+                        max_count: to_u32(profile.max.value),
+                        placement_starts: profile.starts.iter().map(|s| to_u32(s.value)).collect(),
+                        placement_size: to_u32(profile.size.value),
+                        attributes: Vec::new(),
+                        inferred: false,
+                        inferred_fields: Vec::new(),
+                        inferred_why: None,
+                        min_driver: None,
+                        note: None,
+                        engines: None,
+                    })
+                    .collect(),
+                inferred: false,
+            });
+            declared_table_key(cell, model)
+        });
+        skus.push(GpuSku {
+            key: model.name.value.clone(),
+            generic: false,
+            product_name: model.product.as_ref().map(|p| p.value.clone()),
+            product_name_source: None,
+            older_product_names: Vec::new(),
+            pci_ids: model.pci_ids.iter().map(|id| id.value.clone()).collect(),
+            pci_id_details: Vec::new(),
+            mig_table: table_key,
+            sharing: model
+                .sharing
+                .iter()
+                .map(|mode| sharing_mode(mode.value))
+                .collect(),
+            note: None,
+        });
+    }
+    Cow::Owned(base.with_models(skus, tables))
 }

@@ -207,10 +207,67 @@ pub struct Cell {
     pub driver: Spanned<u32>,
     /// Where cluster DNS runs (for network policies).
     pub dns: Dns,
+    /// Namespace of the NVIDIA GPU Operator, where MIG and device-plugin configs go.
+    pub gpu_operator_namespace: Option<Spanned<String>>,
+    /// GPU models declared by the cell because the catalog lacks them.
+    pub gpu_models: Vec<GpuModelDecl>,
     /// GPU node pools.
     pub pools: Vec<Pool>,
     /// Priority classes tenants may use.
     pub priorities: Vec<Priority>,
+}
+
+/// A GPU model declared in a cell, with the same facts as a catalog entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuModelDecl {
+    /// The node or list item.
+    pub span: Span,
+    /// The model key pools refer to.
+    pub name: Spanned<String>,
+    /// Product name as NVML reports it.
+    pub product: Option<Spanned<String>>,
+    /// PCI ids in mig-parted device-filter form (`0xDDDDVVVV`).
+    pub pci_ids: Vec<Spanned<String>>,
+    /// Supported sharing modes.
+    pub sharing: Vec<Spanned<Sharing>>,
+    /// The MIG table, for models that support MIG.
+    pub mig: Option<MigTableDecl>,
+}
+
+/// The MIG geometry of a declared GPU model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MigTableDecl {
+    /// The node or list item.
+    pub span: Span,
+    /// Compute slices of the whole GPU.
+    pub compute_slices: Spanned<i64>,
+    /// Memory slices of the whole GPU.
+    pub memory_slices: Spanned<i64>,
+    /// Length of the placement axis.
+    pub placement_units: Spanned<i64>,
+    /// GPU-instance profiles.
+    pub profiles: Vec<MigProfileDecl>,
+}
+
+/// One GPU-instance profile of a declared GPU model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MigProfileDecl {
+    /// The node or list item.
+    pub span: Span,
+    /// Profile name such as `1g.10gb`.
+    pub name: Spanned<String>,
+    /// Profile id from `nvidia-smi mig -lgip`.
+    pub id: Option<Spanned<i64>>,
+    /// Compute slices.
+    pub compute: Spanned<i64>,
+    /// Memory slices.
+    pub memory: Spanned<i64>,
+    /// Instances per GPU at most.
+    pub max: Spanned<i64>,
+    /// Length on the placement axis.
+    pub size: Spanned<i64>,
+    /// Allowed start positions on the placement axis.
+    pub starts: Vec<Spanned<i64>>,
 }
 
 /// Where cluster DNS runs.

@@ -338,6 +338,19 @@ impl Catalog {
         })
     }
 
+    /// A copy of this catalog with extra SKUs and MIG tables (a cell's own GPU models). An extra
+    /// entry never replaces a catalog entry of the same key; validation reports such clashes.
+    pub fn with_models(&self, skus: Vec<GpuSku>, tables: Vec<MigTable>) -> Catalog {
+        let mut extended = self.clone();
+        for table in tables {
+            extended.tables.entry(table.key.clone()).or_insert(table);
+        }
+        for sku in skus {
+            extended.skus.entry(sku.key.clone()).or_insert(sku);
+        }
+        extended
+    }
+
     /// The SKU with exactly this key (case-sensitive).
     pub fn sku(&self, key: &str) -> Option<&GpuSku> {
         self.skus.get(key)

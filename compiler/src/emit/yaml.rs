@@ -90,6 +90,28 @@ fn write_scalar_string(out: &mut String, text: &str) {
     }
 }
 
+/// Whether a multi-line string can be written as a literal block (`|` or `|-`) that every reader
+/// reads back unchanged: printable text, no tabs, no trailing spaces, a first line that does not
+/// start with a space, and at most one final newline.
+fn is_literal_safe(text: &str) -> bool {
+    text.contains('\n')
+        && !text.starts_with([' ', '\n'])
+        && !text.ends_with("\n\n")
+        && !text.chars().any(|ch| ch.is_control() && ch != '\n')
+        && text.lines().all(|line| !line.ends_with(' '))
+}
+
+fn write_literal(out: &mut String, text: &str, level: usize) {
+    out.push_str(if text.ends_with('\n') { "|\n" } else { "|-\n" });
+    for line in text.lines() {
+        if !line.is_empty() {
+            indent(out, level);
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+}
+
 fn is_block(value: &Yaml) -> bool {
     match value {
         Yaml::Seq(items) => !items.is_empty(),
@@ -121,7 +143,12 @@ fn write_map(out: &mut String, pairs: &[(String, Yaml)], level: usize, first_inl
         }
         write_scalar_string(out, key);
         out.push(':');
-        if is_block(value) {
+        if let Yaml::Str(text) = value
+            && is_literal_safe(text)
+        {
+            out.push(' ');
+            write_literal(out, text, level + 1);
+        } else if is_block(value) {
             out.push('\n');
             match value {
                 Yaml::Map(inner) => write_map(out, inner, level + 1, false),
@@ -222,7 +249,27 @@ mod tests {
 
     #[test]
     fn escapes_quotes_and_newlines() {
-        let doc = Yaml::map([("description", Yaml::str("say \"hi\"\nthere"))]);
-        assert_eq!(to_string(&doc), "description: \"say \\\"hi\\\"\\nthere\"\n");
+        let doc = Yaml::map([("description", Yaml::str("say \"hi\"\n\tthere"))]);
+        assert_eq!(
+            to_string(&doc),
+            "description: \"say \\\"hi\\\"\\n\\tthere\"\n"
+        );
+    }
+
+    #[test]
+    fn writes_multi_line_strings_as_literal_blocks() {
+        let doc = Yaml::map([(
+            "data",
+            Yaml::map([
+                (
+                    "config.yaml",
+                    Yaml::str("version: v1\nmig-configs:\n  a: 1\n"),
+                ),
+                ("no-final-newline", Yaml::str("a\n\nb")),
+                ("trailing-space", Yaml::str("a \nb\n")),
+            ]),
+        )]);
+        let expected = "data:\n  config.yaml: |\n    version: v1\n    mig-configs:\n      a: 1\n  no-final-newline: |-\n    a\n\n    b\n  trailing-space: \"a \\nb\\n\"\n";
+        assert_eq!(to_string(&doc), expected);
     }
 }

@@ -11,13 +11,15 @@
 //!   tenant changes only files under that tenant's folders.
 //! - Quota keys are built only as `requests.<resource>` from the resources a cell's pools offer.
 
+pub mod gpu;
 mod tenant;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalog::Catalog;
 use crate::emit::yaml::Yaml;
-use crate::emit::{Manifest, Object};
+use crate::emit::{Extra, Manifest, Object};
+use crate::hardware;
 use crate::model::{Cell, Fleet, Priority};
 use crate::source::SourceMap;
 
@@ -27,9 +29,11 @@ pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "tenantc")
 pub const LABEL_PREFIX: &str = "tenant.platform";
 
 /// Lowers the whole fleet.
-pub fn lower(fleet: &Fleet, sources: &SourceMap, catalog: &Catalog) -> Manifest {
+pub fn lower(fleet: &Fleet, sources: &SourceMap, base_catalog: &Catalog) -> Manifest {
     let mut manifest = Manifest::default();
     for cell in &fleet.cells {
+        let catalog = hardware::cell_catalog(cell, base_catalog);
+        let catalog = catalog.as_ref();
         let cell_source = sources.path(cell.file).to_string();
         let mut children = BTreeSet::new();
         let mut child_sources = BTreeSet::from([cell_source.clone()]);
@@ -44,6 +48,49 @@ pub fn lower(fleet: &Fleet, sources: &SourceMap, catalog: &Catalog) -> Manifest 
         if !cell.priorities.is_empty() {
             children.insert("cluster".to_string());
         }
+        let operator_objects = gpu::operator_objects(cell, catalog);
+        if !operator_objects.is_empty() {
+            children.insert("gpu-operator".to_string());
+        }
+        for (file, body) in operator_objects {
+            manifest.objects.push(Object {
+                folder: format!("{}/gpu-operator", cell.name.value),
+                file,
+                sources: BTreeSet::from([cell_source.clone()]),
+                body,
+            });
+        }
+        let tenants_here: Vec<&crate::model::Tenant> = fleet
+            .tenants
+            .iter()
+            .filter(|t| t.quotas.iter().any(|q| q.cell.value == cell.name.value))
+            .collect();
+        let mut report_sources = BTreeSet::from([cell_source.clone()]);
+        report_sources.extend(
+            tenants_here
+                .iter()
+                .map(|t| sources.path(t.file).to_string()),
+        );
+        let (json_report, markdown) = gpu::capacity_report(cell, &tenants_here, catalog);
+        let header = crate::emit::header(&report_sources);
+        let mut json_text = serde_json::to_string_pretty(&serde_json::json!({
+            "$comment": header.trim_start_matches("# ").trim_end(),
+            "capacity": json_report,
+        }))
+        .unwrap_or_default();
+        json_text.push('\n');
+        manifest.extras.push(Extra {
+            path: format!("{}/reports/capacity.json", cell.name.value),
+            contents: json_text.into_bytes(),
+        });
+        manifest.extras.push(Extra {
+            path: format!("{}/reports/capacity.md", cell.name.value),
+            contents: format!(
+                "<!-- {} -->\n{markdown}",
+                header.trim_start_matches("# ").trim_end()
+            )
+            .into_bytes(),
+        });
         for tenant in &fleet.tenants {
             let Some(quota) = tenant
                 .quotas

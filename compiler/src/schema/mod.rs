@@ -16,8 +16,9 @@ use reader::{Ctx, Obj, boolean, choice, integer, number, string};
 
 use crate::diag::{Code, Diagnostic};
 use crate::model::{
-    Cell, ContainerDefaults, Dns, Groups, MigLayout, ModelWeights, Pool, PoolQuota, Priority,
-    Quota, Sharing, Spanned, Taint, Tenant, Trust, Workload, WorkloadKind,
+    Cell, ContainerDefaults, Dns, GpuModelDecl, Groups, MigLayout, MigProfileDecl, MigTableDecl,
+    ModelWeights, Pool, PoolQuota, Priority, Quota, Sharing, Spanned, Taint, Tenant, Trust,
+    Workload, WorkloadKind,
 };
 use crate::names;
 use crate::parse::{Document, Format, Node};
@@ -496,6 +497,18 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         }
     };
     let dns = obj.field("dns").and_then(|node| dns(ctx, node));
+    let gpu_operator_namespace = obj.field("gpu-operator").and_then(|node| {
+        let mut inner = Obj::new(ctx, node, "gpu-operator")?;
+        let namespace = inner.req_str("namespace", "gpu-operator namespace=\"gpu-operator\"");
+        inner.finish();
+        let namespace = namespace?;
+        check_name(ctx, &namespace, "GPU Operator namespace", names::dns_label).then_some(namespace)
+    });
+    let gpu_models: Vec<Option<GpuModelDecl>> = obj
+        .items("gpu-model", "gpu-models")
+        .into_iter()
+        .map(|node| gpu_model(ctx, node))
+        .collect();
     let pools: Vec<Option<Pool>> = obj
         .items("pool", "pools")
         .into_iter()
@@ -523,6 +536,8 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
             namespace: None,
             selector: None,
         }),
+        gpu_operator_namespace,
+        gpu_models: gpu_models.into_iter().collect::<Option<_>>()?,
         pools: pools.into_iter().collect::<Option<_>>()?,
         priorities: priorities.into_iter().collect::<Option<_>>()?,
     })
@@ -815,6 +830,148 @@ fn mig_layout(ctx: &Ctx, node: &Node) -> Option<MigLayout> {
         name,
         nodes,
         profiles: profiles.into_iter().collect::<Option<_>>()?,
+    })
+}
+
+fn gpu_model(ctx: &Ctx, node: &Node) -> Option<GpuModelDecl> {
+    let mut obj = Obj::new(ctx, node, "gpu-model")?;
+    let name = obj.req_arg_str(0, "name", "gpu-model \"<name>\" { … }");
+    let product = obj.opt_str("product");
+    let pci_ids: Vec<Option<Spanned<String>>> = obj
+        .values("pci-ids")
+        .into_iter()
+        .map(|node| string(ctx, node, "pci-ids"))
+        .collect();
+    let sharing_nodes = obj.values("sharing");
+    if sharing_nodes.is_empty() {
+        obj.missing("sharing", "sharing", "sharing \"exclusive\" \"time-slice\"");
+    }
+    let sharing: Vec<Option<Spanned<Sharing>>> = sharing_nodes
+        .into_iter()
+        .map(|node| choice(ctx, node, "sharing", SHARING))
+        .collect();
+    let mig = obj.field("mig").and_then(|node| mig_table(ctx, node));
+    let span = obj.span;
+    let had_pci_ids = !pci_ids.is_empty();
+    obj.finish();
+    let name = name?;
+    // Invalid ids are reported and dropped; the model stays, so the cell's other checks still
+    // run in this compilation.
+    let pci_ids: Vec<Spanned<String>> = pci_ids
+        .into_iter()
+        .flatten()
+        .filter(|pci_id| {
+            let valid = crate::catalog::is_pci_id(&pci_id.value);
+            if !valid {
+                ctx.push(
+                    Diagnostic::error(
+                        Code::GpuModelInvalid,
+                        pci_id.span,
+                        format!("`{}` is not a PCI id in device-filter form", pci_id.value),
+                    )
+                    .with_label("expected `0x` and 8 hex digits: device, then vendor")
+                    .with_help(
+                        "write the id as mig-parted's device-filter does, such as `0x233010DE`",
+                    ),
+                );
+            }
+            valid
+        })
+        .collect();
+    if pci_ids.is_empty() && !had_pci_ids {
+        ctx.push(
+            Diagnostic::error(
+                Code::FieldMissing,
+                name.span,
+                format!("GPU model `{}` has no `pci-ids`", name.value),
+            )
+            .with_label("MIG configs and device filters need the PCI id")
+            .with_help("add `pci-ids \"0x<device><vendor>\"`, as `lspci -nn` shows it"),
+        );
+    }
+    Some(GpuModelDecl {
+        span,
+        name,
+        product,
+        pci_ids,
+        sharing: sharing.into_iter().collect::<Option<_>>()?,
+        mig,
+    })
+}
+
+fn mig_table(ctx: &Ctx, node: &Node) -> Option<MigTableDecl> {
+    let mut obj = Obj::new(ctx, node, "mig")?;
+    let compute_slices = obj.req_int("compute-slices", 1..=16, "compute-slices=7");
+    let memory_slices = obj.req_int("memory-slices", 1..=16, "memory-slices=8");
+    let placement_units = obj.req_int("placement-units", 1..=32, "placement-units=8");
+    let profiles: Vec<Option<MigProfileDecl>> = obj
+        .items("profile", "profiles")
+        .into_iter()
+        .map(|node| mig_profile(ctx, node))
+        .collect();
+    let span = obj.span;
+    if profiles.is_empty() {
+        obj.missing(
+            "profile",
+            "profiles",
+            "profile \"1g.10gb\" compute=1 memory=1 max=7 size=1 { starts 0 1 2 3 4 5 6; }",
+        );
+    }
+    obj.finish();
+    Some(MigTableDecl {
+        span,
+        compute_slices: compute_slices?,
+        memory_slices: memory_slices?,
+        placement_units: placement_units?,
+        // A profile with a bad name was reported and is left out of the table.
+        profiles: profiles.into_iter().flatten().collect(),
+    })
+}
+
+fn mig_profile(ctx: &Ctx, node: &Node) -> Option<MigProfileDecl> {
+    let mut obj = Obj::new(ctx, node, "MIG profile")?;
+    let name = obj.req_arg_str(
+        0,
+        "name",
+        "profile \"1g.10gb\" compute=1 memory=1 max=7 size=1",
+    );
+    let id = obj.opt_int("id", 0..=255);
+    let compute = obj.req_int("compute", 1..=16, "compute=1");
+    let memory = obj.req_int("memory", 1..=16, "memory=1");
+    let max = obj.req_int("max", 1..=16, "max=7");
+    let size = obj.req_int("size", 1..=32, "size=1");
+    let start_nodes = obj.values("starts");
+    if start_nodes.is_empty() {
+        obj.missing("starts", "starts", "starts 0 1 2 3 4 5 6");
+    }
+    let starts: Vec<Option<Spanned<i64>>> = start_nodes
+        .into_iter()
+        .map(|node| integer(ctx, node, "starts", 0..=31))
+        .collect();
+    let span = obj.span;
+    obj.finish();
+    let name = name?;
+    if !crate::catalog::is_profile_name(&name.value) {
+        ctx.push(
+            Diagnostic::error(
+                Code::GpuModelInvalid,
+                name.span,
+                format!("`{}` is not a MIG profile name", name.value),
+            )
+            .with_label("expected `<G>g.<GB>gb`, optionally with `+me` or `-me`")
+            .with_help("use the name `nvidia-smi mig -lgip` prints, such as `1g.10gb`"),
+        );
+        return None;
+    }
+    Some(MigProfileDecl {
+        span,
+        name,
+        id,
+        compute: compute?,
+        memory: memory?,
+        max: max?,
+        size: size?,
+        starts: starts.into_iter().collect::<Option<_>>()?,
     })
 }
 

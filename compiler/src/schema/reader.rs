@@ -254,6 +254,36 @@ impl<'a, 'c> Obj<'a, 'c> {
         pairs
     }
 
+    /// Takes a list of values: the arguments of one KDL node `key a b c`, or the YAML list `key`.
+    pub fn values(&mut self, key: &'static str) -> Vec<&'a Node> {
+        let Some(node) = self.field(key) else {
+            return Vec::new();
+        };
+        match &node.value {
+            Value::Map(map) if map.format == Format::Kdl && map.entries.is_empty() => {
+                map.args.iter().collect()
+            }
+            Value::Seq(items) => items.iter().collect(),
+            other => {
+                self.ctx.push(
+                    Diagnostic::error(
+                        Code::TypeMismatch,
+                        node.span,
+                        format!(
+                            "`{key}` must be a list of values, found {}",
+                            other.type_name()
+                        ),
+                    )
+                    .with_help(match self.map.format {
+                        Format::Kdl => format!("write `{key} <value> <value> …`"),
+                        Format::Yaml => format!("write `{key}: [<value>, …]`"),
+                    }),
+                );
+                Vec::new()
+            }
+        }
+    }
+
     /// Reports a required field that was not given.
     pub fn missing(&mut self, kdl_key: &'static str, yaml_key: &'static str, example: &str) {
         let key = self.key_for(kdl_key, yaml_key);

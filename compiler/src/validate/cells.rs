@@ -9,34 +9,121 @@
 
 use crate::catalog::{Catalog, MigTable, SharingMode};
 use crate::diag::{Code, Diagnostic, did_you_mean, list_names};
-use crate::model::{Cell, Pool, Sharing};
+use crate::hardware;
+use crate::model::{Cell, GpuModelDecl, Pool, Sharing, Spanned};
+use crate::source::Span;
 
 use super::duplicates;
 
 /// Checks one cell.
-pub(super) fn check(cell: &Cell, catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(cell: &Cell, base: &Catalog, diagnostics: &mut Vec<Diagnostic>) {
     duplicates(cell.pools.iter().map(|p| &p.name), "pool", diagnostics);
     duplicates(
         cell.priorities.iter().map(|p| &p.name),
         "priority",
         diagnostics,
     );
+    duplicates(
+        cell.gpu_models.iter().map(|m| &m.name),
+        "GPU model",
+        diagnostics,
+    );
+    for model in &cell.gpu_models {
+        check_gpu_model(model, base, diagnostics);
+    }
+    let catalog = hardware::cell_catalog(cell, base);
     for pool in &cell.pools {
-        check_pool(pool, catalog, diagnostics);
+        check_pool(cell, pool, &catalog, diagnostics);
     }
 }
 
-fn sharing_mode(sharing: Sharing) -> SharingMode {
-    match sharing {
-        Sharing::Exclusive => SharingMode::Exclusive,
-        Sharing::Mig => SharingMode::Mig,
-        Sharing::MigSingle => SharingMode::MigSingle,
-        Sharing::TimeSlice => SharingMode::TimeSlice,
-        Sharing::Mps => SharingMode::Mps,
+fn invalid_model(span: Span, message: String, label: &str, help: &str) -> Diagnostic {
+    Diagnostic::error(Code::GpuModelInvalid, span, message)
+        .with_label(label)
+        .with_help(help)
+}
+
+/// Checks the facts of a GPU model a cell declares.
+fn check_gpu_model(model: &GpuModelDecl, base: &Catalog, diagnostics: &mut Vec<Diagnostic>) {
+    let name = &model.name;
+    if base.sku(&name.value).is_some() {
+        diagnostics.push(invalid_model(
+            name.span,
+            format!("GPU model `{}` is already in the catalog", name.value),
+            "a cell may only add models the catalog lacks",
+            "remove this declaration to use the catalog's facts, or give the model another name",
+        ));
+    }
+    if name.value.is_empty()
+        || !name
+            .value
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'))
+    {
+        diagnostics.push(invalid_model(
+            name.span,
+            format!("`{}` is not a GPU model key", name.value),
+            "letters, digits, `-`, `_` and `.` only",
+            "name the model like the catalog does, such as `H100-80GB-SXM`",
+        ));
+    }
+    let wants_mig = model.sharing.iter().any(|mode| mode.value.is_mig());
+    match (&model.mig, wants_mig) {
+        (None, true) => diagnostics.push(invalid_model(
+            name.span,
+            format!(
+                "GPU model `{}` supports MIG but declares no `mig` table",
+                name.value
+            ),
+            "MIG sharing needs the profile and placement table",
+            "add `mig compute-slices=… memory-slices=… placement-units=… { profile … }`",
+        )),
+        (Some(mig), false) => diagnostics.push(invalid_model(
+            mig.span,
+            format!(
+                "GPU model `{}` declares a MIG table but no MIG sharing mode",
+                name.value
+            ),
+            "the table is never used",
+            "add `\"mig\"` to `sharing`, or remove the table",
+        )),
+        _ => {}
+    }
+    let Some(mig) = &model.mig else { return };
+    let names: Vec<Spanned<String>> = mig.profiles.iter().map(|p| p.name.clone()).collect();
+    duplicates(&names, "MIG profile", diagnostics);
+    for profile in &mig.profiles {
+        if profile.compute.value > mig.compute_slices.value {
+            diagnostics.push(invalid_model(
+                profile.compute.span,
+                format!(
+                    "profile `{}` has {} compute slices, the GPU has {}",
+                    profile.name.value, profile.compute.value, mig.compute_slices.value
+                ),
+                "more than the whole GPU",
+                "check the profile against `nvidia-smi mig -lgip`",
+            ));
+        }
+        for start in &profile.starts {
+            if start.value + profile.size.value > mig.placement_units.value {
+                diagnostics.push(invalid_model(
+                    start.span,
+                    format!(
+                        "profile `{}` placed at {} with size {} runs past the {} placement units",
+                        profile.name.value,
+                        start.value,
+                        profile.size.value,
+                        mig.placement_units.value
+                    ),
+                    "outside the placement axis",
+                    "check the starts and size against `nvidia-smi mig -lgipp`",
+                ));
+            }
+        }
     }
 }
 
-fn check_pool(pool: &Pool, catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>) {
+fn check_pool(cell: &Cell, pool: &Pool, catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>) {
     duplicates(
         pool.mig_layouts.iter().map(|l| &l.name),
         "MIG layout",
@@ -124,7 +211,7 @@ fn check_pool(pool: &Pool, catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>)
         diagnostics.push(diagnostic);
         return;
     };
-    if !sku.sharing.contains(&sharing_mode(sharing)) {
+    if !sku.sharing.contains(&hardware::sharing_mode(sharing)) {
         diagnostics.push(
             Diagnostic::error(
                 Code::SharingUnsupported,
@@ -153,7 +240,7 @@ fn check_pool(pool: &Pool, catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>)
     if sharing.is_mig() {
         let table = sku.mig_table.as_deref().and_then(|key| catalog.table(key));
         if let Some(table) = table {
-            check_layouts(pool, &sku.key, table, catalog, diagnostics);
+            check_layouts(cell, pool, &sku.key, table, catalog, diagnostics);
         }
     }
 }
@@ -216,6 +303,7 @@ fn check_node_groups(pool: &Pool, diagnostics: &mut Vec<Diagnostic>) {
 }
 
 fn check_layouts(
+    cell: &Cell,
     pool: &Pool,
     sku_key: &str,
     table: &MigTable,
@@ -275,7 +363,29 @@ fn check_layouts(
         }
         if all_known {
             super::cells_placement::check(layout, sku_key, table, diagnostics);
+            super::cells_placement::check_driver(cell, layout, sku_key, table, diagnostics);
+            check_config_name(pool, layout, diagnostics);
         }
+    }
+}
+
+/// The `nvidia.com/mig.config` label value of a layout must be a valid label value.
+fn check_config_name(
+    pool: &Pool,
+    layout: &crate::model::MigLayout,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let config = crate::lower::gpu::mig_config_name(pool, layout);
+    if let Err(reason) = crate::names::label_value(&config) {
+        diagnostics.push(
+            Diagnostic::error(
+                Code::NameInvalid,
+                layout.name.span,
+                format!("MIG config name `{config}` is not a valid label value"),
+            )
+            .with_label(reason)
+            .with_help("shorten the pool or layout name; the node label `nvidia.com/mig.config` holds `<pool>-<layout>`"),
+        );
     }
 }
 
@@ -299,6 +409,14 @@ pub(crate) fn unknown_profile(
         .into_iter()
         .filter(|key| *key != sku_key)
         .collect();
+    if let Some(current) = table.current_name_of(name) {
+        return diagnostic
+            .with_label(format!("older drivers' name for `{current}`"))
+            .with_note(format!(
+                "`{name}` is what earlier drivers named `{current}` on `{sku_key}`; the extended resource name changes with it"
+            ))
+            .with_help(format!("write `{current}`, the name current drivers report"));
+    }
     if !elsewhere.is_empty() {
         diagnostic = diagnostic.with_note(format!(
             "`{name}` is a profile of {}; profile names mean different sizes on different GPUs",

@@ -91,6 +91,67 @@ pub(super) fn check(
     }
 }
 
+/// Checks the layout's profiles and profile combinations against the cell's driver branch.
+pub(super) fn check_driver(
+    cell: &crate::model::Cell,
+    layout: &MigLayout,
+    sku_key: &str,
+    table: &MigTable,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let driver = cell.driver.value;
+    for (name, _) in &layout.profiles {
+        let Some(min) = table.profile(&name.value).and_then(|p| p.min_driver) else {
+            continue;
+        };
+        if driver < min {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::MigProfileNeedsNewerDriver,
+                    name.span,
+                    format!(
+                        "`{}` on `{sku_key}` needs driver R{min} or newer",
+                        name.value
+                    ),
+                )
+                .with_label(format!("the cell runs R{driver}"))
+                .with_secondary(cell.driver.span, "driver branch set here")
+                .with_help(format!(
+                    "upgrade the cell's driver to R{min}+, or use another profile"
+                )),
+            );
+        }
+    }
+    for rule in &table.combination_rules {
+        let present = rule.profiles.iter().all(|wanted| {
+            layout
+                .profiles
+                .iter()
+                .any(|(name, _)| &name.value == wanted)
+        });
+        if present && driver < rule.min_driver {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::MigProfileNeedsNewerDriver,
+                    layout.name.span,
+                    format!(
+                        "{} together on `{sku_key}` need driver R{} or newer",
+                        crate::diag::list_names(rule.profiles.iter().map(String::as_str)),
+                        rule.min_driver
+                    ),
+                )
+                .with_label(format!("the cell runs R{driver}"))
+                .with_secondary(cell.driver.span, "driver branch set here")
+                .with_note(rule.source.clone())
+                .with_help(format!(
+                    "upgrade the cell's driver to R{}+, or split the layout",
+                    rule.min_driver
+                )),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::diag::Code;

@@ -58,6 +58,8 @@ pub(super) fn check(fleet: &Fleet, catalog: &Catalog, diagnostics: &mut Vec<Diag
                 continue;
             };
             check_priorities(tenant, cell, quota.cell.span, diagnostics);
+            let catalog = crate::hardware::cell_catalog(cell, catalog);
+            let catalog = catalog.as_ref();
             for reservation in &quota.pools {
                 if let Some(key) =
                     check_reservation(tenant, cell, reservation, catalog, diagnostics)
@@ -374,13 +376,14 @@ fn check_capacity(
     catalog: &Catalog,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    let Some(pool) = cells
-        .get(cell_name)
-        .and_then(|cell| cell.pools.iter().find(|p| p.name.value == pool_name))
-    else {
+    let Some(cell) = cells.get(cell_name).copied() else {
         return;
     };
-    let Some(offer) = hardware::offers(pool, catalog)
+    let Some(pool) = cell.pools.iter().find(|p| p.name.value == pool_name) else {
+        return;
+    };
+    let catalog = hardware::cell_catalog(cell, catalog);
+    let Some(offer) = hardware::offers(pool, &catalog)
         .into_iter()
         .find(|offer| offer.resource == resource)
     else {

@@ -1,0 +1,519 @@
+//! GPU plumbing of a cell: the mig-parted config, the device-plugin config, node labels and the
+//! capacity report.
+//!
+//! Consumes: a validated [`Cell`], the tenants' quotas in it and the cell's catalog.
+//! Produces: two ConfigMaps in the GPU Operator namespace (`tenantc-mig-parted-config` with one
+//! named mig-parted config per MIG layout, `tenantc-device-plugin-config` with one device-plugin
+//! config per pool), the node labels each pool or node group needs, and the capacity report.
+//!
+//! Invariants:
+//! - The mig-parted document has exactly `version: v1` and `mig-configs` at the top; every
+//!   config has at least one entry; every MIG entry carries a `device-filter` with the pool's
+//!   PCI ids, so a config never lands on another GPU model; `all-disabled` is always present
+//!   (the GPU Operator's default label value).
+//! - Config names are `<pool>-<layout>`, valid label values (validation checks the length).
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::MANAGED_BY;
+use crate::catalog::{Catalog, placement};
+use crate::emit::yaml::{self, Yaml};
+use crate::hardware::{self, GPU_RESOURCE};
+use crate::model::{Cell, MigLayout, Pool, Sharing, Tenant};
+
+/// The default GPU Operator namespace.
+pub const DEFAULT_GPU_OPERATOR_NAMESPACE: &str = "gpu-operator";
+/// The mig-parted ConfigMap name (set ClusterPolicy `migManager.config.name` to it).
+pub const MIG_PARTED_CONFIGMAP: &str = "tenantc-mig-parted-config";
+/// The device-plugin ConfigMap name (set ClusterPolicy `devicePlugin.config.name` to it).
+pub const DEVICE_PLUGIN_CONFIGMAP: &str = "tenantc-device-plugin-config";
+/// The mig-parted config that turns MIG off.
+pub const MIG_DISABLED: &str = "all-disabled";
+
+/// The mig-parted config name of a layout, also the `nvidia.com/mig.config` label value.
+pub fn mig_config_name(pool: &Pool, layout: &MigLayout) -> String {
+    format!("{}-{}", pool.name.value, layout.name.value)
+}
+
+/// The GPU Operator namespace of a cell.
+pub fn operator_namespace(cell: &Cell) -> &str {
+    cell.gpu_operator_namespace
+        .as_ref()
+        .map_or(DEFAULT_GPU_OPERATOR_NAMESPACE, |ns| ns.value.as_str())
+}
+
+fn configmap(cell: &Cell, name: &str, data: Vec<(String, Yaml)>) -> Yaml {
+    Yaml::map([
+        ("apiVersion", Yaml::str("v1")),
+        ("kind", Yaml::str("ConfigMap")),
+        (
+            "metadata",
+            Yaml::map([
+                ("name", Yaml::str(name)),
+                ("namespace", Yaml::str(operator_namespace(cell))),
+                ("labels", Yaml::string_map([(MANAGED_BY.0, MANAGED_BY.1)])),
+            ]),
+        ),
+        ("data", Yaml::Map(data)),
+    ])
+}
+
+/// The mig-parted config document of a cell, or `None` when no pool uses MIG.
+pub fn mig_parted_document(cell: &Cell, catalog: &Catalog) -> Option<Yaml> {
+    let mut configs = vec![(
+        MIG_DISABLED.to_string(),
+        Yaml::Seq(vec![Yaml::map([
+            ("devices", Yaml::str("all")),
+            ("mig-enabled", Yaml::Bool(false)),
+        ])]),
+    )];
+    for pool in cell.pools.iter().filter(|pool| pool.sharing.value.is_mig()) {
+        let pci_ids = catalog
+            .sku(&pool.gpu.value)
+            .map(|sku| sku.pci_ids.clone())
+            .unwrap_or_default();
+        for layout in &pool.mig_layouts {
+            let mut devices: Vec<(&str, i64)> = layout
+                .profiles
+                .iter()
+                .map(|(name, count)| (name.value.as_str(), count.value))
+                .collect();
+            devices.sort();
+            let entry = Yaml::map([
+                (
+                    "device-filter",
+                    Yaml::Seq(pci_ids.iter().map(|id| Yaml::str(id.clone())).collect()),
+                ),
+                ("devices", Yaml::str("all")),
+                ("mig-enabled", Yaml::Bool(true)),
+                (
+                    "mig-devices",
+                    Yaml::map(
+                        devices
+                            .into_iter()
+                            .map(|(name, count)| (name, Yaml::Int(count))),
+                    ),
+                ),
+            ]);
+            configs.push((mig_config_name(pool, layout), Yaml::Seq(vec![entry])));
+        }
+    }
+    if configs.len() == 1 {
+        return None;
+    }
+    configs.sort_by(|a, b| a.0.cmp(&b.0));
+    Some(Yaml::map([
+        ("version", Yaml::str("v1")),
+        ("mig-configs", Yaml::Map(configs)),
+    ]))
+}
+
+/// The device-plugin config of one pool.
+pub fn device_plugin_document(pool: &Pool) -> Yaml {
+    let strategy = match pool.sharing.value {
+        Sharing::Mig => "mixed",
+        Sharing::MigSingle => "single",
+        Sharing::Exclusive | Sharing::TimeSlice | Sharing::Mps => "none",
+    };
+    let mut pairs = vec![
+        ("version".to_string(), Yaml::str("v1")),
+        (
+            "flags".to_string(),
+            Yaml::map([("migStrategy", Yaml::str(strategy))]),
+        ),
+    ];
+    let replicas = pool.replicas.as_ref().map_or(1, |r| r.value);
+    let resources = Yaml::map([(
+        "resources",
+        Yaml::Seq(vec![Yaml::map([
+            ("name", Yaml::str(GPU_RESOURCE)),
+            ("replicas", Yaml::Int(replicas)),
+        ])]),
+    )]);
+    match pool.sharing.value {
+        Sharing::TimeSlice => pairs.push((
+            "sharing".to_string(),
+            Yaml::map([("timeSlicing", resources)]),
+        )),
+        Sharing::Mps => pairs.push(("sharing".to_string(), Yaml::map([("mps", resources)]))),
+        _ => {}
+    }
+    Yaml::Map(pairs)
+}
+
+/// The GPU Operator objects of a cell, as `(file, object)`.
+pub fn operator_objects(cell: &Cell, catalog: &Catalog) -> Vec<(String, Yaml)> {
+    let mut objects = Vec::new();
+    if let Some(document) = mig_parted_document(cell, catalog) {
+        objects.push((
+            "configmap-mig-parted-config.yaml".to_string(),
+            configmap(
+                cell,
+                MIG_PARTED_CONFIGMAP,
+                vec![(
+                    "config.yaml".to_string(),
+                    Yaml::Str(yaml::to_string(&document)),
+                )],
+            ),
+        ));
+    }
+    if !cell.pools.is_empty() {
+        let mut data: Vec<(String, Yaml)> = cell
+            .pools
+            .iter()
+            .map(|pool| {
+                (
+                    pool.name.value.clone(),
+                    Yaml::Str(yaml::to_string(&device_plugin_document(pool))),
+                )
+            })
+            .collect();
+        data.sort_by(|a, b| a.0.cmp(&b.0));
+        objects.push((
+            "configmap-device-plugin-config.yaml".to_string(),
+            configmap(cell, DEVICE_PLUGIN_CONFIGMAP, data),
+        ));
+    }
+    objects
+}
+
+/// A group of nodes with one GPU configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeGroup {
+    /// The pool.
+    pub pool: String,
+    /// The layout, for MIG node groups.
+    pub layout: Option<String>,
+    /// Nodes in the group.
+    pub nodes: i64,
+    /// The node labels the group needs, sorted by key.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// The node groups of a cell and the labels each needs.
+pub fn node_groups(cell: &Cell, catalog: &Catalog) -> Vec<NodeGroup> {
+    let mut groups = Vec::new();
+    for pool in &cell.pools {
+        let mig_capable = catalog
+            .sku(&pool.gpu.value)
+            .is_some_and(|sku| sku.mig_table.is_some());
+        let mut base = BTreeMap::from([(
+            "nvidia.com/device-plugin.config".to_string(),
+            pool.name.value.clone(),
+        )]);
+        for (key, value) in &pool.labels {
+            base.insert(key.value.clone(), value.value.clone());
+        }
+        if pool.sharing.value.is_mig() {
+            for (idx, layout) in pool.mig_layouts.iter().enumerate() {
+                let mut labels = base.clone();
+                labels.insert(
+                    "nvidia.com/mig.config".to_string(),
+                    mig_config_name(pool, layout),
+                );
+                groups.push(NodeGroup {
+                    pool: pool.name.value.clone(),
+                    layout: Some(layout.name.value.clone()),
+                    nodes: hardware::layout_nodes(pool, idx),
+                    labels,
+                });
+            }
+        } else {
+            if mig_capable {
+                base.insert(
+                    "nvidia.com/mig.config".to_string(),
+                    MIG_DISABLED.to_string(),
+                );
+            }
+            groups.push(NodeGroup {
+                pool: pool.name.value.clone(),
+                layout: None,
+                nodes: pool.nodes.value,
+                labels: base,
+            });
+        }
+    }
+    groups
+}
+
+/// One row of the capacity report.
+#[derive(Debug, Clone, PartialEq)]
+struct Row {
+    pool: String,
+    resource: String,
+    capacity: i64,
+    reserved: BTreeMap<String, i64>,
+}
+
+fn stranded(cell: &Cell, catalog: &Catalog) -> Vec<serde_json::Value> {
+    let mut rows = Vec::new();
+    for pool in cell.pools.iter().filter(|pool| pool.sharing.value.is_mig()) {
+        let Some(table) = catalog.table_for_sku(&pool.gpu.value) else {
+            continue;
+        };
+        for (idx, layout) in pool.mig_layouts.iter().enumerate() {
+            let request: Vec<(String, u32)> = layout
+                .profiles
+                .iter()
+                .map(|(name, count)| (name.value.clone(), u32::try_from(count.value).unwrap_or(0)))
+                .collect();
+            let Ok(per_gpu) = placement::stranded_capacity(table, &request) else {
+                continue;
+            };
+            let gpus = hardware::layout_nodes(pool, idx).saturating_mul(pool.gpus_per_node.value);
+            rows.push(json!({
+                "pool": pool.name.value,
+                "layout": layout.name.value,
+                "gpus": gpus,
+                "unused_compute_slices_per_gpu": per_gpu.unused_compute_slices,
+                "unused_memory_slices_per_gpu": per_gpu.unused_memory_slices,
+                "unused_placement_units_per_gpu": per_gpu.unused_placement_units,
+                "unused_compute_slices": i64::from(per_gpu.unused_compute_slices).saturating_mul(gpus),
+                "unused_memory_slices": i64::from(per_gpu.unused_memory_slices).saturating_mul(gpus),
+            }));
+        }
+    }
+    rows
+}
+
+fn rows(cell: &Cell, tenants: &[&Tenant], catalog: &Catalog) -> Vec<Row> {
+    let mut rows: Vec<Row> = Vec::new();
+    for pool in &cell.pools {
+        for offer in hardware::offers(pool, catalog) {
+            rows.push(Row {
+                pool: pool.name.value.clone(),
+                resource: offer.resource,
+                capacity: offer.capacity,
+                reserved: BTreeMap::new(),
+            });
+        }
+    }
+    for tenant in tenants {
+        let Some(quota) = tenant
+            .quotas
+            .iter()
+            .find(|q| q.cell.value == cell.name.value)
+        else {
+            continue;
+        };
+        for reservation in &quota.pools {
+            let Some((pool, offer)) = hardware::resolve(cell, reservation, catalog) else {
+                continue;
+            };
+            if let Some(row) = rows
+                .iter_mut()
+                .find(|row| row.pool == pool.name.value && row.resource == offer.resource)
+            {
+                let entry = row.reserved.entry(tenant.name.value.clone()).or_insert(0);
+                *entry = entry.saturating_add(reservation.reserved.value);
+            }
+        }
+    }
+    rows
+}
+
+/// The capacity report of a cell as `(json, markdown)` bodies (without headers).
+pub fn capacity_report(
+    cell: &Cell,
+    tenants: &[&Tenant],
+    catalog: &Catalog,
+) -> (serde_json::Value, String) {
+    let rows = rows(cell, tenants, catalog);
+    let stranded = stranded(cell, catalog);
+    let groups = node_groups(cell, catalog);
+    let json_rows: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|row| {
+            let reserved: i64 = row.reserved.values().sum();
+            json!({
+                "pool": row.pool,
+                "resource": row.resource,
+                "capacity": row.capacity,
+                "reserved": row.reserved,
+                "reserved_total": reserved,
+                "free": row.capacity - reserved,
+            })
+        })
+        .collect();
+    let json_groups: Vec<serde_json::Value> = groups
+        .iter()
+        .map(|group| {
+            json!({
+                "pool": group.pool,
+                "layout": group.layout,
+                "nodes": group.nodes,
+                "labels": group.labels,
+            })
+        })
+        .collect();
+    let report = json!({
+        "cell": cell.name.value,
+        "resources": json_rows,
+        "stranded": stranded,
+        "node_groups": json_groups,
+    });
+
+    let mut md = format!("# Capacity of cell `{}`\n\n", cell.name.value);
+    md.push_str("Reserved is the sum of the tenants' `reserved` (Kueue nominal quota); burst is not counted.\n\n");
+    md.push_str("| pool | resource | capacity | reserved | free | reserved by |\n");
+    md.push_str("|---|---|---:|---:|---:|---|\n");
+    for row in &rows {
+        let reserved: i64 = row.reserved.values().sum();
+        let by: Vec<String> = row
+            .reserved
+            .iter()
+            .map(|(tenant, count)| format!("{tenant} {count}"))
+            .collect();
+        md.push_str(&format!(
+            "| {} | `{}` | {} | {} | {} | {} |\n",
+            row.pool,
+            row.resource,
+            row.capacity,
+            reserved,
+            row.capacity - reserved,
+            if by.is_empty() {
+                "-".to_string()
+            } else {
+                by.join(", ")
+            }
+        ));
+    }
+    md.push_str("\n## Stranded MIG capacity\n\n");
+    if stranded.is_empty() {
+        md.push_str("No pool uses MIG.\n");
+    } else {
+        md.push_str("| pool | layout | GPUs | unused compute slices per GPU | unused memory slices per GPU | unused compute slices | unused memory slices |\n");
+        md.push_str("|---|---|---:|---:|---:|---:|---:|\n");
+        for row in &stranded {
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} |\n",
+                row["pool"].as_str().unwrap_or(""),
+                row["layout"].as_str().unwrap_or(""),
+                row["gpus"],
+                row["unused_compute_slices_per_gpu"],
+                row["unused_memory_slices_per_gpu"],
+                row["unused_compute_slices"],
+                row["unused_memory_slices"],
+            ));
+        }
+    }
+    md.push_str("\n## Node labels\n\n");
+    md.push_str(&format!(
+        "Point the GPU Operator at the generated configs: ClusterPolicy `migManager.config.name: {MIG_PARTED_CONFIGMAP}` and `devicePlugin.config.name: {DEVICE_PLUGIN_CONFIGMAP}` in namespace `{}`.\n\n",
+        operator_namespace(cell)
+    ));
+    md.push_str("| pool | layout | nodes | labels |\n|---|---|---:|---|\n");
+    for group in &groups {
+        let labels: Vec<String> = group
+            .labels
+            .iter()
+            .map(|(key, value)| format!("`{key}={value}`"))
+            .collect();
+        md.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            group.pool,
+            group.layout.as_deref().unwrap_or("-"),
+            group.nodes,
+            labels.join("<br>")
+        ));
+    }
+    (report, md)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validate::test_support::compile_files;
+
+    const CELL: &str = r#"cell "c1" {
+    cloud "aws" region="r"
+    kubernetes "1.33"
+    driver "570"
+    gpu-operator namespace="nvidia-gpu-operator"
+    pool "train" { gpu "H100-80GB-SXM"; nodes 2 gpus-per-node=8; sharing "exclusive"; }
+    pool "notebooks" { gpu "L4"; nodes 3 gpus-per-node=1; sharing "time-slice"; replicas 4; }
+    pool "mps" { gpu "L40S"; nodes 1 gpus-per-node=4; sharing "mps"; replicas 2; }
+    pool "single" { gpu "A100-40GB-SXM"; nodes 2 gpus-per-node=8; sharing "mig-single"; mig-layout "sevens" { profile "1g.5gb" 7; }; }
+}
+"#;
+
+    fn tree() -> BTreeMap<String, String> {
+        let compilation = compile_files(&[("cells/c1.kdl", CELL)]);
+        assert!(
+            compilation.diagnostics.is_empty(),
+            "{:?}",
+            compilation.diagnostics
+        );
+        compilation
+            .output
+            .unwrap()
+            .into_iter()
+            .map(|(path, bytes)| (path, String::from_utf8(bytes).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn device_plugin_configs_follow_each_pools_sharing_mode() {
+        let tree = tree();
+        let config = &tree["c1/gpu-operator/configmap-device-plugin-config.yaml"];
+        assert!(config.contains("  namespace: nvidia-gpu-operator\n"));
+        assert!(config.contains(
+            "  notebooks: |\n    version: v1\n    flags:\n      migStrategy: none\n    sharing:\n      timeSlicing:\n        resources:\n        - name: nvidia.com/gpu\n          replicas: 4\n"
+        ));
+        assert!(config.contains("    sharing:\n      mps:\n        resources:\n        - name: nvidia.com/gpu\n          replicas: 2\n"));
+        assert!(
+            config
+                .contains("  single: |\n    version: v1\n    flags:\n      migStrategy: single\n")
+        );
+        assert!(
+            config.contains("  train: |\n    version: v1\n    flags:\n      migStrategy: none\n")
+        );
+    }
+
+    #[test]
+    fn mig_single_layouts_get_a_filtered_mig_parted_config() {
+        let tree = tree();
+        let config = &tree["c1/gpu-operator/configmap-mig-parted-config.yaml"];
+        assert!(
+            config.contains(
+                "      single-sevens:\n      - device-filter:\n        - \"0x20B010DE\"\n"
+            ),
+            "{config}"
+        );
+        assert!(config.contains("        mig-devices:\n          \"1g.5gb\": 7\n"));
+    }
+
+    #[test]
+    fn node_labels_disable_mig_on_whole_gpu_pools_of_mig_capable_models_only() {
+        let compilation = compile_files(&[("cells/c1.kdl", CELL)]);
+        assert!(!compilation.has_errors());
+        let report = &compilation.output.unwrap()["c1/reports/capacity.md"];
+        let report = String::from_utf8(report.clone()).unwrap();
+        let line = |pool: &str| {
+            report
+                .lines()
+                .find(|line| {
+                    line.starts_with(&format!("| {pool} |")) && line.contains("device-plugin")
+                })
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert!(line("train").contains("`nvidia.com/mig.config=all-disabled`"));
+        assert!(!line("notebooks").contains("mig.config"));
+        assert!(line("single").contains("`nvidia.com/mig.config=single-sevens`"));
+    }
+
+    #[test]
+    fn a_cell_without_mig_pools_gets_no_mig_parted_config() {
+        let cell = CELL.replace(
+            "    pool \"single\" { gpu \"A100-40GB-SXM\"; nodes 2 gpus-per-node=8; sharing \"mig-single\"; mig-layout \"sevens\" { profile \"1g.5gb\" 7; }; }\n",
+            "",
+        );
+        let compilation = compile_files(&[("cells/c1.kdl", &cell)]);
+        let tree = compilation.output.unwrap();
+        assert!(!tree.contains_key("c1/gpu-operator/configmap-mig-parted-config.yaml"));
+        assert!(tree.contains_key("c1/gpu-operator/configmap-device-plugin-config.yaml"));
+    }
+}
