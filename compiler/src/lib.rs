@@ -75,12 +75,21 @@ pub fn classify(path: &str) -> Option<(DeclKind, Option<Format>)> {
     Some((kind, format))
 }
 
+/// The file name of a path without folders and extension.
+fn file_stem(path: &str) -> String {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.rsplit_once('.')
+        .map_or(name, |(stem, _)| stem)
+        .to_string()
+}
+
 /// Compiles the given files.
 pub fn compile(inputs: &[InputFile]) -> Compilation {
     let catalog = catalog::Catalog::builtin();
     let mut sources = SourceMap::new();
     let mut diagnostics = Vec::new();
     let mut declarations = Vec::new();
+    let mut unreadable = validate::Unreadable::default();
     let mut sorted: Vec<&InputFile> = inputs.iter().collect();
     sorted.sort_by(|a, b| a.path.cmp(&b.path));
     for input in sorted {
@@ -116,6 +125,9 @@ pub fn compile(inputs: &[InputFile]) -> Compilation {
                 .with_label("first invalid byte")
                 .with_help("save the file as UTF-8"),
             );
+            if kind == DeclKind::Cell {
+                unreadable.cells.insert(file_stem(&input.path));
+            }
             continue;
         }
         let text = sources.get(file).map(|f| f.text.as_str()).unwrap_or("");
@@ -123,9 +135,12 @@ pub fn compile(inputs: &[InputFile]) -> Compilation {
         diagnostics.extend(parse_diagnostics);
         let (declaration, shape_diagnostics) = schema::read(&document, kind, &sources);
         diagnostics.extend(shape_diagnostics);
+        if declaration.is_none() && kind == DeclKind::Cell {
+            unreadable.cells.insert(file_stem(&input.path));
+        }
         declarations.extend(declaration);
     }
-    let (fleet, validate_diagnostics) = validate::validate(declarations, catalog);
+    let (fleet, validate_diagnostics) = validate::validate(declarations, &unreadable, catalog);
     diagnostics.extend(validate_diagnostics);
     diag::sort(&mut diagnostics, &sources);
 

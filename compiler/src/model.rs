@@ -108,6 +108,9 @@ pub struct Tenant {
     pub registries: Vec<Spanned<String>>,
     /// Model weights the tenant runs.
     pub models: Vec<ModelWeights>,
+    /// False when parts of the declaration could not be read and were left out (their errors
+    /// are reported); checks that would report something as missing skip incomplete tenants.
+    pub complete: bool,
 }
 
 /// Identity groups of a tenant.
@@ -145,6 +148,8 @@ pub struct Quota {
     pub pods: Spanned<i64>,
     /// GPU reservations per pool.
     pub pools: Vec<PoolQuota>,
+    /// False when a reservation could not be read and was left out.
+    pub complete: bool,
 }
 
 /// A reservation in one pool of a cell.
@@ -215,6 +220,9 @@ pub struct Cell {
     pub pools: Vec<Pool>,
     /// Priority classes tenants may use.
     pub priorities: Vec<Priority>,
+    /// False when parts of the declaration could not be read and were left out; references
+    /// into an incomplete cell are not reported as unknown, and its capacity is not checked.
+    pub complete: bool,
 }
 
 /// A GPU model declared in a cell, with the same facts as a catalog entry.

@@ -230,6 +230,7 @@ fn tenant(ctx: &Ctx, node: &Node, document: &Document) -> Option<Tenant> {
         .into_iter()
         .map(|node| quota(ctx, node))
         .collect();
+    let quota_parts_missing = quotas.iter().flatten().any(|quota| !quota.complete);
     let workload_nodes = obj.items("workload", "workloads");
     if workload_nodes.is_empty() {
         obj.missing(
@@ -254,32 +255,65 @@ fn tenant(ctx: &Ctx, node: &Node, document: &Document) -> Option<Tenant> {
         .collect();
     obj.finish();
 
+    // From here on, a part that could not be read is left out (its error is reported) and the
+    // tenant is marked incomplete, so validation still checks everything else.
     let name = name?;
-    let name_ok = check_name(ctx, &name, "tenant", names::dns_label);
-    let org = org?;
-    let team = team?;
-    let org_ok = check_name(ctx, &org, "org", names::dns_label);
-    let team_ok = check_name(ctx, &team, "team", names::dns_label);
-    let registries_ok = registries
-        .iter()
-        .flatten()
-        .all(|registry| check_registry(ctx, registry));
-    if !(name_ok && org_ok && team_ok && registries_ok) {
-        return None;
+    let mut complete = true;
+    check_name(ctx, &name, "tenant", names::dns_label);
+    for (field, what) in [(&org, "org"), (&team, "team")] {
+        if let Some(field) = field {
+            check_name(ctx, field, what, names::dns_label);
+        }
+    }
+    let registries: Vec<Spanned<String>> = keep_read(registries, &mut complete)
+        .into_iter()
+        .filter(|registry| check_registry(ctx, registry))
+        .collect();
+    let placeholder = |complete: &mut bool| {
+        *complete = false;
+        Spanned::new(String::new(), name.span)
+    };
+    let org = org.unwrap_or_else(|| placeholder(&mut complete));
+    let team = team.unwrap_or_else(|| placeholder(&mut complete));
+    let trust = trust.unwrap_or_else(|| {
+        complete = false;
+        // The most permissive class: an unreadable trust class never adds findings.
+        Spanned::new(Trust::Soft, name.span)
+    });
+    let groups = groups.unwrap_or_else(|| {
+        complete = false;
+        Groups::default()
+    });
+    let quotas = keep_read(quotas, &mut complete);
+    let workloads = keep_read(workloads, &mut complete);
+    let models = keep_read(models, &mut complete);
+    if quota_parts_missing {
+        complete = false;
     }
     Some(Tenant {
         file: document.file,
         name,
         org,
         team,
-        trust: trust?,
-        groups: groups?,
+        trust,
+        groups,
         container_defaults,
-        quotas: quotas.into_iter().collect::<Option<_>>()?,
-        workloads: workloads.into_iter().collect::<Option<_>>()?,
-        registries: registries.into_iter().collect::<Option<_>>()?,
-        models: models.into_iter().collect::<Option<_>>()?,
+        quotas,
+        workloads,
+        registries,
+        models,
+        complete,
     })
+}
+
+/// Keeps the parts that were read; marks the declaration incomplete if any was not.
+fn keep_read<T>(parts: Vec<Option<T>>, complete: &mut bool) -> Vec<T> {
+    let total = parts.len();
+    let read: Vec<T> = parts.into_iter().flatten().collect();
+    if read.len() != total {
+        *complete = false;
+    }
+    read
 }
 
 fn check_registry(ctx: &Ctx, registry: &Spanned<String>) -> bool {
@@ -383,7 +417,8 @@ fn quota(ctx: &Ctx, node: &Node) -> Option<Quota> {
         cpu: cpu?,
         memory: memory?,
         pods: pods?,
-        pools: pools.into_iter().collect::<Option<_>>()?,
+        complete: pools.iter().all(Option::is_some),
+        pools: pools.into_iter().flatten().collect(),
     })
 }
 
@@ -520,26 +555,45 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         .map(|node| priority(ctx, node))
         .collect();
     obj.finish();
+    // As for tenants: unreadable parts are left out and the cell is marked incomplete.
     let name = name?;
-    if !check_name(ctx, &name, "cell", names::dns_label) {
-        return None;
-    }
-    let (cloud, region) = cloud?;
+    check_name(ctx, &name, "cell", names::dns_label);
+    let mut complete = true;
+    let (cloud, region) = cloud.unwrap_or_else(|| {
+        complete = false;
+        (
+            Spanned::new(String::new(), name.span),
+            Spanned::new(String::new(), name.span),
+        )
+    });
+    let kubernetes = kubernetes.unwrap_or_else(|| {
+        complete = false;
+        Spanned::new((1, *KUBERNETES_MINORS.end()), name.span)
+    });
+    let driver = driver.unwrap_or_else(|| {
+        complete = false;
+        // The newest branch: an unreadable driver never adds driver findings.
+        Spanned::new(u32::MAX, name.span)
+    });
+    let gpu_models = keep_read(gpu_models, &mut complete);
+    let pools = keep_read(pools, &mut complete);
+    let priorities = keep_read(priorities, &mut complete);
     Some(Cell {
         file: document.file,
         name,
         cloud,
         region,
-        kubernetes: kubernetes?,
-        driver: driver?,
+        kubernetes,
+        driver,
         dns: dns.unwrap_or(Dns {
             namespace: None,
             selector: None,
         }),
         gpu_operator_namespace,
-        gpu_models: gpu_models.into_iter().collect::<Option<_>>()?,
-        pools: pools.into_iter().collect::<Option<_>>()?,
-        priorities: priorities.into_iter().collect::<Option<_>>()?,
+        gpu_models,
+        pools,
+        priorities,
+        complete,
     })
 }
 

@@ -12,15 +12,27 @@ mod cells;
 mod cells_placement;
 mod tenants;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalog::Catalog;
 use crate::diag::{Code, Diagnostic};
 use crate::model::{Fleet, Spanned};
 use crate::schema::Declaration;
 
+/// Names of declarations whose files yielded nothing (their errors are reported already), taken
+/// from the file names; references to them are not reported again as unknown.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unreadable {
+    /// Stems of unreadable files under `cells/`.
+    pub cells: BTreeSet<String>,
+}
+
 /// Assembles the fleet and runs every check.
-pub fn validate(declarations: Vec<Declaration>, catalog: &Catalog) -> (Fleet, Vec<Diagnostic>) {
+pub fn validate(
+    declarations: Vec<Declaration>,
+    unreadable: &Unreadable,
+    catalog: &Catalog,
+) -> (Fleet, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
     let mut fleet = Fleet::default();
     for declaration in declarations {
@@ -53,7 +65,7 @@ pub fn validate(declarations: Vec<Declaration>, catalog: &Catalog) -> (Fleet, Ve
     for cell in &fleet.cells {
         cells::check(cell, catalog, &mut diagnostics);
     }
-    tenants::check(&fleet, catalog, &mut diagnostics);
+    tenants::check(&fleet, unreadable, catalog, &mut diagnostics);
     (fleet, diagnostics)
 }
 

@@ -20,7 +20,12 @@ use super::duplicates;
 type Reservations<'a> = Vec<(&'a Tenant, &'a PoolQuota)>;
 
 /// Checks every tenant against the cells.
-pub(super) fn check(fleet: &Fleet, catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(
+    fleet: &Fleet,
+    unreadable: &super::Unreadable,
+    catalog: &Catalog,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
     let cells: BTreeMap<&str, &Cell> = fleet
         .cells
         .iter()
@@ -30,7 +35,7 @@ pub(super) fn check(fleet: &Fleet, catalog: &Catalog, diagnostics: &mut Vec<Diag
     let mut reserved: BTreeMap<(&str, &str, String), Reservations<'_>> = BTreeMap::new();
     for tenant in &fleet.tenants {
         check_tenant_shape(tenant, diagnostics);
-        if tenant.quotas.is_empty() {
+        if tenant.quotas.is_empty() && tenant.complete {
             diagnostics.push(
                 Diagnostic::warning(
                     Code::TenantWithoutQuota,
@@ -49,6 +54,9 @@ pub(super) fn check(fleet: &Fleet, catalog: &Catalog, diagnostics: &mut Vec<Diag
                 continue;
             }
             let Some(cell) = cells.get(quota.cell.value.as_str()) else {
+                if unreadable.cells.contains(&quota.cell.value) {
+                    continue;
+                }
                 diagnostics.push(unknown_reference(
                     "cell",
                     &quota.cell,
@@ -57,6 +65,10 @@ pub(super) fn check(fleet: &Fleet, catalog: &Catalog, diagnostics: &mut Vec<Diag
                 ));
                 continue;
             };
+            if !cell.complete {
+                // References into a cell that could not be read completely are not checked.
+                continue;
+            }
             check_priorities(tenant, cell, quota.cell.span, diagnostics);
             let catalog = crate::hardware::cell_catalog(cell, catalog);
             let catalog = catalog.as_ref();
