@@ -259,9 +259,17 @@ fn stranded(cell: &Cell, catalog: &Catalog) -> Vec<serde_json::Value> {
                 .iter()
                 .map(|(name, count)| (name.value.clone(), u32::try_from(count.value).unwrap_or(0)))
                 .collect();
-            let Ok(per_gpu) = placement::stranded_capacity(table, &request) else {
+            let (Ok(per_gpu), Ok(witness)) = (
+                placement::stranded_capacity(table, &request),
+                placement::place(table, &request),
+            ) else {
                 continue;
             };
+            let witness: Vec<String> = witness
+                .instances
+                .iter()
+                .map(|instance| format!("{}@{}", instance.profile, instance.start))
+                .collect();
             let gpus = hardware::layout_nodes(pool, idx).saturating_mul(pool.gpus_per_node.value);
             rows.push(json!({
                 "pool": pool.name.value,
@@ -272,6 +280,7 @@ fn stranded(cell: &Cell, catalog: &Catalog) -> Vec<serde_json::Value> {
                 "unused_placement_units_per_gpu": per_gpu.unused_placement_units,
                 "unused_compute_slices": i64::from(per_gpu.unused_compute_slices).saturating_mul(gpus),
                 "unused_memory_slices": i64::from(per_gpu.unused_memory_slices).saturating_mul(gpus),
+                "placement": witness,
             }));
         }
     }
@@ -384,14 +393,21 @@ pub fn capacity_report(
     if stranded.is_empty() {
         md.push_str("No pool uses MIG.\n");
     } else {
-        md.push_str("| pool | layout | GPUs | unused compute slices per GPU | unused memory slices per GPU | unused compute slices | unused memory slices |\n");
-        md.push_str("|---|---|---:|---:|---:|---:|---:|\n");
+        md.push_str("Every GPU of a node group gets the layout, so no GPU of a MIG pool is outside a layout.\n");
+        md.push_str("The placement is one valid assignment of start positions (`profile@start`); mig-parted finds its own.\n\n");
+        md.push_str("| pool | layout | GPUs | placement per GPU | unused compute slices per GPU | unused memory slices per GPU | unused compute slices | unused memory slices |\n");
+        md.push_str("|---|---|---:|---|---:|---:|---:|---:|\n");
         for row in &stranded {
+            let placed: Vec<&str> = row["placement"]
+                .as_array()
+                .map(|items| items.iter().filter_map(|item| item.as_str()).collect())
+                .unwrap_or_default();
             md.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 row["pool"].as_str().unwrap_or(""),
                 row["layout"].as_str().unwrap_or(""),
                 row["gpus"],
+                placed.join(" "),
                 row["unused_compute_slices_per_gpu"],
                 row["unused_memory_slices_per_gpu"],
                 row["unused_compute_slices"],
