@@ -28,15 +28,11 @@ pub fn parse(file: FileId, text: &str) -> (Document, Vec<Diagnostic>) {
             for item in error.diagnostics {
                 let start = item.span.offset();
                 let span = Span::new(file, start..start + item.span.len());
-                let message = item
-                    .message
-                    .unwrap_or_else(|| "invalid KDL".to_string())
-                    .to_lowercase()
-                    .trim_end_matches('.')
-                    .to_string();
-                let help = item.help.unwrap_or_else(|| {
-                    "declarations use KDL v2: strings with spaces or punctuation need double quotes, booleans are `#true`/`#false`".to_string()
-                });
+                let message = house_style(item.message.as_deref().unwrap_or("invalid KDL"));
+                let help = item.help.as_deref().map_or_else(
+                    || "declarations use KDL v2: strings with spaces or punctuation need double quotes, booleans are `#true`/`#false`".to_string(),
+                    house_style,
+                );
                 diagnostics.push(
                     Diagnostic::error(Code::KdlSyntax, span, message)
                         .with_label(item.label.unwrap_or_default())
@@ -80,6 +76,16 @@ pub fn parse(file: FileId, text: &str) -> (Document, Vec<Diagnostic>) {
         node,
     });
     (document, diagnostics)
+}
+
+/// kdl-rs messages start with a capital and end with a period; ours do neither.
+fn house_style(text: &str) -> String {
+    let text = text.trim().trim_end_matches('.');
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
 
 fn span_of(file: FileId, span: miette::SourceSpan) -> Span {

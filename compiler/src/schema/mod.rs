@@ -21,7 +21,7 @@ use crate::model::{
     Workload, WorkloadKind,
 };
 use crate::names;
-use crate::parse::{Document, Format, Node};
+use crate::parse::{Document, Node};
 use crate::source::{SourceMap, Span};
 
 /// Which folder a declaration file sits in, and so what it must declare.
@@ -155,10 +155,7 @@ fn check_file_name(ctx: &Ctx, sources: &SourceMap, document: &Document, name: &S
             .with_help(format!(
                 "rename the file to `{}.{}` or the declaration to `{stem}`",
                 name.value,
-                match document.format {
-                    Format::Kdl => "kdl",
-                    Format::Yaml => "yaml",
-                }
+                file_name.rsplit_once('.').map_or("kdl", |(_, ext)| ext)
             )),
         );
     }

@@ -104,6 +104,29 @@ fn check_gpu_model(model: &GpuModelDecl, base: &Catalog, diagnostics: &mut Vec<D
                 "check the profile against `nvidia-smi mig -lgip`",
             ));
         }
+        if profile.memory.value > mig.memory_slices.value {
+            diagnostics.push(invalid_model(
+                profile.memory.span,
+                format!(
+                    "profile `{}` has {} memory slices, the GPU has {}",
+                    profile.name.value, profile.memory.value, mig.memory_slices.value
+                ),
+                "more than the whole GPU",
+                "check the profile against `nvidia-smi mig -lgip`",
+            ));
+        }
+        let starts = i64::try_from(profile.starts.len()).unwrap_or(i64::MAX);
+        if profile.max.value > starts {
+            diagnostics.push(invalid_model(
+                profile.max.span,
+                format!(
+                    "profile `{}` allows {} instances but has {} start positions",
+                    profile.name.value, profile.max.value, starts
+                ),
+                "each instance needs its own start position",
+                "check `max` against `nvidia-smi mig -lgip` and the starts against `-lgipp`",
+            ));
+        }
         for start in &profile.starts {
             if start.value + profile.size.value > mig.placement_units.value {
                 diagnostics.push(invalid_model(
@@ -196,17 +219,17 @@ fn check_pool(cell: &Cell, pool: &Pool, catalog: &Catalog, diagnostics: &mut Vec
             Code::GpuModelUnknown,
             pool.gpu.span,
             format!(
-                "GPU model `{}` is not in the hardware catalog",
+                "GPU model `{}` is neither in the hardware catalog nor declared in the cell",
                 pool.gpu.value
             ),
         );
         diagnostic = match did_you_mean(&pool.gpu.value, catalog.sku_keys()) {
             Some(close) => diagnostic
                 .with_label(format!("did you mean `{close}`?"))
-                .with_help(format!("write `gpu \"{close}\"`")),
+                .with_help(format!("use the model key `{close}`")),
             None => diagnostic
                 .with_label("unknown GPU model")
-                .with_help("use a model key from docs/catalog.md"),
+                .with_help("use a model key from docs/catalog.md, or declare the model in the cell with `gpu-model`"),
         };
         diagnostics.push(diagnostic);
         return;
@@ -224,7 +247,7 @@ fn check_pool(cell: &Cell, pool: &Pool, catalog: &Catalog, diagnostics: &mut Vec
             )
             .with_secondary(pool.gpu.span, "GPU model set here")
             .with_help(format!(
-                "{} supports {}",
+                "`{}` supports {}",
                 sku.key,
                 list_names(sku.sharing.iter().map(|mode| match mode {
                     SharingMode::Exclusive => "exclusive",

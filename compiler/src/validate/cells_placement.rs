@@ -32,6 +32,7 @@ pub(super) fn check(
     match placement::place(table, &request) {
         Ok(_) => {}
         Err(errors) => {
+            // An unplaceable layout is the finding; whether its table is inferred is then moot.
             let mut lines = errors.iter().map(|error| error.render(table, &request));
             let first = lines.next().unwrap_or_default();
             let mut diagnostic = Diagnostic::error(
@@ -60,6 +61,7 @@ pub(super) fn check(
                 table.placement_units,
                 table.axis_unit_name()
             )));
+            return;
         }
     }
     let inferred: Vec<&str> = layout

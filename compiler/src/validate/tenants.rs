@@ -240,7 +240,7 @@ fn check_priorities(
                     list_names(names)
                 )),
             None => diagnostic.with_label("unknown priority").with_help(format!(
-                "use one of {} or declare `priority \"{}\" value=…` in cells/{}",
+                "use one of {} or declare `priority \"{}\" value=…` in cell `{}`",
                 list_names(names),
                 priority.value,
                 cell.name.value
@@ -357,6 +357,22 @@ fn check_reservation(
                 )),
             };
             diagnostics.push(diagnostic);
+            None
+        }
+        (Some(profile), Sharing::MigSingle) => {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::QuotaResourceUnknown,
+                    profile.span,
+                    format!(
+                        "`mig-single` pool `{}` counts every MIG device as `{}`",
+                        pool.name.value,
+                        hardware::GPU_RESOURCE
+                    ),
+                )
+                .with_label("reservations in this pool name no profile")
+                .with_help("remove `profile=`; the pool's layouts decide which slice a device is"),
+            );
             None
         }
         (Some(profile), _) => {
