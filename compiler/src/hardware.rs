@@ -16,6 +16,10 @@ use crate::model::{Cell, GpuModelDecl, Pool, Sharing};
 
 /// The whole-GPU resource name.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
+/// The resource name of time-sliced and MPS replicas: the device plugin's `renameByDefault`
+/// advertises them apart from whole GPUs, so a quota for shared replicas never admits a pod to a
+/// whole GPU (or the other way round).
+pub const SHARED_GPU_RESOURCE: &str = "nvidia.com/gpu.shared";
 
 /// One extended resource a pool offers.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -53,7 +57,7 @@ pub fn offers(pool: &Pool, catalog: &Catalog) -> Vec<Offer> {
         }],
         Sharing::TimeSlice | Sharing::Mps => vec![Offer {
             profile: None,
-            resource: GPU_RESOURCE.to_string(),
+            resource: SHARED_GPU_RESOURCE.to_string(),
             capacity: gpus.saturating_mul(pool.replicas.as_ref().map_or(1, |r| r.value)),
         }],
         Sharing::Mig | Sharing::MigSingle => {

@@ -216,6 +216,9 @@ pub struct Cell {
     pub gpu_operator_namespace: Option<Spanned<String>>,
     /// GPU models declared by the cell because the catalog lacks them.
     pub gpu_models: Vec<GpuModelDecl>,
+    /// False when a declared GPU model could not be read (pools naming an unknown model are
+    /// then not reported, since the model may be the unreadable one).
+    pub gpu_models_complete: bool,
     /// GPU node pools.
     pub pools: Vec<Pool>,
     /// Priority classes tenants may use.

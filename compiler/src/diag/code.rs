@@ -83,6 +83,8 @@ codes! {
     MigTableInferred => ("mig-table-inferred", "validate", "a MIG layout relies on catalog facts that were inferred, not observed on hardware"),
     QuotaResourceUnknown => ("quota-resource-unknown", "validate", "a quota on a resource the pool does not offer"),
     QuotaOverCapacity => ("quota-over-capacity", "validate", "tenants reserve more of a pool resource than the pool has"),
+    ReservationWorkloadAmbiguous => ("reservation-workload-ambiguous", "validate", "a reservation of a tenant with several workloads does not say which workload's namespace it is for"),
+    SharedPoolCrossesOrgs => ("shared-pool-crosses-orgs", "validate", "tenants of different orgs reserve in the same time-sliced or MPS pool"),
     TrustSharingMismatch => ("trust-sharing-mismatch", "validate", "a tenant's trust class forbids the sharing mode of a pool it has quota in"),
     TenantWithoutQuota => ("tenant-without-quota", "validate", "a tenant has no quota in any cell, so nothing is generated for it"),
 }

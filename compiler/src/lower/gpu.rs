@@ -125,13 +125,17 @@ pub fn device_plugin_document(pool: &Pool) -> Yaml {
         ),
     ];
     let replicas = pool.replicas.as_ref().map_or(1, |r| r.value);
-    let resources = Yaml::map([(
-        "resources",
-        Yaml::Seq(vec![Yaml::map([
-            ("name", Yaml::str(GPU_RESOURCE)),
-            ("replicas", Yaml::Int(replicas)),
-        ])]),
-    )]);
+    // `renameByDefault` advertises replicas as `nvidia.com/gpu.shared`, apart from whole GPUs.
+    let resources = Yaml::map([
+        ("renameByDefault", Yaml::Bool(true)),
+        (
+            "resources",
+            Yaml::Seq(vec![Yaml::map([
+                ("name", Yaml::str(GPU_RESOURCE)),
+                ("replicas", Yaml::Int(replicas)),
+            ])]),
+        ),
+    ]);
     match pool.sharing.value {
         Sharing::TimeSlice => pairs.push((
             "sharing".to_string(),
@@ -476,9 +480,9 @@ mod tests {
         let config = &tree["c1/gpu-operator/configmap-device-plugin-config.yaml"];
         assert!(config.contains("  namespace: nvidia-gpu-operator\n"));
         assert!(config.contains(
-            "  notebooks: |\n    version: v1\n    flags:\n      migStrategy: none\n    sharing:\n      timeSlicing:\n        resources:\n        - name: nvidia.com/gpu\n          replicas: 4\n"
+            "  notebooks: |\n    version: v1\n    flags:\n      migStrategy: none\n    sharing:\n      timeSlicing:\n        renameByDefault: true\n        resources:\n        - name: nvidia.com/gpu\n          replicas: 4\n"
         ));
-        assert!(config.contains("    sharing:\n      mps:\n        resources:\n        - name: nvidia.com/gpu\n          replicas: 2\n"));
+        assert!(config.contains("    sharing:\n      mps:\n        renameByDefault: true\n        resources:\n        - name: nvidia.com/gpu\n          replicas: 2\n"));
         assert!(
             config
                 .contains("  single: |\n    version: v1\n    flags:\n      migStrategy: single\n")

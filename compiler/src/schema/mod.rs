@@ -481,9 +481,15 @@ fn model_weights(ctx: &Ctx, node: &Node) -> Option<ModelWeights> {
     let span = obj.span;
     obj.finish();
     let prefix = prefix?;
-    let scheme_ok = ["s3://", "gs://", "az://"]
+    let bucket_ok = ["s3://", "gs://", "az://"]
         .iter()
-        .any(|scheme| prefix.value.starts_with(scheme));
+        .filter_map(|scheme| prefix.value.strip_prefix(scheme))
+        .any(|rest| {
+            rest.split('/')
+                .next()
+                .is_some_and(|bucket| !bucket.is_empty())
+        });
+    let scheme_ok = bucket_ok;
     if !scheme_ok || !prefix.value.ends_with('/') {
         ctx.push(
             Diagnostic::error(
@@ -572,6 +578,7 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         // The newest branch: an unreadable driver never adds driver findings.
         Spanned::new(u32::MAX, name.span)
     });
+    let gpu_models_complete = gpu_models.iter().all(Option::is_some);
     let gpu_models = keep_read(gpu_models, &mut complete);
     let pools = keep_read(pools, &mut complete);
     let priorities = keep_read(priorities, &mut complete);
@@ -588,6 +595,7 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         }),
         gpu_operator_namespace,
         gpu_models,
+        gpu_models_complete,
         pools,
         priorities,
         complete,
@@ -619,7 +627,7 @@ fn kubernetes_version(ctx: &Ctx, node: &Node) -> Option<Spanned<(u32, u32)>> {
         .strip_prefix('v')
         .unwrap_or(&text.value)
         .split_once('.')
-        .and_then(|(major, minor)| Some((major.parse::<u32>().ok()?, minor.parse::<u32>().ok()?)));
+        .and_then(|(major, minor)| Some((plain_number(major)?, plain_number(minor)?)));
     match parsed {
         Some((1, minor)) if KUBERNETES_MINORS.contains(&minor) => {
             Some(Spanned::new((1, minor), text.span))
@@ -655,10 +663,21 @@ fn kubernetes_version(ctx: &Ctx, node: &Node) -> Option<Spanned<(u32, u32)>> {
     }
 }
 
+/// A number written with ASCII digits only, without sign or leading zero.
+fn plain_number(text: &str) -> Option<u32> {
+    let digits_only = !text.is_empty() && text.chars().all(|ch| ch.is_ascii_digit());
+    let leading_zero = text.len() > 1 && text.starts_with('0');
+    if digits_only && !leading_zero {
+        text.parse().ok()
+    } else {
+        None
+    }
+}
+
 fn driver(ctx: &Ctx, node: &Node) -> Option<Spanned<u32>> {
     let text = string(ctx, node, "driver")?;
-    match text.value.parse::<u32>() {
-        Ok(branch) if (400..=9999).contains(&branch) => Some(Spanned::new(branch, text.span)),
+    match plain_number(&text.value) {
+        Some(branch) if (400..=9999).contains(&branch) => Some(Spanned::new(branch, text.span)),
         _ => {
             ctx.push(
                 Diagnostic::error(
@@ -735,7 +754,7 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
         .pairs("label", "labels")
         .into_iter()
         .map(|(key, value)| {
-            let value = string(ctx, value, "label")?;
+            let value = reader::string_or_empty(ctx, value, "label")?;
             let key_ok = check_label(ctx, &key, names::qualified_name, "label key");
             let value_ok = check_label(ctx, &value, names::label_value, "label value");
             (key_ok && value_ok).then_some((key, value))
@@ -748,9 +767,13 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
         .collect();
     let price = obj.field("price").and_then(|node| {
         let mut inner = Obj::new(ctx, node, "price")?;
-        let value = inner
-            .field("per-gpu-hour")
-            .and_then(|node| number(ctx, node, "per-gpu-hour", 0.0..=10_000.0));
+        let value = match inner.field("per-gpu-hour") {
+            Some(node) => number(ctx, node, "per-gpu-hour", 0.0..=10_000.0),
+            None => {
+                inner.missing("per-gpu-hour", "per-gpu-hour", "price per-gpu-hour=2.10");
+                None
+            }
+        };
         inner.finish();
         value
     });
@@ -864,7 +887,7 @@ fn mig_layout(ctx: &Ctx, node: &Node) -> Option<MigLayout> {
     let profiles: Vec<Option<(Spanned<String>, Spanned<i64>)>> = obj
         .pairs("profile", "profiles")
         .into_iter()
-        .map(|(key, value)| Some((key, integer(ctx, value, "profile count", 1..=7 * 4)?)))
+        .map(|(key, value)| Some((key, integer(ctx, value, "profile count", 1..=16)?)))
         .collect();
     let span = obj.span;
     let has_profiles = !profiles.is_empty();
@@ -888,12 +911,15 @@ fn gpu_model(ctx: &Ctx, node: &Node) -> Option<GpuModelDecl> {
     let mut obj = Obj::new(ctx, node, "gpu-model")?;
     let name = obj.req_arg_str(0, "name", "gpu-model \"<name>\" { … }");
     let product = obj.opt_str("product");
-    let pci_ids: Vec<Option<Spanned<String>>> = obj
-        .values("pci-ids")
+    let pci_id_nodes = obj.values("pci-ids");
+    // `None`: not a list, already reported; an empty list is a missing id.
+    let pci_ids_missing = pci_id_nodes.as_ref().is_some_and(Vec::is_empty);
+    let pci_ids: Vec<Option<Spanned<String>>> = pci_id_nodes
+        .unwrap_or_default()
         .into_iter()
         .map(|node| string(ctx, node, "pci-ids"))
         .collect();
-    let sharing_nodes = obj.values("sharing");
+    let sharing_nodes = obj.values("sharing").unwrap_or_default();
     if sharing_nodes.is_empty() {
         obj.missing("sharing", "sharing", "sharing \"exclusive\" \"time-slice\"");
     }
@@ -903,7 +929,6 @@ fn gpu_model(ctx: &Ctx, node: &Node) -> Option<GpuModelDecl> {
         .collect();
     let mig = obj.field("mig").and_then(|node| mig_table(ctx, node));
     let span = obj.span;
-    let had_pci_ids = !pci_ids.is_empty();
     obj.finish();
     let name = name?;
     // Invalid ids are reported and dropped; the model stays, so the cell's other checks still
@@ -929,7 +954,7 @@ fn gpu_model(ctx: &Ctx, node: &Node) -> Option<GpuModelDecl> {
             valid
         })
         .collect();
-    if pci_ids.is_empty() && !had_pci_ids {
+    if pci_ids_missing {
         ctx.push(
             Diagnostic::error(
                 Code::FieldMissing,
@@ -991,7 +1016,7 @@ fn mig_profile(ctx: &Ctx, node: &Node) -> Option<MigProfileDecl> {
     let memory = obj.req_int("memory", 1..=16, "memory=1");
     let max = obj.req_int("max", 1..=16, "max=7");
     let size = obj.req_int("size", 1..=32, "size=1");
-    let start_nodes = obj.values("starts");
+    let start_nodes = obj.values("starts").unwrap_or_default();
     if start_nodes.is_empty() {
         obj.missing("starts", "starts", "starts 0 1 2 3 4 5 6");
     }

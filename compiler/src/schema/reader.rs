@@ -255,15 +255,16 @@ impl<'a, 'c> Obj<'a, 'c> {
     }
 
     /// Takes a list of values: the arguments of one KDL node `key a b c`, or the YAML list `key`.
-    pub fn values(&mut self, key: &'static str) -> Vec<&'a Node> {
+    /// `Some(empty)` when the field is absent or empty; `None` (reported) when it is not a list.
+    pub fn values(&mut self, key: &'static str) -> Option<Vec<&'a Node>> {
         let Some(node) = self.field(key) else {
-            return Vec::new();
+            return Some(Vec::new());
         };
         match &node.value {
             Value::Map(map) if map.format == Format::Kdl && map.entries.is_empty() => {
-                map.args.iter().collect()
+                Some(map.args.iter().collect())
             }
-            Value::Seq(items) => items.iter().collect(),
+            Value::Seq(items) => Some(items.iter().collect()),
             other => {
                 self.ctx.push(
                     Diagnostic::error(
@@ -279,7 +280,7 @@ impl<'a, 'c> Obj<'a, 'c> {
                         Format::Yaml => format!("write `{key}: [<value>, …]`"),
                     }),
                 );
-                Vec::new()
+                None
             }
         }
     }
@@ -501,10 +502,32 @@ fn mismatch(ctx: &Ctx, node: &Node, key: &str, expected: &str) {
     );
 }
 
-/// Reads a string value.
+/// Reads a string that may be empty (label values).
+pub fn string_or_empty(ctx: &Ctx, node: &Node, key: &str) -> Option<Spanned<String>> {
+    let node = scalar(ctx, node, key)?;
+    match &node.value {
+        Value::Str(text) => Some(Spanned::new(text.clone(), node.span)),
+        _ => {
+            mismatch(ctx, node, key, "a string");
+            None
+        }
+    }
+}
+
+/// Reads a string value; apart from label values, declarations have no meaningful empty strings.
 pub fn string(ctx: &Ctx, node: &Node, key: &str) -> Option<Spanned<String>> {
     let node = scalar(ctx, node, key)?;
     match &node.value {
+        Value::Str(text) if text.trim().is_empty() => {
+            ctx.push(
+                Diagnostic::error(Code::TypeMismatch, node.span, format!("`{key}` is empty"))
+                    .with_label("expected a non-empty string")
+                    .with_help(format!(
+                        "write a value for `{key}`, or leave the field out if it is optional"
+                    )),
+            );
+            None
+        }
         Value::Str(text) => Some(Spanned::new(text.clone(), node.span)),
         _ => {
             mismatch(ctx, node, key, "a string");

@@ -215,6 +215,10 @@ fn check_pool(cell: &Cell, pool: &Pool, catalog: &Catalog, diagnostics: &mut Vec
     check_node_groups(pool, diagnostics);
 
     let Some(sku) = catalog.sku(&pool.gpu.value) else {
+        if !cell.gpu_models_complete {
+            // The model may be one of the cell's own that could not be read; its error stands.
+            return;
+        }
         let mut diagnostic = Diagnostic::error(
             Code::GpuModelUnknown,
             pool.gpu.span,

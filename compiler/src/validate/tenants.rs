@@ -88,6 +88,11 @@ pub(super) fn check(
             }
         }
     }
+    for ((cell_name, pool_name, resource), reservations) in &reserved {
+        if resource == hardware::SHARED_GPU_RESOURCE {
+            check_shared_orgs(cell_name, pool_name, reservations, diagnostics);
+        }
+    }
     for ((cell_name, pool_name, resource), reservations) in reserved {
         check_capacity(
             &cells,
@@ -130,6 +135,7 @@ fn check_tenant_shape(tenant: &Tenant, diagnostics: &mut Vec<Diagnostic>) {
         duplicates(&keys, "reservation of pool", diagnostics);
         for reservation in &quota.pools {
             if let Some(workload) = &reservation.workload
+                && tenant.complete
                 && !tenant
                     .workloads
                     .iter()
@@ -148,6 +154,29 @@ fn check_tenant_shape(tenant: &Tenant, diagnostics: &mut Vec<Diagnostic>) {
                     .with_help(format!(
                         "declare `workload \"{}\" …`, or remove `workload=`",
                         workload.value.as_str()
+                    )),
+                );
+            }
+        }
+    }
+    if tenant.workloads.len() > 1 {
+        for quota in &tenant.quotas {
+            for reservation in quota.pools.iter().filter(|r| r.workload.is_none()) {
+                diagnostics.push(
+                    Diagnostic::error(
+                        Code::ReservationWorkloadAmbiguous,
+                        reservation.pool.span,
+                        format!(
+                            "tenant `{}` has {} workloads; this reservation names none",
+                            tenant.name.value,
+                            tenant.workloads.len()
+                        ),
+                    )
+                    .with_label("each workload namespace would get all of it")
+                    .with_note("a ResourceQuota is per namespace: without `workload=`, every namespace of the tenant could use the whole reservation")
+                    .with_help(format!(
+                        "add `workload=` with one of {}",
+                        list_names(tenant.workloads.iter().map(|w| w.kind.value.as_str()))
                     )),
                 );
             }
@@ -393,6 +422,45 @@ fn check_reservation(
         }
         (None, _) => offers.first().map(|offer| offer.resource.clone()),
     }
+}
+
+/// Time-slicing and MPS isolate nothing: one shared pool serves one org only.
+fn check_shared_orgs(
+    cell_name: &str,
+    pool_name: &str,
+    reservations: &[(&Tenant, &PoolQuota)],
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let orgs: std::collections::BTreeSet<&str> = reservations
+        .iter()
+        .map(|(tenant, _)| tenant.org.value.as_str())
+        .collect();
+    if orgs.len() < 2 {
+        return;
+    }
+    let Some((first_tenant, first)) = reservations.first() else {
+        return;
+    };
+    let mut diagnostic = Diagnostic::error(
+        Code::SharedPoolCrossesOrgs,
+        first.pool.span,
+        format!(
+            "orgs {} share pool `{pool_name}` of cell `{cell_name}`, which time-slices or MPS-shares its GPUs",
+            list_names(orgs.iter().copied())
+        ),
+    )
+    .with_label(format!("`{}` of org `{}` reserves here", first_tenant.name.value, first_tenant.org.value));
+    for (tenant, reservation) in reservations.iter().skip(1) {
+        diagnostic = diagnostic.with_secondary(
+            reservation.pool.span,
+            format!("`{}` of org `{}`", tenant.name.value, tenant.org.value),
+        );
+    }
+    diagnostics.push(
+        diagnostic
+            .with_note("time-slicing and MPS share GPU memory and faults between pods: utilisation, not isolation")
+            .with_help("give each org its own shared pool, or move the other orgs to `mig` or `exclusive` pools"),
+    );
 }
 
 fn check_capacity(

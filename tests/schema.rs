@@ -1,0 +1,1540 @@
+//! The JSON Schemas in `schema/` agree with the declaration reader in `compiler/src/schema/`.
+//!
+//! Every example declaration (the fleet in `tenants/` and `cells/`, the KDL and YAML twins in
+//! `tests/twins/`, and the inputs of the `ok` cases under `tests/cases/ok/`) must validate
+//! against the schema of its folder: YAML files as they are, KDL files after conversion to the
+//! YAML form by the mapping rules of `docs/declarations.md`, driven by the tables below. The
+//! conversion is checked in turn: converted files compile to the same manifests as their KDL
+//! originals, and the KDL twins convert to exactly their YAML twins. The full examples of
+//! `docs/declarations.md` compile cleanly in both syntaxes. Negative checks show that invalid
+//! values are rejected by both the schema and `tenantc::compile`, with the same bounds for every
+//! numeric range, and positive checks that unusual but valid values pass both.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)] // Test code: a panic is a failed test.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map as JsonMap, Number, Value as Json, json};
+use tenantc::parse::{Format, Map, Node, Value};
+use tenantc::source::FileId;
+use tenantc::{InputFile, compile};
+
+/// The project root.
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Which declaration a file holds, from its folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Tenant,
+    Cell,
+}
+
+impl Kind {
+    fn folder(self) -> &'static str {
+        match self {
+            Kind::Tenant => "tenants",
+            Kind::Cell => "cells",
+        }
+    }
+
+    fn schema_path(self) -> PathBuf {
+        let file = match self {
+            Kind::Tenant => "tenant.schema.json",
+            Kind::Cell => "cell.schema.json",
+        };
+        Path::new(ROOT).join("schema").join(file)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// KDL to YAML mapping table. Keys are `(parent KDL node, child KDL node)`: the same child name
+// means different things under different parents (`profile` is a key-value pair in a
+// `mig-layout` and a list item in a GPU model's `mig`).
+
+/// Repeated children that are a YAML list under a plural key (`Obj::items`).
+const LISTS: &[(&str, &str, &str)] = &[
+    ("tenant", "quota", "quotas"),
+    ("tenant", "workload", "workloads"),
+    ("tenant", "registry", "registries"),
+    ("tenant", "model", "models"),
+    ("quota", "pool", "pools"),
+    ("cell", "pool", "pools"),
+    ("cell", "priority", "priorities"),
+    ("cell", "gpu-model", "gpu-models"),
+    ("pool", "taint", "taints"),
+    ("pool", "mig-layout", "mig-layouts"),
+    ("mig", "profile", "profiles"),
+];
+
+/// Repeated `key "k" value` children that are a YAML mapping under a plural key (`Obj::pairs`).
+const PAIRS: &[(&str, &str, &str)] = &[
+    ("pool", "label", "labels"),
+    ("mig-layout", "profile", "profiles"),
+];
+
+/// Children whose arguments are a YAML list under the same key (`Obj::values`).
+const VALUES: &[(&str, &str)] = &[
+    ("gpu-model", "pci-ids"),
+    ("gpu-model", "sharing"),
+    ("profile", "starts"),
+];
+
+/// The YAML keys of the positional arguments of a node (`Obj::arg`).
+const ARGS: &[(&str, &[&str])] = &[
+    ("tenant", &["name"]),
+    ("cell", &["name"]),
+    ("pool", &["name"]),
+    ("model", &["name"]),
+    ("mig-layout", &["name"]),
+    ("priority", &["name"]),
+    ("gpu-model", &["name"]),
+    ("profile", &["name"]),
+    ("workload", &["kind"]),
+    ("cloud", &["provider"]),
+    ("nodes", &["count"]),
+    ("taint", &["key", "value"]),
+];
+
+fn list_key(parent: &str, child: &str) -> Option<&'static str> {
+    LISTS
+        .iter()
+        .find(|(p, c, _)| *p == parent && *c == child)
+        .map(|(_, _, key)| *key)
+}
+
+fn pairs_key(parent: &str, child: &str) -> Option<&'static str> {
+    PAIRS
+        .iter()
+        .find(|(p, c, _)| *p == parent && *c == child)
+        .map(|(_, _, key)| *key)
+}
+
+fn is_values(parent: &str, child: &str) -> bool {
+    VALUES.iter().any(|(p, c)| *p == parent && *c == child)
+}
+
+fn arg_names(node: &str) -> Option<&'static [&'static str]> {
+    ARGS.iter()
+        .find(|(name, _)| *name == node)
+        .map(|(_, names)| *names)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversions of the compiler's parse tree to JSON.
+
+fn scalar_to_json(value: &Value, at: &str) -> Result<Json, String> {
+    Ok(match value {
+        Value::Null => Json::Null,
+        Value::Bool(flag) => Json::Bool(*flag),
+        Value::Int(number) => {
+            if let Ok(small) = i64::try_from(*number) {
+                Json::from(small)
+            } else if let Ok(big) = u64::try_from(*number) {
+                Json::from(big)
+            } else {
+                return Err(format!("{at}: integer {number} does not fit JSON"));
+            }
+        }
+        Value::Float(number) => Number::from_f64(*number)
+            .map(Json::Number)
+            .ok_or_else(|| format!("{at}: {number} is not a JSON number"))?,
+        Value::Str(text) => Json::String(text.clone()),
+        Value::Seq(_) | Value::Map(_) => return Err(format!("{at}: expected a scalar")),
+    })
+}
+
+fn insert_once(
+    object: &mut JsonMap<String, Json>,
+    key: &str,
+    value: Json,
+    at: &str,
+) -> Result<(), String> {
+    if object.insert(key.to_string(), value).is_some() {
+        return Err(format!("{at}: `{key}` is given twice"));
+    }
+    Ok(())
+}
+
+/// A YAML parse tree as JSON, as a YAML-to-JSON converter would see it.
+fn yaml_to_json(node: &Node, at: &str) -> Result<Json, String> {
+    match &node.value {
+        Value::Seq(items) => items
+            .iter()
+            .enumerate()
+            .map(|(idx, item)| yaml_to_json(item, &format!("{at}/{idx}")))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Json::Array),
+        Value::Map(map) => {
+            if map.format != Format::Yaml || !map.args.is_empty() {
+                return Err(format!("{at}: not a YAML mapping"));
+            }
+            let mut object = JsonMap::new();
+            for entry in &map.entries {
+                let path = format!("{at}/{}", entry.key);
+                let value = yaml_to_json(&entry.value, &path)?;
+                insert_once(&mut object, &entry.key, value, at)?;
+            }
+            Ok(Json::Object(object))
+        }
+        scalar => scalar_to_json(scalar, at),
+    }
+}
+
+/// A KDL node as the YAML form of the declaration: the mapping rules of `Obj`, driven by the
+/// tables above.
+fn kdl_object(name: &str, map: &Map, at: &str) -> Result<JsonMap<String, Json>, String> {
+    let mut object = JsonMap::new();
+    let names = arg_names(name).unwrap_or(&[]);
+    if map.args.len() > names.len() {
+        return Err(format!(
+            "{at}: `{name}` has {} positional values, the table knows {}",
+            map.args.len(),
+            names.len()
+        ));
+    }
+    for (arg, key) in map.args.iter().zip(names) {
+        insert_once(&mut object, key, scalar_to_json(&arg.value, at)?, at)?;
+    }
+    for entry in &map.entries {
+        let key = entry.key.as_str();
+        let path = format!("{at}/{key}");
+        let Value::Map(child) = &entry.value.value else {
+            // A property.
+            insert_once(
+                &mut object,
+                key,
+                scalar_to_json(&entry.value.value, &path)?,
+                at,
+            )?;
+            continue;
+        };
+        if let Some(plural) = list_key(name, key) {
+            let item = kdl_child(key, child, &path)?;
+            match object
+                .entry(plural)
+                .or_insert_with(|| Json::Array(Vec::new()))
+            {
+                Json::Array(items) => items.push(item),
+                _ => return Err(format!("{at}: `{plural}` is both a list and a field")),
+            }
+        } else if let Some(plural) = pairs_key(name, key) {
+            let ([pair_key, pair_value], []) = (child.args.as_slice(), child.entries.as_slice())
+            else {
+                return Err(format!("{path}: `{key}` takes a key and a value"));
+            };
+            let Value::Str(pair_key) = &pair_key.value else {
+                return Err(format!("{path}: `{key}` key is not a string"));
+            };
+            let value = scalar_to_json(&pair_value.value, &path)?;
+            match object
+                .entry(plural)
+                .or_insert_with(|| Json::Object(JsonMap::new()))
+            {
+                Json::Object(pairs) => insert_once(pairs, pair_key, value, &path)?,
+                _ => return Err(format!("{at}: `{plural}` is both a mapping and a field")),
+            }
+        } else if is_values(name, key) {
+            if !child.entries.is_empty() {
+                return Err(format!("{path}: `{key}` takes values only"));
+            }
+            let values = child
+                .args
+                .iter()
+                .map(|arg| scalar_to_json(&arg.value, &path))
+                .collect::<Result<Vec<_>, _>>()?;
+            insert_once(&mut object, key, Json::Array(values), at)?;
+        } else {
+            insert_once(&mut object, key, kdl_child(key, child, &path)?, at)?;
+        }
+    }
+    Ok(object)
+}
+
+/// A KDL child node: a scalar field (one value, nothing else, no positional names in the
+/// table) or an object.
+fn kdl_child(name: &str, map: &Map, at: &str) -> Result<Json, String> {
+    match (arg_names(name), map.args.as_slice(), map.entries.is_empty()) {
+        (None, [only], true) => scalar_to_json(&only.value, at),
+        _ => kdl_object(name, map, at).map(Json::Object),
+    }
+}
+
+/// Parses a declaration file and returns its YAML form as JSON.
+fn declaration_json(path: &Path) -> Result<Json, String> {
+    let text = fs::read_to_string(path).map_err(|error| format!("{}: {error}", path.display()))?;
+    let is_kdl = path.extension().is_some_and(|ext| ext == "kdl");
+    let (document, diagnostics) = if is_kdl {
+        tenantc::parse::kdl::parse(FileId(0), &text)
+    } else {
+        tenantc::parse::yaml::parse(FileId(0), &text)
+    };
+    if !diagnostics.is_empty() {
+        let codes: Vec<&str> = diagnostics.iter().map(|d| d.code.as_str()).collect();
+        return Err(format!("{}: does not parse: {codes:?}", path.display()));
+    }
+    let root = document
+        .root
+        .ok_or_else(|| format!("{}: declares nothing", path.display()))?;
+    let at = path.display().to_string();
+    match (&root.kind, &root.node.value) {
+        (Some((kind, _)), Value::Map(map)) => kdl_object(kind, map, &at).map(Json::Object),
+        (None, _) => yaml_to_json(&root.node, &at),
+        (Some(_), _) => Err(format!("{at}: the top-level node is not a node")),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schemas.
+
+fn read_schema(kind: Kind) -> Json {
+    let path = kind.schema_path();
+    let text =
+        fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+fn validator(kind: Kind) -> jsonschema::Validator {
+    jsonschema::draft202012::new(&read_schema(kind))
+        .unwrap_or_else(|error| panic!("{:?} schema does not compile: {error}", kind))
+}
+
+/// Every schema error for `instance`, as `path: message` lines.
+fn schema_errors(validator: &jsonschema::Validator, instance: &Json) -> Vec<String> {
+    validator
+        .iter_errors(instance)
+        .map(|error| format!("{}: {error}", error.instance_path()))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Example files.
+
+/// Project roots whose declarations are valid: the repository itself, the KDL and YAML twins,
+/// and every `input` folder of the `ok` cases.
+fn project_roots() -> Vec<PathBuf> {
+    let mut roots = vec![
+        PathBuf::from(ROOT),
+        Path::new(ROOT).join("tests/twins/kdl"),
+        Path::new(ROOT).join("tests/twins/yaml"),
+    ];
+    let mut pending = vec![Path::new(ROOT).join("tests/cases/ok")];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut children: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| path.is_dir())
+            .collect();
+        children.sort();
+        for child in children {
+            if child.file_name().is_some_and(|name| name == "input") {
+                roots.push(child);
+            } else {
+                pending.push(child);
+            }
+        }
+    }
+    roots.sort();
+    roots
+}
+
+/// Every declaration file under `root`'s `tenants/` and `cells/`, recursively, as `load` sees
+/// them, with the kind its folder gives.
+fn declaration_files(root: &Path) -> Vec<(Kind, PathBuf)> {
+    let mut files = Vec::new();
+    for kind in [Kind::Tenant, Kind::Cell] {
+        let mut pending = vec![root.join(kind.folder())];
+        while let Some(dir) = pending.pop() {
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.filter_map(Result::ok) {
+                let path = entry.path();
+                let hidden = entry.file_name().to_string_lossy().starts_with('.');
+                if hidden {
+                    continue;
+                }
+                if path.is_dir() {
+                    pending.push(path);
+                } else if path
+                    .extension()
+                    .is_some_and(|ext| ext == "kdl" || ext == "yaml" || ext == "yml")
+                {
+                    files.push((kind, path));
+                }
+            }
+        }
+    }
+    files.sort_by(|a, b| a.1.cmp(&b.1));
+    files
+}
+
+fn all_declaration_files() -> Vec<(Kind, PathBuf)> {
+    project_roots()
+        .iter()
+        .flat_map(|root| declaration_files(root))
+        .collect()
+}
+
+fn is_kdl(path: &Path) -> bool {
+    path.extension().is_some_and(|ext| ext == "kdl")
+}
+
+/// Checks that every file of one syntax validates; returns how many there were.
+fn validate_examples(kdl: bool) -> usize {
+    let tenant = validator(Kind::Tenant);
+    let cell = validator(Kind::Cell);
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for (kind, path) in all_declaration_files() {
+        if is_kdl(&path) != kdl {
+            continue;
+        }
+        count += 1;
+        let instance = match declaration_json(&path) {
+            Ok(instance) => instance,
+            Err(error) => {
+                failures.push(error);
+                continue;
+            }
+        };
+        let validator = match kind {
+            Kind::Tenant => &tenant,
+            Kind::Cell => &cell,
+        };
+        for error in schema_errors(validator, &instance) {
+            failures.push(format!(
+                "{}: {error}\n  as YAML: {instance}",
+                path.display()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    count
+}
+
+/// The inputs of a project root, as the binary would load them.
+fn load_inputs(root: &Path) -> Vec<InputFile> {
+    tenantc::load::load(root).unwrap_or_else(|error| panic!("{}: {error}", root.display()))
+}
+
+fn codes(diagnostics: &[tenantc::diag::Diagnostic]) -> Vec<String> {
+    let mut codes: Vec<String> = diagnostics
+        .iter()
+        .map(|d| format!("{}: {}", d.code.as_str(), d.message))
+        .collect();
+    codes.sort();
+    codes
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests: the schemas themselves.
+
+#[test]
+fn both_schemas_are_valid_draft_2020_12_schemas_with_an_id_and_a_title() {
+    for kind in [Kind::Tenant, Kind::Cell] {
+        let schema = read_schema(kind);
+        if let Err(error) = jsonschema::draft202012::meta::validate(&schema) {
+            panic!("{kind:?} schema violates the 2020-12 meta-schema: {error}");
+        }
+        assert_eq!(
+            schema["$schema"], "https://json-schema.org/draft/2020-12/schema",
+            "{kind:?}"
+        );
+        assert!(schema["$id"].is_string(), "{kind:?} schema has no $id");
+        assert!(schema["title"].is_string(), "{kind:?} schema has no title");
+        // Compiling also compiles every pattern.
+        validator(kind);
+    }
+}
+
+/// Walks every subschema, calling `visit` with its JSON pointer.
+fn walk_schema(schema: &Json, at: &str, visit: &mut dyn FnMut(&str, &JsonMap<String, Json>)) {
+    let Json::Object(object) = schema else {
+        return;
+    };
+    visit(at, object);
+    for (keyword, value) in object {
+        match (keyword.as_str(), value) {
+            ("properties" | "$defs", Json::Object(children)) => {
+                for (name, child) in children {
+                    walk_schema(child, &format!("{at}/{keyword}/{name}"), visit);
+                }
+            }
+            ("anyOf" | "oneOf" | "allOf", Json::Array(children)) => {
+                for (idx, child) in children.iter().enumerate() {
+                    walk_schema(child, &format!("{at}/{keyword}/{idx}"), visit);
+                }
+            }
+            ("items" | "additionalProperties" | "propertyNames", child) => {
+                walk_schema(child, &format!("{at}/{keyword}"), visit);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn every_object_in_the_schemas_is_closed_and_every_property_is_described() {
+    let mut problems = Vec::new();
+    for kind in [Kind::Tenant, Kind::Cell] {
+        let schema = read_schema(kind);
+        walk_schema(&schema, &format!("{kind:?}#"), &mut |at, object| {
+            if object.get("type") == Some(&json!("object"))
+                && object.contains_key("properties")
+                && object.get("additionalProperties") != Some(&json!(false))
+            {
+                problems.push(format!(
+                    "{at}: object without `additionalProperties: false`"
+                ));
+            }
+            if let Some(Json::Object(properties)) = object.get("properties") {
+                for (name, property) in properties {
+                    if !property.get("description").is_some_and(Json::is_string) {
+                        problems.push(format!("{at}/properties/{name}: no description"));
+                    }
+                }
+            }
+        });
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every property name of a schema, for the documentation check.
+fn property_names(schema: &Json) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    walk_schema(schema, "#", &mut |_, object| {
+        if let Some(Json::Object(properties)) = object.get("properties") {
+            names.extend(properties.keys().cloned());
+        }
+    });
+    names
+}
+
+#[test]
+fn every_schema_field_is_documented_in_declarations_md() {
+    let path = Path::new(ROOT).join("docs/declarations.md");
+    let docs =
+        fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    let mut missing = Vec::new();
+    for kind in [Kind::Tenant, Kind::Cell] {
+        for name in property_names(&read_schema(kind)) {
+            if !docs.contains(&format!("`{name}`")) && !docs.contains(&format!("`{name}:")) {
+                missing.push(format!("{kind:?}: `{name}`"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not in docs/declarations.md: {missing:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests: the examples.
+
+#[test]
+fn every_yaml_declaration_validates_against_the_schema_of_its_folder() {
+    let count = validate_examples(false);
+    assert!(
+        count >= 1,
+        "found {count} YAML declarations; tenants/initech-notebooks.yaml is one"
+    );
+}
+
+#[test]
+fn every_kdl_declaration_in_its_yaml_form_validates_against_the_schema_of_its_folder() {
+    let count = validate_examples(true);
+    assert!(
+        count >= 5,
+        "found {count} KDL declarations; the example fleet alone has 5"
+    );
+}
+
+#[test]
+fn every_example_project_compiles_without_any_diagnostic() {
+    // Keeps the conversion table honest: the files the schemas accept above are files the
+    // compiler accepts too, without even a warning.
+    let roots = project_roots();
+    assert!(roots.len() >= 4, "{roots:?}");
+    for root in roots {
+        let compilation = compile(&load_inputs(&root));
+        assert_eq!(
+            codes(&compilation.diagnostics),
+            Vec::<String>::new(),
+            "{}",
+            root.display()
+        );
+    }
+}
+
+#[test]
+fn kdl_examples_rewritten_in_yaml_form_compile_to_the_same_manifests() {
+    let mut converted_files = 0;
+    for root in project_roots() {
+        let inputs = load_inputs(&root);
+        if !inputs.iter().any(|input| input.path.ends_with(".kdl")) {
+            continue;
+        }
+        let original = compile(&inputs);
+        assert!(
+            !original.has_errors(),
+            "{}: {:?}",
+            root.display(),
+            codes(&original.diagnostics)
+        );
+        let mut rewritten = Vec::new();
+        for input in &inputs {
+            let Some(stem) = input.path.strip_suffix(".kdl") else {
+                rewritten.push(input.clone());
+                continue;
+            };
+            let path = root.join(&input.path);
+            let instance = declaration_json(&path).unwrap_or_else(|error| panic!("{error}"));
+            // JSON is YAML 1.2 flow syntax, so the YAML reader takes it as it is.
+            let text = serde_json::to_string_pretty(&instance).unwrap_or_default();
+            rewritten.push(InputFile {
+                path: format!("{stem}.yaml"),
+                contents: text.into_bytes(),
+            });
+            converted_files += 1;
+        }
+        let converted = compile(&rewritten);
+        assert_eq!(
+            codes(&converted.diagnostics),
+            codes(&original.diagnostics),
+            "{}: the YAML form is read differently",
+            root.display()
+        );
+        let rename = |tree: &tenantc::emit::OutputTree| -> Vec<(String, String)> {
+            tree.iter()
+                .map(|(path, bytes)| {
+                    let text = String::from_utf8_lossy(bytes).replace(".kdl", ".yaml");
+                    (path.clone(), text)
+                })
+                .collect()
+        };
+        let expected = original.output.as_ref().map(rename);
+        let actual = converted.output.as_ref().map(rename);
+        assert!(expected.is_some(), "{}: no output", root.display());
+        assert_eq!(actual, expected, "{}", root.display());
+    }
+    assert!(
+        converted_files >= 5,
+        "converted {converted_files} KDL files"
+    );
+}
+
+#[test]
+fn kdl_twins_convert_to_exactly_their_yaml_twins() {
+    let twins = Path::new(ROOT).join("tests/twins");
+    let mut compared = 0;
+    for (_, kdl_path) in declaration_files(&twins.join("kdl")) {
+        let relative = kdl_path
+            .strip_prefix(twins.join("kdl"))
+            .unwrap_or_else(|error| panic!("{error}"));
+        let yaml_path = twins.join("yaml").join(relative).with_extension("yaml");
+        let from_kdl = declaration_json(&kdl_path).unwrap_or_else(|error| panic!("{error}"));
+        let from_yaml = declaration_json(&yaml_path).unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(from_kdl, from_yaml, "{}", relative.display());
+        compared += 1;
+    }
+    assert!(compared >= 3, "compared {compared} twins");
+}
+
+/// The full examples of `docs/declarations.md`: fenced blocks whose first line is a comment
+/// naming their path, as `(path, text)`.
+fn documented_examples() -> Vec<(String, String)> {
+    let path = Path::new(ROOT).join("docs/declarations.md");
+    let docs =
+        fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    let mut examples = Vec::new();
+    let mut block: Option<Vec<&str>> = None;
+    for line in docs.lines() {
+        match (&mut block, line.starts_with("```")) {
+            (None, true) if line.len() > 3 => block = Some(Vec::new()),
+            (Some(lines), true) => {
+                let first = lines.first().copied().unwrap_or_default();
+                let named = first
+                    .strip_prefix("// ")
+                    .or_else(|| first.strip_prefix("# "))
+                    .filter(|name| name.starts_with("tenants/") || name.starts_with("cells/"));
+                if let Some(name) = named {
+                    examples.push((name.to_string(), lines.join("\n") + "\n"));
+                }
+                block = None;
+            }
+            (Some(lines), false) => lines.push(line),
+            (None, _) => {}
+        }
+    }
+    examples
+}
+
+#[test]
+fn the_documented_examples_compile_cleanly_in_both_syntaxes_and_agree() {
+    let examples = documented_examples();
+    let paths: Vec<&str> = examples.iter().map(|(path, _)| path.as_str()).collect();
+    assert_eq!(
+        paths.len(),
+        4,
+        "expected a tenant and a cell in KDL and YAML: {paths:?}"
+    );
+    let mut forms = Vec::new();
+    for extension in [".kdl", ".yaml"] {
+        let inputs: Vec<InputFile> = examples
+            .iter()
+            .filter(|(path, _)| path.ends_with(extension))
+            .map(|(path, text)| InputFile {
+                path: path.clone(),
+                contents: text.clone().into_bytes(),
+            })
+            .collect();
+        assert_eq!(inputs.len(), 2, "{extension}: {paths:?}");
+        let compilation = compile(&inputs);
+        assert_eq!(
+            codes(&compilation.diagnostics),
+            Vec::<String>::new(),
+            "{extension}"
+        );
+        assert!(compilation.output.is_some(), "{extension}");
+        let scratch = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+        let mut jsons = Vec::new();
+        for input in &inputs {
+            let file = scratch.path().join(input.path.replace('/', "-"));
+            fs::write(&file, &input.contents).unwrap_or_else(|error| panic!("{error}"));
+            let instance = declaration_json(&file).unwrap_or_else(|error| panic!("{error}"));
+            let kind = if input.path.starts_with("tenants/") {
+                Kind::Tenant
+            } else {
+                Kind::Cell
+            };
+            let errors = schema_errors(&validator(kind), &instance);
+            assert!(errors.is_empty(), "{}: {errors:?}", input.path);
+            jsons.push(instance);
+        }
+        forms.push(jsons);
+    }
+    assert_eq!(
+        forms.first(),
+        forms.last(),
+        "the KDL and YAML examples say different things"
+    );
+}
+
+#[test]
+fn yaml_modelines_point_at_the_schema_of_their_folder() {
+    let mut seen = 0;
+    for (kind, path) in declaration_files(Path::new(ROOT)) {
+        if is_kdl(&path) {
+            continue;
+        }
+        let text = fs::read_to_string(&path).unwrap_or_default();
+        let Some(line) = text
+            .lines()
+            .find(|line| line.starts_with("# yaml-language-server:"))
+        else {
+            continue;
+        };
+        seen += 1;
+        let target = line
+            .split_once("$schema=")
+            .map(|(_, target)| target.trim())
+            .unwrap_or_default();
+        let dir = path.parent().unwrap_or(Path::new(ROOT));
+        let resolved = fs::canonicalize(dir.join(target))
+            .unwrap_or_else(|error| panic!("{}: {target}: {error}", path.display()));
+        let expected = fs::canonicalize(kind.schema_path()).unwrap_or_default();
+        assert_eq!(resolved, expected, "{}", path.display());
+    }
+    assert!(
+        seen >= 1,
+        "no YAML example carries a yaml-language-server modeline"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Negative checks: a valid tenant and cell, then one change at a time.
+
+const BASE_TENANT: &str = r#"# A tenant that uses every field.
+name: x
+org: acme
+team: research
+trust: mig
+groups:
+  admin: x-admins
+  member: x-members
+  viewer: x-viewers
+container-defaults:
+  cpu: 500m
+  memory: 2Gi
+quotas:
+  - cell: c1
+    cpu: "64"
+    memory: 512Gi
+    pods: 200
+    pools:
+      - name: train
+        reserved: 8
+        burst: 8
+        workload: train
+      - name: infer
+        profile: 1g.10gb
+        reserved: 4
+        workload: infer
+workloads:
+  - kind: train
+    service-account: trainer
+    priority: batch
+  - kind: infer
+    service-account: server
+registries:
+  - registry.acme.internal/research
+  - localhost:5000
+models:
+  - name: llama-70b
+    version: "2026-10-01"
+    prefix: s3://acme-models/llama-70b/2026-10-01/
+"#;
+
+const BASE_CELL: &str = r#"# A cell that uses every field.
+name: c1
+cloud:
+  provider: aws
+  region: us-east-1
+kubernetes: "1.33"
+driver: "570"
+dns:
+  namespace: kube-system
+  selector: k8s-app=kube-dns
+gpu-operator:
+  namespace: gpu-operator
+priorities:
+  - name: batch
+    value: 1000
+    preempt: false
+    description: Training and batch jobs
+pools:
+  - name: train
+    gpu: H100-80GB-SXM
+    nodes: {count: 4, gpus-per-node: 8}
+    sharing: exclusive
+    nvlink-domain: {gpus: 8}
+    labels:
+      pool: train
+      example.com/owner: platform
+    taints:
+      - {key: dedicated, value: train, effect: NoSchedule}
+      - {key: example.com/gpu, effect: NoExecute}
+    price: {per-gpu-hour: 2.1}
+  - name: infer
+    gpu: H100-80GB-SXM
+    nodes: {count: 2, gpus-per-node: 8}
+    sharing: mig
+    mig-layouts:
+      - name: small
+        profiles: {1g.10gb: 7}
+  - name: shared
+    gpu: L4
+    nodes: {count: 2, gpus-per-node: 1}
+    sharing: time-slice
+    replicas: 4
+  - name: x1
+    gpu: ACME-X1-96GB
+    nodes: {count: 1, gpus-per-node: 4}
+    sharing: exclusive
+gpu-models:
+  - name: ACME-X1-96GB
+    product: ACME X1 96GB
+    pci-ids: ["0x1A2B10DE"]
+    sharing: [exclusive, mig]
+    mig:
+      compute-slices: 4
+      memory-slices: 4
+      placement-units: 4
+      profiles:
+        - {name: 1g.24gb, id: 14, compute: 1, memory: 1, max: 4, size: 1, starts: [0, 1, 2, 3]}
+        - {name: 4g.96gb, compute: 4, memory: 4, max: 1, size: 4, starts: [0]}
+"#;
+
+/// Parses a YAML text of the tests with the compiler's parser.
+fn yaml_json(text: &str) -> Json {
+    let (document, diagnostics) = tenantc::parse::yaml::parse(FileId(0), text);
+    assert!(diagnostics.is_empty(), "{:?}", codes(&diagnostics));
+    let root = document.root.unwrap_or_else(|| panic!("no root"));
+    yaml_to_json(&root.node, "#").unwrap_or_else(|error| panic!("{error}"))
+}
+
+fn base(kind: Kind) -> Json {
+    yaml_json(match kind {
+        Kind::Tenant => BASE_TENANT,
+        Kind::Cell => BASE_CELL,
+    })
+}
+
+/// One change to a base declaration.
+enum Change {
+    /// Sets the value at a JSON pointer, creating the last key.
+    Set(&'static str, Json),
+    /// Removes the value at a JSON pointer.
+    Remove(&'static str),
+}
+
+fn apply(mut instance: Json, change: &Change) -> Json {
+    let pointer = match change {
+        Change::Set(pointer, _) | Change::Remove(pointer) => *pointer,
+    };
+    let (parent, last) = pointer
+        .rsplit_once('/')
+        .unwrap_or_else(|| panic!("{pointer}"));
+    let last = last.replace("~1", "/").replace("~0", "~");
+    let target = instance
+        .pointer_mut(parent)
+        .unwrap_or_else(|| panic!("{pointer}: no such parent in the base"));
+    match (target, change) {
+        (Json::Object(object), Change::Set(_, value)) => {
+            object.insert(last, value.clone());
+        }
+        (Json::Object(object), Change::Remove(_)) => {
+            assert!(
+                object.remove(&last).is_some(),
+                "{pointer}: nothing to remove"
+            );
+        }
+        (Json::Array(items), Change::Set(_, value)) => {
+            let idx: usize = last.parse().unwrap_or_else(|_| panic!("{pointer}"));
+            items[idx] = value.clone();
+        }
+        (Json::Array(items), Change::Remove(_)) => {
+            let idx: usize = last.parse().unwrap_or_else(|_| panic!("{pointer}"));
+            items.remove(idx);
+        }
+        _ => panic!("{pointer}: parent is a scalar"),
+    }
+    instance
+}
+
+/// Compiles the base cell and tenant with `changed` in place of one of them; returns the
+/// sorted, distinct diagnostic codes.
+fn compile_with(kind: Kind, changed: &Json) -> Vec<String> {
+    let text_of = |value: &Json| serde_json::to_string_pretty(value).unwrap_or_default();
+    let (tenant, cell) = match kind {
+        Kind::Tenant => (text_of(changed), BASE_CELL.to_string()),
+        Kind::Cell => (BASE_TENANT.to_string(), text_of(changed)),
+    };
+    let compilation = compile(&[
+        InputFile {
+            path: "tenants/x.yaml".into(),
+            contents: tenant.into_bytes(),
+        },
+        InputFile {
+            path: "cells/c1.yaml".into(),
+            contents: cell.into_bytes(),
+        },
+    ]);
+    let codes: BTreeSet<String> = compilation
+        .diagnostics
+        .iter()
+        .map(|d| d.code.as_str().to_string())
+        .collect();
+    codes.into_iter().collect()
+}
+
+/// Checks that the change is rejected by the schema and that the compiler reports every code
+/// in `expected`. The base compiles without any diagnostic, so these come from the change; the
+/// compiler may add follow-on findings (such as an unknown reference to a dropped item).
+fn check_rejected(kind: Kind, change: &Change, expected: &[&str]) -> Result<(), String> {
+    let changed = apply(base(kind), change);
+    let errors = schema_errors(&validator(kind), &changed);
+    let label = match change {
+        Change::Set(pointer, value) => format!("{kind:?} {pointer} = {value}"),
+        Change::Remove(pointer) => format!("{kind:?} without {pointer}"),
+    };
+    if errors.is_empty() {
+        return Err(format!("{label}: the schema accepts it"));
+    }
+    let found = compile_with(kind, &changed);
+    if !expected.iter().all(|code| found.iter().any(|f| f == code)) {
+        return Err(format!(
+            "{label}: compiler reports {found:?}, expected {expected:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// Runs every case and reports every mismatch.
+fn assert_all_rejected(kind: Kind, cases: &[(Change, &[&str])]) {
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|(change, expected)| check_rejected(kind, change, expected).err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn the_base_declarations_of_the_negative_checks_are_accepted_by_schema_and_compiler() {
+    for kind in [Kind::Tenant, Kind::Cell] {
+        let instance = base(kind);
+        assert_eq!(
+            schema_errors(&validator(kind), &instance),
+            Vec::<String>::new(),
+            "{kind:?}"
+        );
+        assert_eq!(
+            compile_with(kind, &instance),
+            Vec::<String>::new(),
+            "{kind:?}"
+        );
+    }
+}
+
+#[test]
+fn a_yaml_tenant_with_an_unknown_field_is_rejected_by_schema_and_compiler() {
+    assert_all_rejected(
+        Kind::Tenant,
+        &[(Change::Set("/owner", json!("acme")), &["field-unknown"])],
+    );
+    assert_all_rejected(
+        Kind::Tenant,
+        &[(
+            Change::Set("/quotas/0/pools/0/limit", json!(4)),
+            &["field-unknown"],
+        )],
+    );
+}
+
+#[test]
+fn a_yaml_tenant_without_a_required_field_is_rejected_by_schema_and_compiler() {
+    assert_all_rejected(
+        Kind::Tenant,
+        &[(Change::Remove("/trust"), &["field-missing"])],
+    );
+    assert_all_rejected(
+        Kind::Tenant,
+        &[(Change::Remove("/quotas/0/pods"), &["field-missing"])],
+    );
+}
+
+#[test]
+fn a_yaml_tenant_with_a_wrong_enum_value_is_rejected_by_schema_and_compiler() {
+    assert_all_rejected(
+        Kind::Tenant,
+        &[(Change::Set("/trust", json!("medium")), &["value-unknown"])],
+    );
+    assert_all_rejected(
+        Kind::Tenant,
+        &[(
+            Change::Set("/workloads/0/kind", json!("serve")),
+            &["value-unknown"],
+        )],
+    );
+}
+
+#[test]
+fn invalid_tenant_values_are_rejected_by_schema_and_compiler() {
+    let cases: &[(Change, &[&str])] = &[
+        (Change::Set("/name", json!("X")), &["name-invalid"]),
+        (Change::Set("/org", json!("acme_corp")), &["name-invalid"]),
+        (Change::Set("/team", json!("-research")), &["name-invalid"]),
+        (Change::Set("/groups", json!({})), &["field-missing"]),
+        (
+            Change::Set("/groups/admin", json!("  ")),
+            &["type-mismatch"],
+        ),
+        (
+            Change::Set("/groups/admin", json!("a\tb")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/groups/admin", json!(null)),
+            &["type-mismatch"],
+        ),
+        (
+            Change::Set("/container-defaults/cpu", json!(0.5)),
+            &["type-mismatch"],
+        ),
+        (
+            Change::Set("/container-defaults/cpu", json!(-1)),
+            &["quantity-invalid"],
+        ),
+        (
+            Change::Set("/container-defaults/memory", json!("2GB")),
+            &["quantity-invalid"],
+        ),
+        (
+            Change::Set("/container-defaults/memory", json!("1e31")),
+            &["quantity-invalid"],
+        ),
+        (Change::Set("/quotas", json!({})), &["type-mismatch"]),
+        (
+            Change::Set("/quotas/0/pools/0/workload", json!("serve")),
+            &["value-unknown"],
+        ),
+        (
+            Change::Set("/quotas/0/pools/0/reserved", json!("8")),
+            &["type-mismatch"],
+        ),
+        (
+            Change::Set("/workloads", json!([])),
+            &["field-missing", "workload-unknown"],
+        ),
+        (
+            Change::Set("/workloads/0/service-account", json!("Trainer")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/registries/0", json!("https://r.example")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/registries/0", json!("r.example/a:1.0")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/registries/0", json!("r.example/a@sha256:00")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/registries/0", json!("registry")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/registries/0", json!("r.example/a/")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/models/0/prefix", json!("s3://acme-models/llama")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/models/0/prefix", json!("https://acme/llama/")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/models/0/version", json!(1.0)),
+            &["type-mismatch"],
+        ),
+    ];
+    assert_all_rejected(Kind::Tenant, cases);
+}
+
+#[test]
+fn invalid_cell_values_are_rejected_by_schema_and_compiler() {
+    let cases: &[(Change, &[&str])] = &[
+        (
+            Change::Set("/region", json!("us-east-1")),
+            &["field-unknown"],
+        ),
+        (Change::Remove("/cloud/region"), &["field-missing"]),
+        (Change::Set("/pools/0/price", json!({})), &["field-missing"]),
+        (
+            Change::Set("/priorities/0/description", json!("")),
+            &["type-mismatch"],
+        ),
+        (
+            Change::Set("/cloud/provider", json!("ibm")),
+            &["value-unknown"],
+        ),
+        (Change::Set("/kubernetes", json!(1.33)), &["type-mismatch"]),
+        (
+            Change::Set("/kubernetes", json!("1.29")),
+            &["kubernetes-version-unsupported"],
+        ),
+        (
+            Change::Set("/kubernetes", json!("1.37")),
+            &["kubernetes-version-unsupported"],
+        ),
+        (
+            Change::Set("/kubernetes", json!("2.33")),
+            &["kubernetes-version-unsupported"],
+        ),
+        (
+            Change::Set("/kubernetes", json!("1.33.2")),
+            &["type-mismatch"],
+        ),
+        (Change::Set("/driver", json!(570)), &["type-mismatch"]),
+        (Change::Set("/driver", json!("399")), &["value-unknown"]),
+        (Change::Set("/driver", json!("570.86")), &["value-unknown"]),
+        (
+            Change::Set("/dns/namespace", json!("Kube-System")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/dns/selector", json!("k8s-app")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/dns/selector", json!("k8s-app=kube dns")),
+            &["name-invalid"],
+        ),
+        (Change::Set("/gpu-operator", json!({})), &["field-missing"]),
+        (
+            Change::Set("/gpu-operator/namespace", json!("GPU")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/priorities/0/name", json!("system-batch")),
+            &["priority-name-reserved"],
+        ),
+        (
+            Change::Set("/priorities/0/name", json!("Batch")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/priorities/0/preempt", json!("no")),
+            &["type-mismatch"],
+        ),
+        (Change::Remove("/pools/0/sharing"), &["field-missing"]),
+        (
+            Change::Set("/pools/0/sharing", json!("shared")),
+            &["value-unknown"],
+        ),
+        (
+            Change::Set("/pools/0/name", json!("h100_train")),
+            &["name-invalid"],
+        ),
+        (Change::Set("/pools/0/nodes", json!(4)), &["type-mismatch"]),
+        (
+            Change::Remove("/pools/0/nodes/gpus-per-node"),
+            &["field-missing"],
+        ),
+        (
+            Change::Set("/pools/0/labels/pool", json!("a b")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/pools/0/labels/pool", json!(1)),
+            &["type-mismatch"],
+        ),
+        (
+            Change::Set("/pools/0/labels/-pool", json!("x")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/pools/0/labels/Example.com~1owner", json!("x")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/pools/0/taints/0/effect", json!("NoRun")),
+            &["value-unknown"],
+        ),
+        (
+            Change::Set("/pools/0/taints/0/value", json!(true)),
+            &["type-mismatch"],
+        ),
+        (
+            Change::Remove("/pools/0/taints/0/effect"),
+            &["field-missing"],
+        ),
+        (
+            Change::Set("/pools/0/price/per-gpu-hour", json!("2.10")),
+            &["type-mismatch"],
+        ),
+        (
+            Change::Set("/pools/1/mig-layouts/0/profiles", json!({})),
+            &["field-missing"],
+        ),
+        (
+            Change::Set("/pools/1/mig-layouts/0/name", json!("Small")),
+            &["name-invalid"],
+        ),
+        (Change::Remove("/gpu-models/0/pci-ids"), &["field-missing"]),
+        (
+            Change::Set("/gpu-models/0/pci-ids", json!([])),
+            &["field-missing"],
+        ),
+        (
+            Change::Set("/gpu-models/0/pci-ids/0", json!("0x1a2b10de")),
+            &["gpu-model-invalid"],
+        ),
+        (
+            Change::Set("/gpu-models/0/pci-ids", json!("0x1A2B10DE")),
+            &["type-mismatch"],
+        ),
+        (
+            Change::Set("/gpu-models/0/sharing", json!([])),
+            &["field-missing"],
+        ),
+        (
+            Change::Set("/gpu-models/0/sharing/1", json!("migs")),
+            &["value-unknown"],
+        ),
+        (
+            Change::Set("/gpu-models/0/mig/profiles", json!([])),
+            &["field-missing"],
+        ),
+        (
+            Change::Set("/gpu-models/0/mig/profiles/1/name", json!("4g")),
+            &["gpu-model-invalid"],
+        ),
+        (
+            Change::Set("/gpu-models/0/mig/profiles/1/name", json!("4g.96gb+")),
+            &["gpu-model-invalid"],
+        ),
+        (
+            Change::Set("/gpu-models/0/mig/profiles/1/starts", json!([])),
+            &["field-missing"],
+        ),
+        (
+            Change::Remove("/gpu-models/0/mig/profiles/1/size"),
+            &["field-missing"],
+        ),
+    ];
+    assert_all_rejected(Kind::Cell, cases);
+}
+
+/// Every integer (and number) range of the reader: `(kind, pointer, min, max)`.
+const RANGES: &[(Kind, &str, f64, f64)] = &[
+    (Kind::Tenant, "/quotas/0/pods", 0.0, 1_000_000.0),
+    (Kind::Tenant, "/quotas/0/pools/0/reserved", 0.0, 1_000_000.0),
+    (Kind::Tenant, "/quotas/0/pools/0/burst", 0.0, 1_000_000.0),
+    (Kind::Cell, "/pools/0/nodes/count", 1.0, 100_000.0),
+    (Kind::Cell, "/pools/0/nodes/gpus-per-node", 1.0, 16.0),
+    (Kind::Cell, "/pools/0/nvlink-domain/gpus", 1.0, 1024.0),
+    (Kind::Cell, "/pools/0/price/per-gpu-hour", 0.0, 10_000.0),
+    (Kind::Cell, "/pools/2/replicas", 2.0, 64.0),
+    (Kind::Cell, "/pools/1/mig-layouts/0/nodes", 1.0, 100_000.0),
+    (
+        Kind::Cell,
+        "/pools/1/mig-layouts/0/profiles/1g.10gb",
+        1.0,
+        16.0,
+    ),
+    (
+        Kind::Cell,
+        "/priorities/0/value",
+        -2_147_483_648.0,
+        1_000_000_000.0,
+    ),
+    (Kind::Cell, "/gpu-models/0/mig/compute-slices", 1.0, 16.0),
+    (Kind::Cell, "/gpu-models/0/mig/memory-slices", 1.0, 16.0),
+    (Kind::Cell, "/gpu-models/0/mig/placement-units", 1.0, 32.0),
+    (Kind::Cell, "/gpu-models/0/mig/profiles/0/id", 0.0, 255.0),
+    (
+        Kind::Cell,
+        "/gpu-models/0/mig/profiles/0/compute",
+        1.0,
+        16.0,
+    ),
+    (Kind::Cell, "/gpu-models/0/mig/profiles/0/memory", 1.0, 16.0),
+    (Kind::Cell, "/gpu-models/0/mig/profiles/0/max", 1.0, 16.0),
+    (Kind::Cell, "/gpu-models/0/mig/profiles/0/size", 1.0, 32.0),
+    (
+        Kind::Cell,
+        "/gpu-models/0/mig/profiles/0/starts/0",
+        0.0,
+        31.0,
+    ),
+];
+
+#[test]
+fn numeric_ranges_have_the_same_bounds_in_schema_and_compiler() {
+    for &(kind, pointer, min, max) in RANGES {
+        let is_number = pointer.ends_with("per-gpu-hour");
+        let step = if is_number { 0.5 } else { 1.0 };
+        let as_json = |value: f64| {
+            if is_number {
+                json!(value)
+            } else {
+                json!(value as i64)
+            }
+        };
+        for (value, accepted) in [
+            (min, true),
+            (max, true),
+            (min - step, false),
+            (max + step, false),
+        ] {
+            let changed = apply(base(kind), &Change::Set(pointer, as_json(value)));
+            let schema_ok = schema_errors(&validator(kind), &changed).is_empty();
+            let compiler_ok = !compile_with(kind, &changed)
+                .iter()
+                .any(|code| code == "number-out-of-range");
+            assert_eq!(schema_ok, accepted, "{kind:?} {pointer} = {value}: schema");
+            assert_eq!(
+                compiler_ok, accepted,
+                "{kind:?} {pointer} = {value}: compiler"
+            );
+        }
+    }
+}
+
+#[test]
+fn unusual_but_valid_values_are_accepted_by_schema_and_compiler() {
+    let long_label = "a".repeat(63);
+    let long_prefix = format!(
+        "{}.{}.{}.{}",
+        "b".repeat(63),
+        "c".repeat(63),
+        "d".repeat(63),
+        "e".repeat(61)
+    );
+    let cases: Vec<(Kind, Change)> = vec![
+        (
+            Kind::Tenant,
+            Change::Set("/container-defaults/cpu", json!("+.5")),
+        ),
+        (
+            Kind::Tenant,
+            Change::Set("/container-defaults/cpu", json!("5.")),
+        ),
+        (
+            Kind::Tenant,
+            Change::Set("/container-defaults/cpu", json!("1E-3")),
+        ),
+        (
+            Kind::Tenant,
+            Change::Set("/container-defaults/cpu", json!("2e+1")),
+        ),
+        (
+            Kind::Tenant,
+            Change::Set("/container-defaults/cpu", json!(0)),
+        ),
+        (
+            Kind::Tenant,
+            Change::Set("/container-defaults/memory", json!("1.5Gi")),
+        ),
+        (
+            Kind::Tenant,
+            Change::Set("/container-defaults/memory", json!("1e18")),
+        ),
+        (
+            Kind::Tenant,
+            Change::Set("/container-defaults/memory", json!(268_435_456)),
+        ),
+        (Kind::Tenant, Change::Set("/container-defaults", json!({}))),
+        (
+            Kind::Tenant,
+            Change::Set("/groups", json!({"viewer": "Ops Team (EU)"})),
+        ),
+        (Kind::Tenant, Change::Set("/org", json!(long_label.clone()))),
+        (Kind::Tenant, Change::Set("/quotas/0/pods", json!(0))),
+        (
+            Kind::Tenant,
+            Change::Set("/workloads/0/service-account", json!("a.b-c.d")),
+        ),
+        (
+            Kind::Tenant,
+            Change::Set("/registries/0", json!("localhost")),
+        ),
+        (
+            Kind::Tenant,
+            Change::Set("/registries/0", json!("localhost:5000/team/app")),
+        ),
+        (
+            Kind::Tenant,
+            Change::Set("/registries/0", json!("r.example:5000")),
+        ),
+        (
+            Kind::Tenant,
+            Change::Set("/registries/0", json!("r.example/a:b/c")),
+        ),
+        (
+            Kind::Tenant,
+            Change::Set("/models/0/prefix", json!("gs://bucket/")),
+        ),
+        (
+            Kind::Tenant,
+            Change::Set("/models/0/prefix", json!("az://container/a b/")),
+        ),
+        (Kind::Tenant, Change::Set("/registries", json!([]))),
+        (Kind::Tenant, Change::Remove("/models")),
+        (Kind::Cell, Change::Set("/kubernetes", json!("v1.30"))),
+        (Kind::Cell, Change::Set("/kubernetes", json!("1.36"))),
+        (Kind::Cell, Change::Set("/driver", json!("9999"))),
+        (Kind::Cell, Change::Set("/cloud/provider", json!("on-prem"))),
+        (Kind::Cell, Change::Set("/dns", json!({}))),
+        (
+            Kind::Cell,
+            Change::Set("/dns/selector", json!("app.kubernetes.io/name=coredns")),
+        ),
+        (Kind::Cell, Change::Set("/dns/selector", json!("k8s-app="))),
+        (
+            Kind::Cell,
+            Change::Set("/dns/selector", json!("K8s_App.x=Kube.DNS_1")),
+        ),
+        (
+            Kind::Cell,
+            Change::Set("/pools/3/name", json!(long_label.clone())),
+        ),
+        (Kind::Cell, Change::Set("/pools/0/labels", json!({}))),
+        (Kind::Cell, Change::Set("/pools/0/labels/empty", json!(""))),
+        (
+            Kind::Cell,
+            Change::Set(
+                "/pools/0/labels",
+                json!({format!("{long_prefix}/{long_label}"): long_label.clone()}),
+            ),
+        ),
+        (
+            Kind::Cell,
+            Change::Set("/pools/0/taints/0/key", json!("a_b.c-d")),
+        ),
+        (
+            Kind::Cell,
+            Change::Set("/pools/0/price/per-gpu-hour", json!(0.0001)),
+        ),
+        (
+            Kind::Cell,
+            Change::Set("/pools/0/price/per-gpu-hour", json!(3)),
+        ),
+        (
+            Kind::Cell,
+            Change::Set(
+                "/priorities",
+                json!([
+                    {"name": "batch", "value": 1000},
+                    {"name": "batch.low-1", "value": -2_147_483_648_i64},
+                    {"name": "system", "value": 1_000_000_000, "preempt": true},
+                ]),
+            ),
+        ),
+        (Kind::Cell, Change::Remove("/gpu-operator")),
+        (
+            Kind::Cell,
+            Change::Set("/gpu-models/0/mig/profiles/0/name", json!("1c.1g.24gb")),
+        ),
+        (
+            Kind::Cell,
+            Change::Set("/gpu-models/0/mig/profiles/0/name", json!("1g.24gb+me")),
+        ),
+        (
+            Kind::Cell,
+            Change::Set(
+                "/gpu-models/0/mig/profiles/0/name",
+                json!("1g.24gb-me,gfx.2"),
+            ),
+        ),
+        (
+            Kind::Cell,
+            Change::Set("/gpu-models/0/pci-ids", json!(["0x1A2B10DE", "0xFFFF10DE"])),
+        ),
+        (Kind::Cell, Change::Remove("/gpu-models/0/product")),
+    ];
+    let mut failures = Vec::new();
+    for (kind, change) in &cases {
+        let changed = apply(base(kind.to_owned()), change);
+        let label = match change {
+            Change::Set(pointer, value) => format!("{kind:?} {pointer} = {value}"),
+            Change::Remove(pointer) => format!("{kind:?} without {pointer}"),
+        };
+        let errors = schema_errors(&validator(*kind), &changed);
+        if !errors.is_empty() {
+            failures.push(format!("{label}: schema rejects it: {errors:?}"));
+        }
+        let found = compile_with(*kind, &changed);
+        if !found.is_empty() {
+            failures.push(format!("{label}: compiler reports {found:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
