@@ -76,18 +76,38 @@ pub fn is_plain_safe(text: &str) -> bool {
     {
         return false;
     }
-    let lower = text.to_ascii_lowercase();
     // YAML 1.1 also reads `.inf`/`.nan` forms, but those start with `.` and are quoted above.
-    !RESERVED_WORDS.contains(&lower.as_str())
+    text.len() > 5
+        || !RESERVED_WORDS
+            .iter()
+            .any(|word| word.eq_ignore_ascii_case(text))
 }
 
 fn write_scalar_string(out: &mut String, text: &str) {
     if is_plain_safe(text) {
         out.push_str(text);
     } else {
-        // A JSON string literal is a valid YAML double-quoted scalar with the same value.
-        out.push_str(&serde_json::Value::String(text.to_string()).to_string());
+        write_double_quoted(out, text);
     }
+}
+
+/// Writes a JSON string literal, which is a YAML double-quoted scalar with the same value.
+fn write_double_quoted(out: &mut String, text: &str) {
+    out.push('"');
+    for ch in text.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            ch if (ch as u32) < 0x20 || ch == '\u{7f}' => {
+                out.push_str(&format!("\\u{:04x}", ch as u32));
+            }
+            ch => out.push(ch),
+        }
+    }
+    out.push('"');
 }
 
 /// Whether a multi-line string can be written as a literal block (`|` or `|-`) that every reader
@@ -245,6 +265,23 @@ mod tests {
         ]);
         let expected = "kind: LimitRange\nspec:\n  limits:\n  - type: Container\n    default:\n      memory: \"1Gi\"\nempty: {}\nflag: false\ncount: 3\n\"on\": \"no\"\n";
         assert_eq!(to_string(&doc), expected);
+    }
+
+    #[test]
+    fn double_quoted_strings_are_json_string_literals() {
+        for text in [
+            "a\"b",
+            "back\\slash",
+            "tab\there",
+            "bell\u{7}",
+            "caf\u{e9} \u{1f600}",
+            "\r\n",
+        ] {
+            let mut out = String::new();
+            write_double_quoted(&mut out, text);
+            let parsed: String = serde_json::from_str(&out).unwrap();
+            assert_eq!(parsed, text, "{out}");
+        }
     }
 
     #[test]

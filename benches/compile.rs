@@ -1,0 +1,192 @@
+//! Compile-speed benchmark on a generated fleet, reported as ratios against baselines measured
+//! in the same process: the whole compile against parsing alone, and the canonical YAML writer
+//! against `serde_json` serialising the same objects.
+//!
+//! Run with `cargo bench --bench compile` (optionally `-- <tenants>`, default 2000).
+
+#![allow(
+    clippy::print_stdout,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)] // A bench prints its results and may panic on a broken setup.
+
+use std::time::{Duration, Instant};
+
+use tenantc::emit::yaml::{self, Yaml};
+use tenantc::{InputFile, compile};
+
+const CELLS: usize = 8;
+
+fn cell(idx: usize) -> InputFile {
+    let text = format!(
+        r#"cell "cell-{idx}" {{
+    cloud "aws" region="us-east-1"
+    kubernetes "1.33"
+    driver "570"
+    priority "batch" value=1000 preempt=#false
+    priority "serving" value=100000
+    pool "train" {{ gpu "H100-80GB-SXM"; nodes 4000 gpus-per-node=8; sharing "exclusive"; }}
+    pool "infer" {{
+        gpu "H100-80GB-SXM"
+        nodes 4000 gpus-per-node=8
+        sharing "mig"
+        mig-layout "balanced" nodes=2000 {{ profile "3g.40gb" 1; profile "2g.20gb" 1; profile "1g.10gb" 2; }}
+        mig-layout "small" nodes=2000 {{ profile "1g.10gb" 7; }}
+    }}
+}}
+"#
+    );
+    InputFile {
+        path: format!("cells/cell-{idx}.kdl"),
+        contents: text.into_bytes(),
+    }
+}
+
+fn tenant(idx: usize) -> InputFile {
+    let cell = idx % CELLS;
+    let text = format!(
+        r#"tenant "tenant-{idx}" {{
+    org "org-{org}"
+    team "team-{idx}"
+    trust "mig"
+    groups admin="t{idx}-admins" member="t{idx}-members"
+    quota cell="cell-{cell}" cpu="64" memory="256Gi" pods=200 {{
+        pool "train" reserved=8 burst=8 workload="train"
+        pool "infer" profile="1g.10gb" reserved=4 workload="infer"
+        pool "infer" profile="3g.40gb" reserved=1 workload="infer"
+    }}
+    workload "train" service-account="trainer" priority="batch"
+    workload "infer" service-account="server" priority="serving"
+}}
+"#,
+        org = idx / 10
+    );
+    InputFile {
+        path: format!("tenants/tenant-{idx}.kdl"),
+        contents: text.into_bytes(),
+    }
+}
+
+fn best_of<T>(runs: usize, mut work: impl FnMut() -> T) -> (Duration, T) {
+    let mut best = Duration::MAX;
+    let mut last = None;
+    for _ in 0..runs {
+        let started = Instant::now();
+        let value = work();
+        best = best.min(started.elapsed());
+        last = Some(value);
+    }
+    (best, last.expect("at least one run"))
+}
+
+fn to_json(value: &Yaml) -> serde_json::Value {
+    match value {
+        Yaml::Str(text) => serde_json::Value::String(text.clone()),
+        Yaml::Int(number) => serde_json::Value::from(*number),
+        Yaml::Bool(flag) => serde_json::Value::Bool(*flag),
+        Yaml::Seq(items) => serde_json::Value::Array(items.iter().map(to_json).collect()),
+        Yaml::Map(pairs) => serde_json::Value::Object(
+            pairs
+                .iter()
+                .map(|(key, value)| (key.clone(), to_json(value)))
+                .collect(),
+        ),
+    }
+}
+
+fn main() {
+    let tenants: usize = std::env::args()
+        .skip(1)
+        .find_map(|arg| arg.parse().ok())
+        .unwrap_or(2000);
+    let mut inputs: Vec<InputFile> = (0..CELLS).map(cell).collect();
+    inputs.extend((0..tenants).map(tenant));
+    let input_bytes: usize = inputs.iter().map(|input| input.contents.len()).sum();
+
+    // Baseline 1: parsing every file, the least any compile must do.
+    let (parse_time, _) = best_of(3, || {
+        for input in &inputs {
+            let text = std::str::from_utf8(&input.contents).unwrap();
+            let _ = tenantc::parse::parse(
+                tenantc::source::FileId(0),
+                text,
+                tenantc::parse::Format::Kdl,
+            );
+        }
+    });
+    let (compile_time, compilation) = best_of(3, || compile(&inputs));
+    assert!(!compilation.has_errors(), "generated fleet must compile");
+    let tree = compilation.output.expect("output");
+    let output_bytes: usize = tree.values().map(Vec::len).sum();
+
+    // Baseline 2: serde_json on the same object trees as the YAML writer.
+    let documents: Vec<Yaml> = (0..2000)
+        .map(|idx| {
+            Yaml::map([
+                ("apiVersion", Yaml::str("v1")),
+                ("kind", Yaml::str("ResourceQuota")),
+                (
+                    "metadata",
+                    Yaml::map([
+                        ("name", Yaml::str("tenant-quota")),
+                        ("namespace", Yaml::str(format!("tenant-{idx}-train"))),
+                        (
+                            "labels",
+                            Yaml::string_map([("app.kubernetes.io/managed-by", "tenantc")]),
+                        ),
+                    ]),
+                ),
+                (
+                    "spec",
+                    Yaml::map([(
+                        "hard",
+                        Yaml::string_map([
+                            ("pods", "200"),
+                            ("requests.cpu", "64"),
+                            ("requests.memory", "256Gi"),
+                            ("requests.nvidia.com/gpu", "16"),
+                            ("requests.nvidia.com/mig-1g.10gb", "4"),
+                        ]),
+                    )]),
+                ),
+            ])
+        })
+        .collect();
+    let json_documents: Vec<serde_json::Value> = documents.iter().map(to_json).collect();
+    let (yaml_time, yaml_bytes) = best_of(5, || {
+        documents
+            .iter()
+            .map(|d| yaml::to_string(d).len())
+            .sum::<usize>()
+    });
+    let (json_time, json_bytes) = best_of(5, || {
+        json_documents
+            .iter()
+            .map(|d| serde_json::to_string(d).unwrap().len())
+            .sum::<usize>()
+    });
+
+    let mb = |bytes: usize, time: Duration| bytes as f64 / 1e6 / time.as_secs_f64();
+    println!(
+        "fleet: {CELLS} cells, {tenants} tenants, {input_bytes} input bytes, {} output files, {output_bytes} output bytes",
+        tree.len()
+    );
+    println!(
+        "parse only (baseline): {:>8.1} ms",
+        parse_time.as_secs_f64() * 1e3
+    );
+    println!(
+        "full compile:          {:>8.1} ms  = {:.2}x parse, {:.1} us per tenant",
+        compile_time.as_secs_f64() * 1e3,
+        compile_time.as_secs_f64() / parse_time.as_secs_f64(),
+        compile_time.as_secs_f64() * 1e6 / tenants as f64
+    );
+    println!(
+        "YAML writer:           {:>8.1} MB/s = {:.2}x serde_json ({:.1} MB/s)",
+        mb(yaml_bytes, yaml_time),
+        mb(yaml_bytes, yaml_time) / mb(json_bytes, json_time),
+        mb(json_bytes, json_time)
+    );
+}
