@@ -296,3 +296,103 @@ fn mig_parted_configs_follow_the_mig_parted_schema() {
         "expected MIG configs in the example fleet and the ok cases"
     );
 }
+
+/// A small deterministic generator, so a failing mutation can be replayed from its seed.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+
+    fn below(&mut self, bound: usize) -> usize {
+        (self.next() % bound.max(1) as u64) as usize
+    }
+}
+
+#[test]
+fn mangled_declarations_never_panic_the_compiler() {
+    let inputs = example_inputs();
+    let mut twins = support::inputs(&support::repo().join("tests/twins/yaml"));
+    twins.retain(|input| input.path.ends_with(".yaml"));
+    let pieces: &[&[u8]] = &[
+        b"\"",
+        b"{",
+        b"}",
+        b"=",
+        b"-",
+        b"\n",
+        b"#",
+        b"\xff",
+        b"0",
+        b"-1",
+        b"99999999999999999999",
+        b"\xc3\xa9",
+        b": ",
+        b"[",
+        b"]",
+        b"&a ",
+        b"*a",
+        b"!!",
+        b"/-",
+        b"(u8)",
+        b"pool",
+        b"profile",
+    ];
+    let mut with_errors = 0;
+    for seed in 0..250_u64 {
+        let mut random = Lcg(seed);
+        let mut mutated = if seed % 2 == 0 {
+            inputs.clone()
+        } else {
+            twins.clone()
+        };
+        let target = random.below(mutated.len());
+        let file = &mut mutated[target].contents;
+        for _ in 0..=random.below(4) {
+            let at = random.below(file.len());
+            match random.below(3) {
+                0 => {
+                    let end = (at + random.below(12)).min(file.len());
+                    file.drain(at..end);
+                }
+                1 => {
+                    let piece = pieces[random.below(pieces.len())];
+                    file.splice(at..at, piece.iter().copied());
+                }
+                _ => {
+                    let last = file.len().saturating_sub(1);
+                    let other = random.below(file.len()).min(last);
+                    if !file.is_empty() {
+                        file.swap(at.min(last), other);
+                    }
+                }
+            }
+        }
+        // Any outcome is fine except a panic; rendering must not panic either.
+        let compilation = compile(&mutated);
+        let _ = render::human(&compilation.diagnostics, &compilation.sources, Color::Never);
+        let _ = render::json(&compilation.diagnostics, &compilation.sources);
+        if compilation.has_errors() {
+            with_errors += 1;
+            assert!(
+                compilation.output.is_none(),
+                "seed {seed}: errors and an output tree"
+            );
+        }
+        assert!(
+            compilation.internal_error.is_none(),
+            "seed {seed}: {:?}",
+            compilation.internal_error
+        );
+    }
+    // The mutations must actually break things, or the test proves nothing.
+    assert!(
+        with_errors > 100,
+        "only {with_errors} of 250 mutations produced errors"
+    );
+}
