@@ -101,3 +101,63 @@ fn rendered_examples_in_the_diagnostics_reference_match_the_snapshots() {
     }
     assert!(checked > 20, "only {checked} rendered examples found");
 }
+
+/// The profile tables of `docs/catalog.md`, made from the compiled-in catalog.
+fn profile_tables() -> String {
+    let catalog = tenantc::catalog::Catalog::builtin();
+    let mut out = String::new();
+    for table in catalog.tables() {
+        out.push_str(&format!(
+            "\n### `{}`\n\n{} compute slices, {} memory slices, a placement axis of {} units; confidence: {}.\n\n",
+            table.key, table.compute_slices, table.memory_slices, table.placement_units, table.confidence
+        ));
+        out.push_str(
+            "| profile | id | compute | memory | max | starts | size | min driver | inferred |\n",
+        );
+        out.push_str("|---|---:|---:|---:|---:|---|---:|---:|---|\n");
+        for profile in &table.profiles {
+            let starts: Vec<String> = profile
+                .placement_starts
+                .iter()
+                .map(u32::to_string)
+                .collect();
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                profile.name,
+                profile
+                    .profile_id
+                    .map_or("-".to_string(), |id| id.to_string()),
+                profile.compute_slices,
+                profile.memory_slices,
+                profile.max_count,
+                starts.join(", "),
+                profile.placement_size,
+                profile
+                    .min_driver
+                    .map_or("-".to_string(), |driver| format!("R{driver}")),
+                if profile.inferred { "yes" } else { "no" },
+            ));
+        }
+    }
+    out.push('\n');
+    out
+}
+
+#[test]
+fn catalog_doc_lists_the_profiles_of_every_mig_table() {
+    const BEGIN: &str = "<!-- BEGIN GENERATED: profiles -->\n";
+    const END: &str = "<!-- END GENERATED: profiles -->";
+    let path = support::repo().join("docs/catalog.md");
+    let doc = fs::read_to_string(&path).unwrap();
+    let (head, rest) = doc.split_once(BEGIN).expect("begin marker");
+    let (current, tail) = rest.split_once(END).expect("end marker");
+    let generated = profile_tables();
+    if support::update_golden() {
+        fs::write(&path, format!("{head}{BEGIN}{generated}{END}{tail}")).unwrap();
+        return;
+    }
+    assert!(
+        current == generated,
+        "docs/catalog.md profile tables are stale: run UPDATE_GOLDEN=1 cargo test --test tidy"
+    );
+}

@@ -53,7 +53,7 @@ tenantc build --format json --color never"
     #[command(
         long_about = "Compile in memory and compare with --out. Fails (exit 1) if any declaration \
 has an error, or if out/ differs from what `tenantc build` would write; the differing files are \
-listed as changed, missing or extra. Run it in CI after the build step of a pull request.",
+listed as changed, missing or extra. Run it in CI on the committed tree of every pull request.",
         after_help = "Examples:\n  tenantc check\n  tenantc check --format json > report.json"
     )]
     Check(CommonArgs),
@@ -155,8 +155,8 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
                 report(args, &compilation, &[]);
                 if args.format == FormatArg::Human {
                     eprintln!(
-                        "wrote {} files to {} ({} changed)",
-                        tree.len(),
+                        "wrote {} to {} ({} changed)",
+                        files(tree.len()),
                         out_dir.display(),
                         changes.len()
                     );
@@ -174,7 +174,11 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
             report(args, &compilation, &changes);
             if changes.is_empty() {
                 if args.format == FormatArg::Human {
-                    eprintln!("{} is up to date ({} files)", out_dir.display(), tree.len());
+                    eprintln!(
+                        "{} is up to date ({})",
+                        out_dir.display(),
+                        files(tree.len())
+                    );
                 }
                 ExitCode::SUCCESS
             } else {
@@ -187,6 +191,11 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
     }
 }
 
+/// `1 file`, `2 files`.
+fn files(count: usize) -> String {
+    format!("{count} file{}", if count == 1 { "" } else { "s" })
+}
+
 fn change_word(change: &Change) -> &'static str {
     match change {
         Change::Missing(_) => "missing",
@@ -197,9 +206,9 @@ fn change_word(change: &Change) -> &'static str {
 
 fn print_stale(out_dir: &Path, changes: &[Change]) {
     eprintln!(
-        "error[out-stale]: {} differs from what `tenantc build` writes ({} files)",
+        "error[out-stale]: {} differs from what `tenantc build` writes ({})",
         out_dir.display(),
-        changes.len()
+        files(changes.len())
     );
     for change in changes {
         eprintln!("  {:<8} {}", change_word(change), change.path());

@@ -57,11 +57,9 @@ pub fn assert_tree(expected: &Path, tree: &OutputTree) {
         for change in &changes {
             report.push_str(&format!("  {change:?}\n"));
             if let tenantc::emit::fs::Change::Changed(path) = change {
-                let want = String::from_utf8_lossy(&tree[path]);
-                let have = String::from_utf8_lossy(&actual[path]);
-                report.push_str(&format!(
-                    "--- {path} (expected by the build)\n{want}--- on disk\n{have}\n"
-                ));
+                let built = String::from_utf8_lossy(&tree[path]);
+                let stored = String::from_utf8_lossy(&actual[path]);
+                report.push_str(&line_diff(&stored, &built));
             }
         }
         panic!(
@@ -69,6 +67,25 @@ pub fn assert_tree(expected: &Path, tree: &OutputTree) {
             expected.display()
         );
     }
+}
+
+/// The lines that differ, `-` as stored and `+` as built, with their line numbers.
+pub fn line_diff(stored: &str, built: &str) -> String {
+    let stored: Vec<&str> = stored.lines().collect();
+    let built: Vec<&str> = built.lines().collect();
+    let mut out = String::new();
+    for idx in 0..stored.len().max(built.len()) {
+        let (old, new) = (stored.get(idx), built.get(idx));
+        if old != new {
+            if let Some(old) = old {
+                out.push_str(&format!("    {:>4} - {old}\n", idx + 1));
+            }
+            if let Some(new) = new {
+                out.push_str(&format!("    {:>4} + {new}\n", idx + 1));
+            }
+        }
+    }
+    out
 }
 
 /// The files of a tree as text, by path.

@@ -56,10 +56,11 @@ pub(super) fn check(
                 }
             }
             diagnostics.push(diagnostic.with_help(format!(
-                "choose a layout that fits {} compute slices and {} {} per GPU, such as the placements in docs/catalog.md",
+                "choose a layout that fits {} compute slices and {} {} per GPU; docs/catalog.md lists the profiles of table `{}`",
                 table.compute_slices,
                 table.placement_units,
-                table.axis_unit_name()
+                table.axis_unit_name(),
+                table.key
             )));
             return;
         }
