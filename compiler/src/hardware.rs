@@ -73,7 +73,13 @@ pub fn offers(pool: &Pool, catalog: &Catalog) -> Vec<Offer> {
                         continue;
                     };
                     let (resource, profile_name) = match pool.sharing.value {
-                        Sharing::Mig => (found.resource_name(), Some(profile.value.clone())),
+                        // Compute-instance profiles (`1c.2g.20gb`) get no resource of their own.
+                        Sharing::Mig => {
+                            match crate::catalog::resource_name_for_profile(&found.name) {
+                                Some(resource) => (resource, Some(profile.value.clone())),
+                                None => continue,
+                            }
+                        }
                         _ => (GPU_RESOURCE.to_string(), None),
                     };
                     let entry = by_resource.entry(resource).or_insert((profile_name, 0));

@@ -1,7 +1,8 @@
 //! Load: the declaration files under a project root.
 //!
 //! Consumes: a root folder. Produces: [`InputFile`]s for every file under `tenants/` and
-//! `cells/` (recursively, dotfiles skipped), sorted by relative path.
+//! `cells/` (recursively, dotfiles skipped, symbolic links followed up to a fixed depth, so a
+//! linked declaration is never dropped in silence), sorted by relative path.
 //!
 //! Invariant: the only disk reads of the compiler besides `emit::fs`; paths in the result are
 //! relative with `/` separators, so nothing machine-specific reaches the output.
@@ -25,7 +26,7 @@ pub fn load(root: &Path) -> io::Result<Vec<InputFile>> {
         match fs::symlink_metadata(&dir) {
             Ok(meta) if meta.is_dir() => {
                 found_folder = true;
-                walk(&dir, folder, &mut inputs)?;
+                walk(&dir, folder, 0, &mut inputs)?;
             }
             Ok(_) => {
                 return Err(io::Error::other(format!(
@@ -47,7 +48,16 @@ pub fn load(root: &Path) -> io::Result<Vec<InputFile>> {
     Ok(inputs)
 }
 
-fn walk(dir: &Path, relative: &str, inputs: &mut Vec<InputFile>) -> io::Result<()> {
+/// How deep folders (and links to folders) may nest; deeper means a link cycle.
+const MAX_DEPTH: usize = 16;
+
+fn walk(dir: &Path, relative: &str, depth: usize, inputs: &mut Vec<InputFile>) -> io::Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(io::Error::other(format!(
+            "{} is nested more than {MAX_DEPTH} folders deep (a symbolic link cycle?)",
+            dir.display()
+        )));
+    }
     let mut entries: Vec<fs::DirEntry> = fs::read_dir(dir)?.collect::<Result<_, _>>()?;
     entries.sort_by_key(fs::DirEntry::file_name);
     for entry in entries {
@@ -56,16 +66,16 @@ fn walk(dir: &Path, relative: &str, inputs: &mut Vec<InputFile>) -> io::Result<(
             continue;
         }
         let path = format!("{relative}/{name}");
-        let kind = entry.file_type()?;
+        // `metadata` follows symbolic links: a linked declaration is read like any other.
+        let kind = fs::metadata(entry.path())?;
         if kind.is_dir() {
-            walk(&entry.path(), &path, inputs)?;
+            walk(&entry.path(), &path, depth + 1, inputs)?;
         } else if kind.is_file() {
             inputs.push(InputFile {
                 path,
                 contents: fs::read(entry.path())?,
             });
         }
-        // Symbolic links are not followed: a declaration is a file in the repository.
     }
     Ok(())
 }
@@ -88,6 +98,26 @@ mod tests {
             .map(|i| i.path)
             .collect();
         assert_eq!(paths, ["cells/c.yaml", "tenants/team/a.kdl"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn follows_symbolic_links_to_declarations_and_stops_at_cycles() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("tenants")).unwrap();
+        fs::create_dir_all(dir.path().join("shared")).unwrap();
+        fs::write(dir.path().join("shared/a.kdl"), "x").unwrap();
+        std::os::unix::fs::symlink(
+            dir.path().join("shared/a.kdl"),
+            dir.path().join("tenants/a.kdl"),
+        )
+        .unwrap();
+        let inputs = load(dir.path()).unwrap();
+        assert_eq!(inputs.len(), 1);
+        assert_eq!(inputs[0].path, "tenants/a.kdl");
+        std::os::unix::fs::symlink(dir.path().join("tenants"), dir.path().join("tenants/loop"))
+            .unwrap();
+        assert!(load(dir.path()).is_err());
     }
 
     #[test]

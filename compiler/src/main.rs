@@ -137,6 +137,13 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
         Ok(inputs) => inputs,
         Err(error) => return fail(&format!("cannot read declarations: {error}")),
     };
+    let out_dir = args.out_dir();
+    if let Some(folder) = inside_declarations(&args.root, &out_dir) {
+        return fail(&format!(
+            "--out {} is inside {folder}; the next build would read the output as declarations",
+            out_dir.display()
+        ));
+    }
     let compilation = compile(&inputs);
     if let Some(error) = &compilation.internal_error {
         report(args, &compilation, &[]);
@@ -144,7 +151,6 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
             "{error}; this is a bug in tenantc, please report it"
         ));
     }
-    let out_dir = args.out_dir();
     let Some(tree) = &compilation.output else {
         report(args, &compilation, &[]);
         return ExitCode::from(EXIT_ERRORS);
@@ -194,6 +200,34 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
 /// `1 file`, `2 files`.
 fn files(count: usize) -> String {
     format!("{count} file{}", if count == 1 { "" } else { "s" })
+}
+
+/// The declaration folder (`tenants/` or `cells/` under the root) that `out` lies in, if any.
+fn inside_declarations(root: &Path, out: &Path) -> Option<String> {
+    let absolute = |path: &Path| -> PathBuf {
+        let joined = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            std::env::current_dir().unwrap_or_default().join(path)
+        };
+        // Normalise `.` and `..` without touching the disk (the folder may not exist yet).
+        let mut normal = PathBuf::new();
+        for part in joined.components() {
+            match part {
+                std::path::Component::CurDir => {}
+                std::path::Component::ParentDir => {
+                    normal.pop();
+                }
+                other => normal.push(other),
+            }
+        }
+        normal
+    };
+    let out = absolute(out);
+    load::FOLDERS
+        .iter()
+        .find(|folder| out.starts_with(absolute(&root.join(folder))))
+        .map(|folder| format!("{folder}/"))
 }
 
 fn change_word(change: &Change) -> &'static str {

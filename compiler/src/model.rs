@@ -129,7 +129,7 @@ pub struct Groups {
 pub struct ContainerDefaults {
     /// CPU request for containers that set none.
     pub cpu: Option<Spanned<Quantity>>,
-    /// Memory request and limit for containers that set none.
+    /// Memory request for containers that set none (no limit is defaulted).
     pub memory: Option<Spanned<Quantity>>,
 }
 

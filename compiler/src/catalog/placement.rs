@@ -202,7 +202,7 @@ impl PlacementError {
                 count,
                 max,
             } => format!(
-                "{shown} asks for {count} instances of {profile} but {} allows {max} per gpu",
+                "{shown} asks for {count} instances of {profile} but {} allows {max} per GPU",
                 table.key
             ),
             PlacementError::ComputeSlices { needed, total } => {
@@ -230,7 +230,7 @@ impl fmt::Display for PlacementError {
                 max,
             } => write!(
                 f,
-                "{count} instances of {profile} exceed its maximum of {max} per gpu"
+                "{count} instances of {profile} exceed its maximum of {max} per GPU"
             ),
             PlacementError::ComputeSlices { needed, total } => {
                 write!(f, "needs {needed} of {total} compute slices")
@@ -870,7 +870,7 @@ mod tests {
         );
         assert_eq!(
             errors[2].render(a100, &wanted),
-            "1g.10gb+me + 1g.5gb x8 asks for 8 instances of 1g.5gb but A100-40GB allows 7 per gpu"
+            "1g.10gb+me + 1g.5gb x8 asks for 8 instances of 1g.5gb but A100-40GB allows 7 per GPU"
         );
     }
 
@@ -1004,7 +1004,7 @@ mod tests {
                 max: 1
             }
             .to_string(),
-            "2 instances of 4g.40gb exceed its maximum of 1 per gpu"
+            "2 instances of 4g.40gb exceed its maximum of 1 per GPU"
         );
     }
 

@@ -80,6 +80,7 @@ codes! {
     MigLayoutUnplaceable => ("mig-layout-unplaceable", "validate", "a MIG layout cannot be placed on one GPU of the pool's model"),
     MigProfileUnknown => ("mig-profile-unknown", "validate", "a MIG profile that the pool's GPU model does not have"),
     MigProfileNeedsNewerDriver => ("mig-profile-needs-newer-driver", "validate", "a MIG profile or profile combination needs a newer driver branch than the cell runs"),
+    MigMediaEnginesContended => ("mig-media-engines-contended", "validate", "a MIG layout asks for more media engines than the GPU has (an inferred rule)"),
     MigTableInferred => ("mig-table-inferred", "validate", "a MIG layout relies on catalog facts that were inferred, not observed on hardware"),
     QuotaResourceUnknown => ("quota-resource-unknown", "validate", "a quota on a resource the pool does not offer"),
     QuotaOverCapacity => ("quota-over-capacity", "validate", "tenants reserve more of a pool resource than the pool has"),

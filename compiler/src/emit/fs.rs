@@ -112,6 +112,18 @@ fn sibling(out: &Path, tag: &str) -> io::Result<PathBuf> {
 /// Replaces `out` with exactly `tree`. Returns the changes made (empty when `out` was current,
 /// in which case nothing is touched).
 pub fn write(out: &Path, tree: &OutputTree) -> io::Result<Vec<Change>> {
+    // Refuse a folder tenantc did not make before reading anything in it: `--out` pointed at a
+    // large or precious folder must cost nothing.
+    if let Ok(meta) = fs::symlink_metadata(out)
+        && meta.is_dir()
+        && fs::symlink_metadata(out.join(MARKER)).is_err()
+        && fs::read_dir(out)?.next().is_some()
+    {
+        return Err(io::Error::other(format!(
+            "{} holds files that tenantc did not write (no {MARKER} marker); refusing to replace it. Choose an empty or new folder with --out",
+            out.display()
+        )));
+    }
     let current = read_tree(out)?;
     let changes = compare(tree, &current);
     if changes.is_empty() {

@@ -60,8 +60,18 @@ fn configmap(cell: &Cell, name: &str, data: Vec<(String, Yaml)>) -> Yaml {
     ])
 }
 
-/// The mig-parted config document of a cell, or `None` when no pool uses MIG.
+/// The mig-parted config document of a cell, or `None` when no pool has a MIG-capable GPU (every
+/// node group of a MIG-capable model gets an `nvidia.com/mig.config` label, so the config must
+/// exist, if only with `all-disabled`).
 pub fn mig_parted_document(cell: &Cell, catalog: &Catalog) -> Option<Yaml> {
+    let mig_capable = cell.pools.iter().any(|pool| {
+        catalog
+            .sku(&pool.gpu.value)
+            .is_some_and(|sku| sku.mig_table.is_some())
+    });
+    if !mig_capable {
+        return None;
+    }
     let mut configs = vec![(
         MIG_DISABLED.to_string(),
         Yaml::Seq(vec![Yaml::map([
@@ -99,9 +109,6 @@ pub fn mig_parted_document(cell: &Cell, catalog: &Catalog) -> Option<Yaml> {
             ]);
             configs.push((mig_config_name(pool, layout), Yaml::Seq(vec![entry])));
         }
-    }
-    if configs.len() == 1 {
-        return None;
     }
     configs.sort_by(|a, b| a.0.cmp(&b.0));
     Some(Yaml::map([
@@ -526,14 +533,30 @@ mod tests {
     }
 
     #[test]
-    fn a_cell_without_mig_pools_gets_no_mig_parted_config() {
-        let cell = CELL.replace(
-            "    pool \"single\" { gpu \"A100-40GB-SXM\"; nodes 2 gpus-per-node=8; sharing \"mig-single\"; mig-layout \"sevens\" { profile \"1g.5gb\" 7; }; }\n",
-            "",
+    fn only_cells_with_mig_capable_gpus_get_a_mig_parted_config() {
+        let build = |pools: &str| {
+            let cell = format!(
+                "cell \"c1\" {{\n  cloud \"aws\" region=\"r\"\n  kubernetes \"1.33\"\n  driver \"570\"\n  {pools}\n}}\n"
+            );
+            let compilation = compile_files(&[("cells/c1.kdl", &cell)]);
+            assert!(
+                compilation.diagnostics.is_empty(),
+                "{:?}",
+                compilation.diagnostics
+            );
+            compilation.output.unwrap()
+        };
+        let l4_only =
+            build("pool \"n\" { gpu \"L4\"; nodes 1 gpus-per-node=1; sharing \"exclusive\"; }");
+        assert!(!l4_only.contains_key("c1/gpu-operator/configmap-mig-parted-config.yaml"));
+        assert!(l4_only.contains_key("c1/gpu-operator/configmap-device-plugin-config.yaml"));
+        // Whole H100s are labelled `all-disabled`, so that config must exist.
+        let h100 = build(
+            "pool \"t\" { gpu \"H100-80GB-SXM\"; nodes 1 gpus-per-node=8; sharing \"exclusive\"; }",
         );
-        let compilation = compile_files(&[("cells/c1.kdl", &cell)]);
-        let tree = compilation.output.unwrap();
-        assert!(!tree.contains_key("c1/gpu-operator/configmap-mig-parted-config.yaml"));
-        assert!(tree.contains_key("c1/gpu-operator/configmap-device-plugin-config.yaml"));
+        let config =
+            String::from_utf8(h100["c1/gpu-operator/configmap-mig-parted-config.yaml"].clone())
+                .unwrap();
+        assert!(config.contains("    mig-configs:\n      all-disabled:\n      - devices: all\n        mig-enabled: false\n"), "{config}");
     }
 }

@@ -16,13 +16,13 @@ use std::collections::BTreeMap;
 use super::{LABEL_PREFIX, MANAGED_BY, kube_version, metadata};
 use crate::catalog::Catalog;
 use crate::emit::yaml::Yaml;
-use crate::hardware;
+use crate::hardware::{self, GPU_RESOURCE};
 use crate::model::{Cell, Quota, Tenant, Workload};
 use crate::quantity::Quantity;
 
 /// The default CPU request for containers that set none.
 pub const DEFAULT_CPU: &str = "100m";
-/// The default memory request and limit for containers that set none.
+/// The default memory request for containers that set none.
 pub const DEFAULT_MEMORY: &str = "256Mi";
 
 /// Every object of the tenant in the cell, as `(path in the tenant folder, object)`.
@@ -169,12 +169,15 @@ pub(crate) fn gpu_ceilings(
     workload: &Workload,
     catalog: &Catalog,
 ) -> BTreeMap<String, i64> {
-    let mut ceilings: BTreeMap<String, i64> = cell
-        .pools
-        .iter()
-        .flat_map(|pool| hardware::offers(pool, catalog))
-        .map(|offer| (offer.resource, 0))
-        .collect();
+    // Whole GPUs are always listed: a MIG-capable node whose MIG config is missing or failed
+    // advertises whole `nvidia.com/gpu`, which must stay denied unless reserved.
+    let mut ceilings: BTreeMap<String, i64> = BTreeMap::from([(GPU_RESOURCE.to_string(), 0)]);
+    ceilings.extend(
+        cell.pools
+            .iter()
+            .flat_map(|pool| hardware::offers(pool, catalog))
+            .map(|offer| (offer.resource, 0)),
+    );
     for reservation in &quota.pools {
         if reservation
             .workload
@@ -255,12 +258,11 @@ fn limit_range(tenant: &Tenant, namespace: &str, labels: &BTreeMap<String, Strin
             "spec",
             Yaml::map([(
                 "limits",
+                // Requests only: a default memory *limit* would also be given to containers that
+                // request more memory without a limit, and the API server rejects a limit below
+                // the request.
                 Yaml::Seq(vec![Yaml::map([
                     ("type", Yaml::str("Container")),
-                    (
-                        "default",
-                        Yaml::map([("memory", Yaml::str(memory.clone()))]),
-                    ),
                     (
                         "defaultRequest",
                         Yaml::map([("cpu", Yaml::str(cpu)), ("memory", Yaml::str(memory))]),

@@ -22,6 +22,18 @@ pub fn parse(file: FileId, text: &str) -> (Document, Vec<Diagnostic>) {
         format: Format::Kdl,
         root: None,
     };
+    if let Some(offset) = too_deep(text) {
+        diagnostics.push(
+            Diagnostic::error(
+                Code::KdlUnsupported,
+                Span::new(file, offset..offset + 1),
+                format!("nodes nest deeper than {MAX_NESTING} levels"),
+            )
+            .with_label("too deep")
+            .with_help("declarations nest a few levels; check for a runaway `{`"),
+        );
+        return (document, diagnostics);
+    }
     let parsed = match KdlDocument::parse_v2(text) {
         Ok(parsed) => parsed,
         Err(error) => {
@@ -76,6 +88,56 @@ pub fn parse(file: FileId, text: &str) -> (Document, Vec<Diagnostic>) {
         node,
     });
     (document, diagnostics)
+}
+
+/// The deepest `{ … }` nesting accepted; kdl-rs recurses per level, and declarations need few.
+pub const MAX_NESTING: usize = 64;
+
+/// The offset of the first `{` that opens a level deeper than [`MAX_NESTING`], skipping strings
+/// and comments; a cheap guard that runs before the recursive parser.
+fn too_deep(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut depth = 0_usize;
+    let mut idx = 0;
+    while let Some(&byte) = bytes.get(idx) {
+        match byte {
+            b'"' => {
+                idx += 1;
+                while let Some(&inner) = bytes.get(idx) {
+                    match inner {
+                        b'\\' => idx += 1,
+                        b'"' => break,
+                        _ => {}
+                    }
+                    idx += 1;
+                }
+            }
+            b'/' if bytes.get(idx + 1) == Some(&b'/') => {
+                while bytes.get(idx).is_some_and(|&b| b != b'\n') {
+                    idx += 1;
+                }
+            }
+            b'/' if bytes.get(idx + 1) == Some(&b'*') => {
+                idx += 2;
+                while bytes.get(idx).is_some()
+                    && !(bytes.get(idx) == Some(&b'*') && bytes.get(idx + 1) == Some(&b'/'))
+                {
+                    idx += 1;
+                }
+                idx += 1;
+            }
+            b'{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some(idx);
+                }
+            }
+            b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        idx += 1;
+    }
+    None
 }
 
 /// kdl-rs messages start with a capital and end with a period; ours do neither.
@@ -261,6 +323,16 @@ mod tests {
         let (_, diagnostics) = parse(FileId(0), "tenant \"a\"\ntenant \"b\"\n");
         assert_eq!(diagnostics.len(), 1);
         assert_eq!(diagnostics[0].code, Code::DocumentShape);
+    }
+
+    #[test]
+    fn rejects_deep_nesting_before_the_recursive_parser_sees_it() {
+        let deep = format!("tenant \"a\" {}{}\n", "x {".repeat(5000), "}".repeat(5000));
+        let (document, diagnostics) = parse(FileId(0), &deep);
+        assert!(document.root.is_none());
+        assert_eq!(diagnostics[0].code, Code::KdlUnsupported);
+        let braces_in_strings = format!("tenant \"a\" {{ org \"{}\" }}\n", "{".repeat(500));
+        assert!(too_deep(&braces_in_strings).is_none());
     }
 
     #[test]

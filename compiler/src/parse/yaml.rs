@@ -27,6 +27,7 @@ pub fn parse(file: FileId, text: &str) -> (Document, Vec<Diagnostic>) {
         parser: Parser::new_from_str(text),
         diagnostics: Vec::new(),
         peeked: None,
+        depth: 0,
     };
     // A syntax error has been reported already; the file then has no root.
     let node = reader.document().unwrap_or_default();
@@ -83,7 +84,11 @@ struct Reader<'a> {
     parser: Parser<'a, saphyr_parser::StrInput<'a>>,
     diagnostics: Vec<Diagnostic>,
     peeked: Option<(Event<'a>, YamlSpan)>,
+    depth: usize,
 }
+
+/// The deepest nesting of lists and mappings accepted; declarations need few levels.
+pub const MAX_NESTING: usize = 64;
 
 impl<'a> Reader<'a> {
     fn offset(&self, marker: &Marker) -> usize {
@@ -170,6 +175,36 @@ impl<'a> Reader<'a> {
 
     fn value(&mut self, event: Event<'a>, span: YamlSpan) -> Result<Node, ()> {
         let start = self.span(&span);
+        if matches!(event, Event::SequenceStart(..) | Event::MappingStart(..)) {
+            self.depth += 1;
+            if self.depth > MAX_NESTING {
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        Code::YamlUnsupported,
+                        start,
+                        format!("lists and mappings nest deeper than {MAX_NESTING} levels"),
+                    )
+                    .with_help("declarations nest a few levels; check for a runaway `[` or `{`"),
+                );
+                return Err(());
+            }
+        }
+        let result = self.value_inner(event, start);
+        if result.is_ok()
+            && matches!(
+                result,
+                Ok(Node {
+                    value: Value::Seq(_) | Value::Map(_),
+                    ..
+                })
+            )
+        {
+            self.depth = self.depth.saturating_sub(1);
+        }
+        result
+    }
+
+    fn value_inner(&mut self, event: Event<'a>, start: Span) -> Result<Node, ()> {
         match event {
             Event::Scalar(text, style, anchor, tag) => {
                 if anchor != 0 {
@@ -355,6 +390,18 @@ mod tests {
         assert!(root.is_none());
         assert_eq!(diagnostics.len(), 1);
         assert_eq!(diagnostics[0].code, Code::YamlSyntax);
+    }
+
+    #[test]
+    fn rejects_deep_nesting() {
+        let deep = format!("name: {}{}\n", "[".repeat(1000), "]".repeat(1000));
+        let (root, diagnostics) = root(&deep);
+        assert!(root.is_none());
+        // saphyr stops at its own recursion limit first; either way it is one finding, no crash.
+        assert!(matches!(
+            diagnostics[0].code,
+            Code::YamlUnsupported | Code::YamlSyntax
+        ));
     }
 
     #[test]

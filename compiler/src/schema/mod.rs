@@ -408,13 +408,18 @@ fn quota(ctx: &Ctx, node: &Node) -> Option<Quota> {
         .collect();
     let span = obj.span;
     obj.finish();
+    // An unreadable ceiling is reported and replaced by zero, so the quota's reservations are
+    // still checked in this run; the quota is marked incomplete and nothing is emitted.
+    let complete =
+        cpu.is_some() && memory.is_some() && pods.is_some() && pools.iter().all(Option::is_some);
+    let zero = Spanned::new(crate::quantity::Quantity::from_int(0), span);
     Some(Quota {
         span,
         cell: cell?,
-        cpu: cpu?,
-        memory: memory?,
-        pods: pods?,
-        complete: pools.iter().all(Option::is_some),
+        cpu: cpu.unwrap_or_else(|| zero.clone()),
+        memory: memory.unwrap_or(zero),
+        pods: pods.unwrap_or(Spanned::new(0, span)),
+        complete,
         pools: pools.into_iter().flatten().collect(),
     })
 }
@@ -457,14 +462,13 @@ fn workload(ctx: &Ctx, node: &Node) -> Option<Workload> {
     let span = obj.span;
     obj.finish();
     let service_account = service_account?;
-    if !check_name(
+    // An invalid name is reported; the workload stays, so references to it still resolve.
+    check_name(
         ctx,
         &service_account,
         "service account",
         names::dns_subdomain,
-    ) {
-        return None;
-    }
+    );
     Some(Workload {
         span,
         kind: kind?,
@@ -755,7 +759,19 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
         .into_iter()
         .map(|(key, value)| {
             let value = reader::string_or_empty(ctx, value, "label")?;
-            let key_ok = check_label(ctx, &key, names::qualified_name, "label key");
+            let mut key_ok = check_label(ctx, &key, names::qualified_name, "label key");
+            if key_ok && key.value.starts_with("nvidia.com/") {
+                key_ok = false;
+                ctx.push(
+                    Diagnostic::error(
+                        Code::NameInvalid,
+                        key.span,
+                        format!("label `{}` is managed by tenantc and the NVIDIA GPU Operator", key.value),
+                    )
+                    .with_label("`nvidia.com/` labels are set from the pool's sharing mode and layouts")
+                    .with_help("remove the label; the capacity report lists the `nvidia.com/` labels each node group gets"),
+                );
+            }
             let value_ok = check_label(ctx, &value, names::label_value, "label value");
             (key_ok && value_ok).then_some((key, value))
         })
@@ -789,7 +805,8 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
     if !check_name(ctx, &name, "pool", names::dns_label) {
         return None;
     }
-    let mut labels: Vec<_> = labels.into_iter().collect::<Option<_>>()?;
+    // A bad label or taint is reported and left out; the pool stays, so references to it resolve.
+    let mut labels: Vec<_> = labels.into_iter().flatten().collect();
     labels.sort_by(|left: &(Spanned<String>, Spanned<String>), right| {
         left.0.value.cmp(&right.0.value)
     });
@@ -803,7 +820,7 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
         sharing: sharing?,
         nvlink_domain,
         labels,
-        taints: taints.into_iter().collect::<Option<_>>()?,
+        taints: taints.into_iter().flatten().collect(),
         price_per_gpu_hour: price,
         replicas,
         mig_layouts: mig_layouts.into_iter().collect::<Option<_>>()?,

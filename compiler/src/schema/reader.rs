@@ -672,11 +672,19 @@ pub fn quantity(ctx: &Ctx, node: &Node, key: &str) -> Option<Spanned<Quantity>> 
         Value::Str(text) => text.clone(),
         Value::Int(number) => number.to_string(),
         _ => {
-            mismatch(
-                ctx,
-                node,
-                key,
-                "a quantity string such as \"500m\" or \"4Gi\"",
+            ctx.push(
+                Diagnostic::error(
+                    Code::TypeMismatch,
+                    node.span,
+                    format!(
+                        "`{key}` must be a quantity, found {}",
+                        node.value.type_name()
+                    ),
+                )
+                .with_label("expected a quantity")
+                .with_help(
+                    "write a whole number, or a quoted quantity such as \"500m\" or \"4Gi\"",
+                ),
             );
             return None;
         }

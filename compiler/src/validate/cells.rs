@@ -35,6 +35,45 @@ pub(super) fn check(cell: &Cell, base: &Catalog, diagnostics: &mut Vec<Diagnosti
     for pool in &cell.pools {
         check_pool(cell, pool, &catalog, diagnostics);
     }
+    check_config_names(cell, diagnostics);
+}
+
+/// mig-parted config names (`<pool>-<layout>`, the `nvidia.com/mig.config` label values) must be
+/// unique in a cell and must not take the GPU Operator's `all-*` names.
+fn check_config_names(cell: &Cell, diagnostics: &mut Vec<Diagnostic>) {
+    let mut seen: std::collections::BTreeMap<String, Span> = std::collections::BTreeMap::new();
+    for pool in cell.pools.iter().filter(|pool| pool.sharing.value.is_mig()) {
+        for layout in &pool.mig_layouts {
+            let config = crate::lower::gpu::mig_config_name(pool, layout);
+            if config.starts_with("all-") {
+                diagnostics.push(
+                    Diagnostic::error(
+                        Code::NameInvalid,
+                        layout.name.span,
+                        format!("MIG config name `{config}` takes a name reserved for the GPU Operator"),
+                    )
+                    .with_label("`all-*` configs such as `all-disabled` belong to the GPU Operator")
+                    .with_secondary(pool.name.span, "the config name starts with the pool name")
+                    .with_help("rename the pool or the layout so `<pool>-<layout>` does not start with `all-`"),
+                );
+            }
+            match seen.get(&config) {
+                Some(first) => diagnostics.push(
+                    Diagnostic::error(
+                        Code::NameDuplicate,
+                        layout.name.span,
+                        format!("MIG config name `{config}` is made twice in cell `{}`", cell.name.value),
+                    )
+                    .with_label("`<pool>-<layout>` of this layout")
+                    .with_secondary(*first, "the same name from this layout")
+                    .with_help("rename a pool or a layout; the names become node label values and must differ"),
+                ),
+                None => {
+                    seen.insert(config, layout.name.span);
+                }
+            }
+        }
+    }
 }
 
 fn invalid_model(span: Span, message: String, label: &str, help: &str) -> Diagnostic {

@@ -65,6 +65,7 @@ pub(super) fn check(
             return;
         }
     }
+    check_media_engines(layout, sku_key, table, diagnostics);
     let inferred: Vec<&str> = layout
         .profiles
         .iter()
@@ -90,6 +91,55 @@ pub(super) fn check(
             .with_help(
                 "confirm with `nvidia-smi mig -lgipp` on one node before relying on this layout",
             ),
+        );
+    }
+}
+
+/// Media-extension profiles claim the GPU's shared media engines (JPEG, OFA, and on the RTX PRO
+/// 6000 all decoders and encoders with `+me.all`), which placement tables do not show: at most
+/// one such instance fits, and `+me.all` only beside `-me` instances. The rule is inferred from
+/// NVIDIA's engine notes, not observed, so it is a warning.
+fn check_media_engines(
+    layout: &MigLayout,
+    sku_key: &str,
+    table: &MigTable,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let mut media = 0_i64;
+    let mut takes_all = false;
+    let mut with_engines = 0_i64;
+    for (name, count) in &layout.profiles {
+        let Some(profile) = table.profile(&name.value) else {
+            continue;
+        };
+        let is_media = profile.has_attribute("me") || profile.has_attribute("me.all");
+        if is_media {
+            media += count.value;
+        }
+        if profile.has_attribute("me.all") {
+            takes_all = true;
+        } else if !profile.has_attribute("-me") {
+            with_engines += count.value;
+        }
+    }
+    let all_conflicts = takes_all && (with_engines > 0 || media > 1);
+    if media > 1 || all_conflicts {
+        diagnostics.push(
+            Diagnostic::warning(
+                Code::MigMediaEnginesContended,
+                layout.name.span,
+                format!(
+                    "layout `{}` asks for more media engines than one `{sku_key}` GPU has",
+                    layout.name.value
+                ),
+            )
+            .with_label(if takes_all {
+                "`+me.all` takes every media engine; only `-me` instances fit beside it"
+            } else {
+                "media-extension (`+me`) instances share the GPU's single JPEG and OFA engines"
+            })
+            .with_note("placement tables do not show media engines; this rule follows NVIDIA's engine notes and is inferred")
+            .with_help("keep one `+me` instance per GPU, and put only `-me` instances beside a `+me.all`"),
         );
     }
 }

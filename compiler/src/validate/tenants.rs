@@ -72,7 +72,23 @@ pub(super) fn check(
             check_priorities(tenant, cell, quota.cell.span, diagnostics);
             let catalog = crate::hardware::cell_catalog(cell, catalog);
             let catalog = catalog.as_ref();
+            let mut seen_reservations = std::collections::BTreeSet::new();
             for reservation in &quota.pools {
+                // A repeated reservation is reported as a duplicate and counted once.
+                let profile = reservation.profile.as_ref().map(|p| p.value.as_str());
+                let workload = reservation.workload.as_ref().map(|w| w.value);
+                if !seen_reservations.insert((reservation.pool.value.as_str(), profile, workload)) {
+                    continue;
+                }
+                if tenant.workloads.len() > 1
+                    && reservation.workload.is_none()
+                    && cell
+                        .pools
+                        .iter()
+                        .any(|p| p.name.value == reservation.pool.value)
+                {
+                    diagnostics.push(ambiguous_workload(tenant, reservation));
+                }
                 if let Some(key) =
                     check_reservation(tenant, cell, reservation, catalog, diagnostics)
                 {
@@ -125,10 +141,13 @@ fn check_tenant_shape(tenant: &Tenant, diagnostics: &mut Vec<Diagnostic>) {
             .pools
             .iter()
             .map(|r| {
-                let key = match &r.profile {
-                    Some(profile) => format!("{} {}", r.pool.value, profile.value),
-                    None => r.pool.value.clone(),
-                };
+                let mut key = r.pool.value.clone();
+                if let Some(profile) = &r.profile {
+                    key = format!("{key} profile={}", profile.value);
+                }
+                if let Some(workload) = &r.workload {
+                    key = format!("{key} workload={}", workload.value.as_str());
+                }
                 Spanned::new(key, r.pool.span)
             })
             .collect();
@@ -159,29 +178,6 @@ fn check_tenant_shape(tenant: &Tenant, diagnostics: &mut Vec<Diagnostic>) {
             }
         }
     }
-    if tenant.workloads.len() > 1 {
-        for quota in &tenant.quotas {
-            for reservation in quota.pools.iter().filter(|r| r.workload.is_none()) {
-                diagnostics.push(
-                    Diagnostic::error(
-                        Code::ReservationWorkloadAmbiguous,
-                        reservation.pool.span,
-                        format!(
-                            "tenant `{}` has {} workloads; this reservation names none",
-                            tenant.name.value,
-                            tenant.workloads.len()
-                        ),
-                    )
-                    .with_label("each workload namespace would get all of it")
-                    .with_note("a ResourceQuota is per namespace: without `workload=`, every namespace of the tenant could use the whole reservation")
-                    .with_help(format!(
-                        "add `workload=` with one of {}",
-                        list_names(tenant.workloads.iter().map(|w| w.kind.value.as_str()))
-                    )),
-                );
-            }
-        }
-    }
     for workload in &tenant.workloads {
         let namespace = format!("{}-{}", tenant.name.value, workload.kind.value.as_str());
         if namespace.len() > 63 {
@@ -203,6 +199,24 @@ fn check_tenant_shape(tenant: &Tenant, diagnostics: &mut Vec<Diagnostic>) {
             );
         }
     }
+}
+
+fn ambiguous_workload(tenant: &Tenant, reservation: &PoolQuota) -> Diagnostic {
+    Diagnostic::error(
+        Code::ReservationWorkloadAmbiguous,
+        reservation.pool.span,
+        format!(
+            "tenant `{}` has {} workloads; this reservation names none",
+            tenant.name.value,
+            tenant.workloads.len()
+        ),
+    )
+    .with_label("each workload namespace would get all of it")
+    .with_note("a ResourceQuota is per namespace: without `workload=`, every namespace of the tenant could use the whole reservation")
+    .with_help(format!(
+        "add `workload=` with one of {}; give each workload its own reservation to split a pool",
+        list_names(tenant.workloads.iter().map(|w| w.kind.value.as_str()))
+    ))
 }
 
 fn unknown_reference<'a>(
