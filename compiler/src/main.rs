@@ -127,29 +127,38 @@ enum Mode {
     Check,
 }
 
-fn fail(message: &str) -> ExitCode {
+/// Reports a usage, IO or internal failure (exit 2): on stderr, and for `--format json` also as
+/// `{"fatal": …}` on stdout so tools always get a JSON document.
+fn fail(args: &CommonArgs, message: &str) -> ExitCode {
     eprintln!("error: {message}");
+    if args.format == FormatArg::Json {
+        println!("{}", serde_json::json!({ "fatal": message }));
+    }
     ExitCode::from(EXIT_FAILURE)
 }
 
 fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
     let inputs = match load::load(&args.root) {
         Ok(inputs) => inputs,
-        Err(error) => return fail(&format!("cannot read declarations: {error}")),
+        Err(error) => return fail(args, &format!("cannot read declarations: {error}")),
     };
     let out_dir = args.out_dir();
     if let Some(folder) = inside_declarations(&args.root, &out_dir) {
-        return fail(&format!(
-            "--out {} is inside {folder}; the next build would read the output as declarations",
-            out_dir.display()
-        ));
+        return fail(
+            args,
+            &format!(
+                "--out {} is inside {folder}; the next build would read the output as declarations",
+                out_dir.display()
+            ),
+        );
     }
     let compilation = compile(&inputs);
     if let Some(error) = &compilation.internal_error {
         report(args, &compilation, &[]);
-        return fail(&format!(
-            "{error}; this is a bug in tenantc, please report it"
-        ));
+        return fail(
+            args,
+            &format!("{error}; this is a bug in tenantc, please report it"),
+        );
     }
     let Some(tree) = &compilation.output else {
         report(args, &compilation, &[]);
@@ -169,12 +178,23 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
                 }
                 ExitCode::SUCCESS
             }
-            Err(error) => fail(&format!("cannot write {}: {error}", out_dir.display())),
+            Err(error) => {
+                // Warnings of the compilation still reach the user.
+                if args.format == FormatArg::Human {
+                    report(args, &compilation, &[]);
+                }
+                fail(
+                    args,
+                    &format!("cannot write {}: {error}", out_dir.display()),
+                )
+            }
         },
         Mode::Check => {
             let current = match out_fs::read_tree(&out_dir) {
                 Ok(current) => current,
-                Err(error) => return fail(&format!("cannot read {}: {error}", out_dir.display())),
+                Err(error) => {
+                    return fail(args, &format!("cannot read {}: {error}", out_dir.display()));
+                }
             };
             let changes = out_fs::compare(tree, &current);
             report(args, &compilation, &changes);
