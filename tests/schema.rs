@@ -1161,7 +1161,8 @@ fn invalid_cell_values_are_rejected_by_schema_and_compiler() {
             Change::Set("/kubernetes", json!("1.33.2")),
             &["type-mismatch"],
         ),
-        (Change::Set("/driver", json!(570)), &["type-mismatch"]),
+        (Change::Set("/driver", json!(399)), &["number-out-of-range"]),
+        (Change::Set("/driver", json!(true)), &["type-mismatch"]),
         (Change::Set("/driver", json!("399")), &["value-unknown"]),
         (Change::Set("/driver", json!("570.86")), &["value-unknown"]),
         (

@@ -679,6 +679,22 @@ fn plain_number(text: &str) -> Option<u32> {
 }
 
 fn driver(ctx: &Ctx, node: &Node) -> Option<Spanned<u32>> {
+    // A branch is a whole number, so `driver 570` is as clear as `driver "570"`.
+    let is_integer = match &node.value {
+        crate::parse::Value::Int(_) => true,
+        crate::parse::Value::Map(map) => {
+            matches!(map.args.as_slice(), [only] if matches!(only.value, crate::parse::Value::Int(_)))
+                && map.entries.is_empty()
+        }
+        _ => false,
+    };
+    if is_integer {
+        let value = integer(ctx, node, "driver", 400..=9999)?;
+        return Some(Spanned::new(
+            u32::try_from(value.value).unwrap_or(0),
+            value.span,
+        ));
+    }
     let text = string(ctx, node, "driver")?;
     match plain_number(&text.value) {
         Some(branch) if (400..=9999).contains(&branch) => Some(Spanned::new(branch, text.span)),
