@@ -113,6 +113,13 @@ pub struct Tenant {
     pub complete: bool,
 }
 
+impl Tenant {
+    /// The tenant's quota in a cell, if it runs there.
+    pub fn quota_in(&self, cell: &str) -> Option<&Quota> {
+        self.quotas.iter().find(|quota| quota.cell.value == cell)
+    }
+}
+
 /// Identity groups of a tenant.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Groups {

@@ -311,11 +311,7 @@ fn rows(cell: &Cell, tenants: &[&Tenant], catalog: &Catalog) -> Vec<Row> {
         }
     }
     for tenant in tenants {
-        let Some(quota) = tenant
-            .quotas
-            .iter()
-            .find(|q| q.cell.value == cell.name.value)
-        else {
+        let Some(quota) = tenant.quota_in(&cell.name.value) else {
             continue;
         };
         for reservation in &quota.pools {

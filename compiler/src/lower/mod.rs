@@ -63,7 +63,7 @@ pub fn lower(fleet: &Fleet, sources: &SourceMap, base_catalog: &Catalog) -> Mani
         let tenants_here: Vec<&crate::model::Tenant> = fleet
             .tenants
             .iter()
-            .filter(|t| t.quotas.iter().any(|q| q.cell.value == cell.name.value))
+            .filter(|t| t.quota_in(&cell.name.value).is_some())
             .collect();
         let mut report_sources = BTreeSet::from([cell_source.clone()]);
         report_sources.extend(
@@ -92,11 +92,7 @@ pub fn lower(fleet: &Fleet, sources: &SourceMap, base_catalog: &Catalog) -> Mani
             .into_bytes(),
         });
         for tenant in &fleet.tenants {
-            let Some(quota) = tenant
-                .quotas
-                .iter()
-                .find(|q| q.cell.value == cell.name.value)
-            else {
+            let Some(quota) = tenant.quota_in(&cell.name.value) else {
                 continue;
             };
             let tenant_source = sources.path(tenant.file).to_string();
