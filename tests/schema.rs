@@ -1137,6 +1137,10 @@ fn invalid_cell_values_are_rejected_by_schema_and_compiler() {
         (Change::Remove("/cloud/region"), &["field-missing"]),
         (Change::Set("/pools/0/price", json!({})), &["field-missing"]),
         (
+            Change::Set("/pools/0/labels/nvidia.com~1mig.config", json!("mine")),
+            &["name-invalid"],
+        ),
+        (
             Change::Set("/priorities/0/description", json!("")),
             &["type-mismatch"],
         ),
