@@ -57,6 +57,16 @@ listed as changed, missing or extra. Run it in CI on the committed tree of every
         after_help = "Examples:\n  tenantc check\n  tenantc check --format json > report.json"
     )]
     Check(CommonArgs),
+    /// Explain a diagnostic code: what it finds, why it matters, an example and the fix.
+    #[command(
+        long_about = "Print the reference section of a diagnostic code (the same text as \
+docs/diagnostics.md), or the list of every code when no code is given.",
+        after_help = "Examples:\n  tenantc explain quota-over-capacity\n  tenantc explain"
+    )]
+    Explain {
+        /// The code, such as `mig-layout-unplaceable`.
+        code: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -118,7 +128,38 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Build(args) => run(&args, Mode::Build),
         Command::Check(args) => run(&args, Mode::Check),
+        Command::Explain { code } => explain(code.as_deref()),
     }
+}
+
+/// The diagnostics reference, compiled in so `explain` works offline and matches this build.
+const DIAGNOSTICS_DOC: &str = include_str!("../../docs/diagnostics.md");
+
+fn explain(code: Option<&str>) -> ExitCode {
+    use tenantc::diag::Code;
+    let Some(wanted) = code else {
+        for code in Code::ALL {
+            println!("{:<32} {}", code.as_str(), code.description());
+        }
+        return ExitCode::SUCCESS;
+    };
+    let heading = format!("## `{wanted}`\n");
+    let Some(start) = DIAGNOSTICS_DOC.find(&heading) else {
+        let names = Code::ALL.iter().map(|code| code.as_str());
+        let hint = tenantc::diag::did_you_mean(wanted, names)
+            .map(|close| format!("; did you mean `{close}`?"))
+            .unwrap_or_default();
+        eprintln!("error: `{wanted}` is not a diagnostic code{hint}");
+        eprintln!("  = help: `tenantc explain` lists every code");
+        return ExitCode::from(EXIT_FAILURE);
+    };
+    let section = DIAGNOSTICS_DOC.get(start..).unwrap_or_default();
+    let body = section.get(heading.len()..).unwrap_or_default();
+    let end = body
+        .find("\n## ")
+        .map_or(section.len(), |idx| idx + heading.len() + 1);
+    print!("{}", section.get(..end).unwrap_or(section));
+    ExitCode::SUCCESS
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -276,7 +317,10 @@ fn report(args: &CommonArgs, compilation: &Compilation, changes: &[Change]) {
             let text = render::human(&compilation.diagnostics, &compilation.sources, args.color());
             eprint!("{text}");
             if !compilation.diagnostics.is_empty() {
-                eprintln!("{}", render::summary(&compilation.diagnostics));
+                eprintln!(
+                    "{}; `tenantc explain <code>` tells more about a code",
+                    render::summary(&compilation.diagnostics)
+                );
             }
         }
         FormatArg::Json => {

@@ -429,7 +429,12 @@ fn check_reservation(
                         pool.name.value
                     ),
                 )
-                .with_label(format!("the pool offers `{}`", hardware::GPU_RESOURCE))
+                .with_label(format!(
+                    "the pool offers `{}`",
+                    offers
+                        .first()
+                        .map_or(hardware::GPU_RESOURCE, |offer| offer.resource.as_str())
+                ))
                 .with_help("remove `profile=`"),
             );
             None
