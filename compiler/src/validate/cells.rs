@@ -132,27 +132,22 @@ fn check_gpu_model(model: &GpuModelDecl, base: &Catalog, diagnostics: &mut Vec<D
     let names: Vec<Spanned<String>> = mig.profiles.iter().map(|p| p.name.clone()).collect();
     duplicates(&names, "MIG profile", diagnostics);
     for profile in &mig.profiles {
-        if profile.compute.value > mig.compute_slices.value {
-            diagnostics.push(invalid_model(
-                profile.compute.span,
-                format!(
-                    "profile `{}` has {} compute slices, the GPU has {}",
-                    profile.name.value, profile.compute.value, mig.compute_slices.value
-                ),
-                "more than the whole GPU",
-                "check the profile against `nvidia-smi mig -lgip`",
-            ));
-        }
-        if profile.memory.value > mig.memory_slices.value {
-            diagnostics.push(invalid_model(
-                profile.memory.span,
-                format!(
-                    "profile `{}` has {} memory slices, the GPU has {}",
-                    profile.name.value, profile.memory.value, mig.memory_slices.value
-                ),
-                "more than the whole GPU",
-                "check the profile against `nvidia-smi mig -lgip`",
-            ));
+        let budgets = [
+            (&profile.compute, &mig.compute_slices, "compute"),
+            (&profile.memory, &mig.memory_slices, "memory"),
+        ];
+        for (needed, total, unit) in budgets {
+            if needed.value > total.value {
+                diagnostics.push(invalid_model(
+                    needed.span,
+                    format!(
+                        "profile `{}` has {} {unit} slices, the GPU has {}",
+                        profile.name.value, needed.value, total.value
+                    ),
+                    "more than the whole GPU",
+                    "check the profile against `nvidia-smi mig -lgip`",
+                ));
+            }
         }
         let starts = i64::try_from(profile.starts.len()).unwrap_or(i64::MAX);
         if profile.max.value > starts {
