@@ -45,7 +45,9 @@ pub struct InputFile {
 pub struct Compilation {
     /// Every input file, for rendering diagnostics.
     pub sources: SourceMap,
-    /// Every finding, sorted by file, position and code.
+    /// Every finding, sorted by file, position and code, at most as many per file as
+    /// `limits.rs` allows; a `diagnostics-truncated` diagnostic after a file's last one counts
+    /// the rest (see [`diag::truncate`]).
     pub diagnostics: Vec<Diagnostic>,
     /// The output tree, present only when no diagnostic is an error.
     pub output: Option<OutputTree>,
@@ -144,6 +146,8 @@ pub fn compile(inputs: &[InputFile]) -> Compilation {
     let (fleet, validate_diagnostics) = validate::validate(declarations, &unreadable, catalog);
     diagnostics.extend(validate_diagnostics);
     diag::sort(&mut diagnostics, &sources);
+    // Cap what each file shows; the hidden findings are counted, and still fail the run.
+    let diagnostics = diag::truncate(diagnostics);
 
     let mut output = None;
     let mut internal_error = None;

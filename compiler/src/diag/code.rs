@@ -88,6 +88,7 @@ codes! {
     SharedPoolCrossesOrgs => ("shared-pool-crosses-orgs", "validate", "tenants of different orgs reserve in the same time-sliced or MPS pool"),
     TrustSharingMismatch => ("trust-sharing-mismatch", "validate", "a tenant's trust class forbids the sharing mode of a pool it has quota in"),
     TenantWithoutQuota => ("tenant-without-quota", "validate", "a tenant has no quota in any cell, so nothing is generated for it"),
+    DiagnosticsTruncated => ("diagnostics-truncated", "report", "a file has more diagnostics than are shown; the rest are counted"),
 }
 
 #[cfg(test)]

@@ -5,13 +5,18 @@
 //!
 //! Invariant: every diagnostic carries a [`Code`], a lowercase message without a final period,
 //! and a help line; every diagnostic about a file carries a primary label in that file.
+//! [`truncate`] caps what is shown per file (`limits.rs`) without changing whether a run has
+//! errors: the hidden findings are counted in one `diagnostics-truncated` diagnostic per file.
 
 pub mod code;
 pub mod render;
 
 pub use code::Code;
 
-use crate::source::{SourceMap, Span};
+use std::collections::BTreeMap;
+
+use crate::limits::{MAX_DIAGNOSTICS_PER_CODE_PER_FILE, MAX_DIAGNOSTICS_PER_FILE};
+use crate::source::{FileId, SourceMap, Span};
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -58,6 +63,20 @@ pub struct Diagnostic {
     pub notes: Vec<String>,
     /// A concrete next step.
     pub help: String,
+    /// Findings not shown because of the caps of [`truncate`], per code; empty except on the
+    /// `diagnostics-truncated` diagnostic that stands for them.
+    pub hidden: Vec<Hidden>,
+}
+
+/// How many findings of one code a `diagnostics-truncated` diagnostic stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hidden {
+    /// The code of the findings not shown.
+    pub code: Code,
+    /// How many of them are errors.
+    pub errors: usize,
+    /// How many of them are warnings.
+    pub warnings: usize,
 }
 
 impl Diagnostic {
@@ -83,6 +102,7 @@ impl Diagnostic {
             }],
             notes: Vec::new(),
             help: String::new(),
+            hidden: Vec::new(),
         }
     }
 
@@ -129,6 +149,148 @@ impl Diagnostic {
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
+
+    /// How many findings this diagnostic stands for, as `(errors, warnings)`: itself, or, for a
+    /// `diagnostics-truncated` diagnostic, the findings it hides.
+    pub fn finding_counts(&self) -> (usize, usize) {
+        if self.hidden.is_empty() {
+            return match self.severity {
+                Severity::Error => (1, 0),
+                Severity::Warning => (0, 1),
+            };
+        }
+        self.hidden
+            .iter()
+            .fold((0, 0), |(errors, warnings), hidden| {
+                (errors + hidden.errors, warnings + hidden.warnings)
+            })
+    }
+}
+
+/// Counts the findings of a list of diagnostics as `(errors, warnings)`, including those that
+/// [`truncate`] hid.
+pub fn count_findings(diagnostics: &[Diagnostic]) -> (usize, usize) {
+    diagnostics.iter().map(Diagnostic::finding_counts).fold(
+        (0, 0),
+        |(errors, warnings), (more_errors, more_warnings)| {
+            (errors + more_errors, warnings + more_warnings)
+        },
+    )
+}
+
+/// Caps the diagnostics shown per file with the limits of `limits.rs`.
+///
+/// `diagnostics` must be sorted by [`sort`], so each file's findings are contiguous and the
+/// first ones in source order are kept. Of each file, at most [`MAX_DIAGNOSTICS_PER_CODE_PER_FILE`]
+/// of one code and [`MAX_DIAGNOSTICS_PER_FILE`] in all are kept; the rest are replaced by one
+/// `diagnostics-truncated` diagnostic after the file's last shown one, which counts them per code
+/// and is an error when any of them is, so [`count_findings`] and whether the run has errors do
+/// not change.
+pub fn truncate(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut kept = Vec::with_capacity(diagnostics.len().min(MAX_DIAGNOSTICS_PER_FILE + 1));
+    let mut group: Option<Option<FileId>> = None;
+    let mut state = FileCap::default();
+    for diagnostic in diagnostics {
+        let file = diagnostic.primary_span().map(|span| span.file);
+        if group != Some(file) {
+            kept.extend(std::mem::take(&mut state).finish());
+            group = Some(file);
+        }
+        if let Some(shown) = state.admit(diagnostic) {
+            kept.push(shown);
+        }
+    }
+    kept.extend(state.finish());
+    kept
+}
+
+/// What [`truncate`] knows about the file it is in.
+#[derive(Default)]
+struct FileCap {
+    shown: usize,
+    shown_per_code: BTreeMap<Code, usize>,
+    hidden: BTreeMap<Code, Hidden>,
+    first_hidden: Option<Span>,
+    any_hidden_error: bool,
+}
+
+impl FileCap {
+    /// Returns the diagnostic if it is to be shown, or counts it as hidden.
+    fn admit(&mut self, diagnostic: Diagnostic) -> Option<Diagnostic> {
+        let of_code = self.shown_per_code.entry(diagnostic.code).or_insert(0);
+        if self.shown < MAX_DIAGNOSTICS_PER_FILE && *of_code < MAX_DIAGNOSTICS_PER_CODE_PER_FILE {
+            *of_code += 1;
+            self.shown += 1;
+            return Some(diagnostic);
+        }
+        let hidden = self.hidden.entry(diagnostic.code).or_insert(Hidden {
+            code: diagnostic.code,
+            errors: 0,
+            warnings: 0,
+        });
+        let (errors, warnings) = diagnostic.finding_counts();
+        hidden.errors += errors;
+        hidden.warnings += warnings;
+        self.any_hidden_error |= errors > 0;
+        if self.first_hidden.is_none() {
+            self.first_hidden = diagnostic.primary_span();
+        }
+        None
+    }
+
+    /// The `diagnostics-truncated` diagnostic of the file, if anything was hidden.
+    fn finish(self) -> Option<Diagnostic> {
+        if self.hidden.is_empty() {
+            return None;
+        }
+        let hidden: Vec<Hidden> = self.hidden.into_values().collect();
+        let total: usize = hidden.iter().map(|h| h.errors + h.warnings).sum();
+        let severity = if self.any_hidden_error {
+            Severity::Error
+        } else {
+            Severity::Warning
+        };
+        let notes = hidden
+            .iter()
+            .map(|h| {
+                let count = |number: usize, word: &str| {
+                    format!("{number} {word}{}", if number == 1 { "" } else { "s" })
+                };
+                let parts: Vec<String> = [(h.errors, "error"), (h.warnings, "warning")]
+                    .into_iter()
+                    .filter(|(number, _)| *number > 0)
+                    .map(|(number, word)| count(number, word))
+                    .collect();
+                format!("`{}` not shown: {}", h.code.as_str(), parts.join(" and "))
+            })
+            .collect();
+        let message = format!(
+            "{total} more diagnostic{} in this file {} not shown",
+            if total == 1 { "" } else { "s" },
+            if total == 1 { "is" } else { "are" }
+        );
+        let help = format!(
+            "fix the diagnostics shown and run again; at most {MAX_DIAGNOSTICS_PER_FILE} are shown \
+             per file, and {MAX_DIAGNOSTICS_PER_CODE_PER_FILE} of one code"
+        );
+        let mut diagnostic = Diagnostic {
+            code: Code::DiagnosticsTruncated,
+            severity,
+            message,
+            labels: Vec::new(),
+            notes,
+            help,
+            hidden,
+        };
+        if let Some(span) = self.first_hidden {
+            diagnostic.labels.push(Label {
+                span,
+                message: "the first diagnostic not shown is here".to_string(),
+                primary: true,
+            });
+        }
+        Some(diagnostic)
+    }
 }
 
 /// Sorts diagnostics by file path, position and code, and drops exact duplicates.
@@ -157,8 +319,9 @@ pub fn did_you_mean<'a>(
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
     let mut best: Option<(f64, &'a str)> = None;
+    let wanted = wanted.to_lowercase();
     for candidate in candidates {
-        let score = strsim::jaro_winkler(&wanted.to_lowercase(), &candidate.to_lowercase());
+        let score = strsim::jaro_winkler(&wanted, &candidate.to_lowercase());
         if score >= 0.8 && best.is_none_or(|(best_score, _)| score > best_score) {
             best = Some((score, candidate));
         }
@@ -186,6 +349,124 @@ mod tests {
         assert_eq!(did_you_mean("trsut", fields), Some("trust"));
         assert_eq!(did_you_mean("gruops", fields), Some("groups"));
         assert_eq!(did_you_mean("chargeback", fields), None);
+    }
+
+    /// `count` errors of `code` in one file, one per byte, after `offset`.
+    fn errors_at(file: FileId, code: Code, offset: usize, count: usize) -> Vec<Diagnostic> {
+        (offset..offset + count)
+            .map(|at| {
+                Diagnostic::error(code, Span::new(file, at..at + 1), format!("finding {at}"))
+                    .with_help("fix it")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn truncation_caps_each_code_and_each_file_and_counts_the_rest() {
+        let mut sources = SourceMap::new();
+        let first = sources.add("tenants/a.kdl", "x".repeat(10_000));
+        let second = sources.add("tenants/b.kdl", "x".repeat(10_000));
+        let mut diagnostics = errors_at(first, Code::FieldUnknown, 0, 6_000);
+        diagnostics.extend(errors_at(first, Code::TypeMismatch, 6_000, 10));
+        diagnostics.extend(errors_at(second, Code::FieldUnknown, 0, 3));
+        sort(&mut diagnostics, &sources);
+        let before = count_findings(&diagnostics);
+        let kept = truncate(diagnostics);
+        // One code is capped per file, the other code of the file is still shown in full.
+        let of = |file: FileId, code: Code| {
+            kept.iter()
+                .filter(|d| d.code == code && d.primary_span().is_some_and(|s| s.file == file))
+                .count()
+        };
+        assert_eq!(
+            of(first, Code::FieldUnknown),
+            MAX_DIAGNOSTICS_PER_CODE_PER_FILE
+        );
+        assert_eq!(of(first, Code::TypeMismatch), 10);
+        assert_eq!(of(second, Code::FieldUnknown), 3);
+        assert_eq!(of(first, Code::DiagnosticsTruncated), 1);
+        assert_eq!(of(second, Code::DiagnosticsTruncated), 0);
+        // The note closes its file's findings and counts exactly what is missing.
+        let note_at = kept
+            .iter()
+            .position(|d| d.code == Code::DiagnosticsTruncated)
+            .unwrap();
+        assert_eq!(kept[note_at + 1].primary_span().unwrap().file, second);
+        let note = &kept[note_at];
+        assert_eq!(
+            note.hidden,
+            vec![Hidden {
+                code: Code::FieldUnknown,
+                errors: 6_000 - MAX_DIAGNOSTICS_PER_CODE_PER_FILE,
+                warnings: 0,
+            }]
+        );
+        assert!(note.is_error());
+        assert_eq!(
+            note.message,
+            "5950 more diagnostics in this file are not shown"
+        );
+        assert_eq!(
+            note.primary_span(),
+            Some(Span::new(first, 50..51)),
+            "the label points at the first finding not shown"
+        );
+        assert!(!note.help.is_empty());
+        assert_eq!(count_findings(&kept), before);
+    }
+
+    #[test]
+    fn truncation_caps_a_file_with_many_codes() {
+        let mut sources = SourceMap::new();
+        let file = sources.add("cells/c.kdl", "x".repeat(10_000));
+        let mut diagnostics = Vec::new();
+        for (idx, code) in Code::ALL.iter().take(6).enumerate() {
+            diagnostics.extend(errors_at(file, *code, idx * 1_000, 45));
+        }
+        sort(&mut diagnostics, &sources);
+        let kept = truncate(diagnostics);
+        assert_eq!(kept.len(), MAX_DIAGNOSTICS_PER_FILE + 1);
+        let note = kept.last().unwrap();
+        assert_eq!(note.code, Code::DiagnosticsTruncated);
+        assert_eq!(
+            note.finding_counts(),
+            (6 * 45 - MAX_DIAGNOSTICS_PER_FILE, 0)
+        );
+    }
+
+    #[test]
+    fn truncation_keeps_hidden_errors_errors() {
+        // The shown findings are warnings and the hidden ones errors: the run still has errors.
+        let mut sources = SourceMap::new();
+        let file = sources.add("tenants/a.kdl", "x".repeat(1_000));
+        let mut diagnostics: Vec<Diagnostic> = (0..MAX_DIAGNOSTICS_PER_CODE_PER_FILE)
+            .map(|at| {
+                Diagnostic::warning(Code::FileIgnored, Span::new(file, at..at), "w").with_help("h")
+            })
+            .collect();
+        diagnostics.extend(errors_at(file, Code::FileIgnored, 500, 1));
+        diagnostics.push(
+            Diagnostic::warning(Code::FileIgnored, Span::new(file, 600..600), "w").with_help("h"),
+        );
+        sort(&mut diagnostics, &sources);
+        let kept = truncate(diagnostics);
+        let note = kept.last().unwrap();
+        assert!(kept.iter().any(Diagnostic::is_error));
+        assert!(note.is_error());
+        assert_eq!(note.finding_counts(), (1, 1));
+        assert_eq!(
+            note.notes,
+            ["`file-ignored` not shown: 1 error and 1 warning"]
+        );
+    }
+
+    #[test]
+    fn truncation_leaves_small_runs_alone() {
+        let mut sources = SourceMap::new();
+        let file = sources.add("tenants/a.kdl", "x".repeat(1_000));
+        let mut diagnostics = errors_at(file, Code::FieldUnknown, 0, 50);
+        sort(&mut diagnostics, &sources);
+        assert_eq!(truncate(diagnostics.clone()), diagnostics);
     }
 
     #[test]

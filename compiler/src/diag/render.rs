@@ -12,50 +12,282 @@ use codespan_reporting::files::{Error as FilesError, Files};
 use codespan_reporting::term::{self, termcolor};
 use serde::Serialize;
 
+use std::collections::BTreeMap;
+
 use super::{Diagnostic, Severity};
-use crate::source::{FileId, SourceMap};
+use crate::source::{FileId, SourceFile, SourceMap};
 
-struct Sources<'a>(&'a SourceMap);
+/// Lines longer than this many bytes are shown as a window around their labels.
+const LONG_LINE_BYTES: usize = 240;
 
-impl<'a> Files<'a> for Sources<'a> {
+/// How many characters of a long line are shown before its first labelled position.
+const WINDOW_BEFORE: usize = 40;
+
+/// How many characters of a long line are shown in all.
+const WINDOW_CHARS: usize = 160;
+
+/// Marks the side of a window where a long line was cut.
+const ELLIPSIS: &str = "…";
+
+/// One source line as one diagnostic's snippet shows it.
+struct SnippetLine {
+    /// The 0-based line index in the original file.
+    index: usize,
+    /// Where the line starts in the snippet text.
+    text_start: usize,
+    /// Where the line ends in the snippet text, after its line break.
+    text_end: usize,
+    /// The original byte offset of the first byte shown.
+    window_start: usize,
+    /// The original byte offset one past the last byte shown.
+    window_end: usize,
+    /// The length of the ellipsis before the window (zero when the line is shown from its start).
+    prefix: usize,
+}
+
+impl SnippetLine {
+    /// Where an original byte offset of this line is in the snippet text; offsets outside the
+    /// window are moved to its nearest edge.
+    fn to_snippet(&self, offset: usize) -> usize {
+        let clamped = offset.clamp(self.window_start, self.window_end);
+        (self.text_start + self.prefix + (clamped - self.window_start)).min(self.text_end)
+    }
+
+    /// The original byte offset of a snippet text offset on this line.
+    fn to_original(&self, offset: usize) -> usize {
+        let within = offset.saturating_sub(self.text_start + self.prefix);
+        (self.window_start + within).min(self.window_end)
+    }
+}
+
+/// The lines of one file that one diagnostic's labels touch, with long lines cut to a window,
+/// so rendering costs the size of the snippet, not the size of the lines it points into.
+struct SnippetFile<'a> {
+    id: FileId,
+    file: &'a SourceFile,
+    text: String,
+    /// Sorted by `index` and by `text_start`.
+    lines: Vec<SnippetLine>,
+}
+
+impl SnippetFile<'_> {
+    fn line(&self, index: usize) -> Option<&SnippetLine> {
+        self.lines
+            .binary_search_by_key(&index, |line| line.index)
+            .ok()
+            .and_then(|idx| self.lines.get(idx))
+    }
+
+    fn to_snippet(&self, offset: usize) -> usize {
+        self.line(original_line(self.file, offset))
+            .map_or(self.text.len(), |line| line.to_snippet(offset))
+    }
+}
+
+/// The 0-based index of the line of the original file holding a byte offset.
+fn original_line(file: &SourceFile, offset: usize) -> usize {
+    match file.line_starts().binary_search(&offset) {
+        Ok(idx) => idx,
+        Err(idx) => idx.saturating_sub(1),
+    }
+}
+
+/// The original byte range of a line: from its start to its line break, and to the next line.
+fn line_bounds(file: &SourceFile, index: usize) -> (usize, usize, usize) {
+    let starts = file.line_starts();
+    let start = starts.get(index).copied().unwrap_or(file.text.len());
+    let next = starts
+        .get(index + 1)
+        .copied()
+        .unwrap_or(file.text.len())
+        .max(start);
+    let content = file.text.get(start..next).unwrap_or("");
+    let trimmed = content.trim_end_matches(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}']);
+    (start, start + trimmed.len(), next)
+}
+
+/// The byte offset `count` characters before `offset` in `text`, or 0.
+fn chars_before(text: &str, offset: usize, count: usize) -> usize {
+    let offset = text.floor_char_boundary(offset);
+    text.get(..offset).map_or(0, |head| {
+        head.char_indices()
+            .rev()
+            .take(count)
+            .last()
+            .map_or(offset, |(idx, _)| idx)
+    })
+}
+
+/// The byte offset `count` characters after `offset` in `text`, or its end.
+fn chars_after(text: &str, offset: usize, count: usize) -> usize {
+    let offset = text.floor_char_boundary(offset);
+    text.get(offset..).map_or(text.len(), |tail| {
+        tail.char_indices()
+            .nth(count)
+            .map_or(text.len(), |(idx, _)| offset + idx)
+    })
+}
+
+impl<'a> SnippetFile<'a> {
+    /// The snippet of `file` for labels at the given original byte ranges (with whether each
+    /// is primary).
+    fn new(id: FileId, file: &'a SourceFile, ranges: &[(Range<usize>, bool)]) -> Self {
+        // The positions codespan-reporting shows on each line: a label's start on its first line
+        // and its end on its last, ranked so that a window starts at the position the
+        // `file:line:column` header names: a primary start, then any start, then any end.
+        let mut anchors: BTreeMap<usize, Vec<(u8, usize)>> = BTreeMap::new();
+        for (range, primary) in ranges {
+            let first = original_line(file, range.start);
+            let last = original_line(file, range.end);
+            let rank = if *primary { 0 } else { 1 };
+            anchors.entry(first).or_default().push((rank, range.start));
+            anchors.entry(last).or_default().push((2, range.end));
+            // A label over several lines shows a few lines after its start and one before its end
+            // (the defaults of `term::Config`).
+            for index in (first + 1..last).take(3) {
+                anchors.entry(index).or_default();
+            }
+            if last > first + 1 {
+                anchors.entry(last - 1).or_default();
+            }
+        }
+        // A line between two shown lines is shown too, instead of a `·` break.
+        let indices: Vec<usize> = anchors.keys().copied().collect();
+        for pair in indices.windows(2) {
+            if let [before, after] = pair
+                && after - before == 2
+            {
+                anchors.entry(before + 1).or_default();
+            }
+        }
+        let mut text = String::new();
+        let mut lines = Vec::with_capacity(anchors.len());
+        for (index, positions) in anchors {
+            let (start, content_end, next) = line_bounds(file, index);
+            let text_start = text.len();
+            let line = file.text.get(start..content_end).unwrap_or("");
+            let (window_start, window_end, prefix) = if line.len() <= LONG_LINE_BYTES {
+                text.push_str(file.text.get(start..next).unwrap_or(""));
+                (start, next, 0)
+            } else {
+                let anchor = positions.iter().min().map_or(0, |&(_, position)| {
+                    position.clamp(start, content_end) - start
+                });
+                let from = chars_before(line, anchor, WINDOW_BEFORE);
+                let to = chars_after(line, from, WINDOW_CHARS);
+                let prefix = if from > 0 { ELLIPSIS.len() } else { 0 };
+                if from > 0 {
+                    text.push_str(ELLIPSIS);
+                }
+                text.push_str(line.get(from..to).unwrap_or(""));
+                if to < line.len() {
+                    text.push_str(ELLIPSIS);
+                }
+                text.push('\n');
+                (start + from, start + to, prefix)
+            };
+            lines.push(SnippetLine {
+                index,
+                text_start,
+                text_end: text.len(),
+                window_start,
+                window_end,
+                prefix,
+            });
+        }
+        Self {
+            id,
+            file,
+            text,
+            lines,
+        }
+    }
+}
+
+/// The files of one diagnostic, as codespan-reporting reads them.
+struct Snippets<'a> {
+    files: Vec<SnippetFile<'a>>,
+}
+
+impl<'a> Snippets<'a> {
+    fn new(diagnostic: &Diagnostic, sources: &'a SourceMap) -> Self {
+        let mut by_file: BTreeMap<FileId, Vec<(Range<usize>, bool)>> = BTreeMap::new();
+        for label in &diagnostic.labels {
+            by_file
+                .entry(label.span.file)
+                .or_default()
+                .push((label.span.range(), label.primary));
+        }
+        let files = by_file
+            .into_iter()
+            .filter_map(|(id, ranges)| {
+                let file = sources.get(id)?;
+                Some(SnippetFile::new(id, file, &ranges))
+            })
+            .collect();
+        Self { files }
+    }
+
+    fn get(&self, id: FileId) -> Result<&SnippetFile<'a>, FilesError> {
+        self.files
+            .iter()
+            .find(|file| file.id == id)
+            .ok_or(FilesError::FileMissing)
+    }
+}
+
+impl<'a> Files<'a> for Snippets<'a> {
     type FileId = FileId;
     type Name = &'a str;
     type Source = &'a str;
 
     fn name(&'a self, id: FileId) -> Result<&'a str, FilesError> {
-        self.0
-            .get(id)
-            .map(|file| file.path.as_str())
-            .ok_or(FilesError::FileMissing)
+        self.get(id).map(|file| file.file.path.as_str())
     }
 
     fn source(&'a self, id: FileId) -> Result<&'a str, FilesError> {
-        self.0
-            .get(id)
-            .map(|file| file.text.as_str())
-            .ok_or(FilesError::FileMissing)
+        self.get(id).map(|file| file.text.as_str())
     }
 
     fn line_index(&'a self, id: FileId, byte_index: usize) -> Result<usize, FilesError> {
-        let file = self.0.get(id).ok_or(FilesError::FileMissing)?;
-        Ok(match file.line_starts().binary_search(&byte_index) {
-            Ok(idx) => idx,
-            Err(idx) => idx.saturating_sub(1),
-        })
+        let file = self.get(id)?;
+        let after = file
+            .lines
+            .partition_point(|line| line.text_start <= byte_index);
+        Ok(file
+            .lines
+            .get(after.saturating_sub(1))
+            .map_or(0, |line| line.index))
     }
 
     fn line_range(&'a self, id: FileId, line_index: usize) -> Result<Range<usize>, FilesError> {
-        let file = self.0.get(id).ok_or(FilesError::FileMissing)?;
-        let starts = file.line_starts();
-        let start = *starts.get(line_index).ok_or(FilesError::LineTooLarge {
-            given: line_index,
-            max: starts.len().saturating_sub(1),
-        })?;
-        let end = starts
-            .get(line_index + 1)
-            .copied()
-            .unwrap_or(file.text.len());
-        Ok(start..end)
+        let file = self.get(id)?;
+        if let Some(line) = file.line(line_index) {
+            return Ok(line.text_start..line.text_end);
+        }
+        let count = file.file.line_starts().len();
+        if line_index < count {
+            // A line inside a long label that is not shown; codespan-reporting only asks.
+            Ok(file.text.len()..file.text.len())
+        } else {
+            Err(FilesError::LineTooLarge {
+                given: line_index,
+                max: count.saturating_sub(1),
+            })
+        }
+    }
+
+    fn column_number(
+        &'a self,
+        id: FileId,
+        line_index: usize,
+        byte_index: usize,
+    ) -> Result<usize, FilesError> {
+        let file = self.get(id)?;
+        let offset = file
+            .line(line_index)
+            .map_or(0, |line| line.to_original(byte_index));
+        Ok(file.file.line_col(offset).1)
     }
 }
 
@@ -75,9 +307,9 @@ pub fn human(diagnostics: &[Diagnostic], sources: &SourceMap, color: Color) -> S
         Color::Always => termcolor::Buffer::ansi(),
     };
     let config = term::Config::default();
-    let files = Sources(sources);
     for diagnostic in diagnostics {
-        let rendered = to_codespan(diagnostic);
+        let files = Snippets::new(diagnostic, sources);
+        let rendered = to_codespan(diagnostic, &files);
         if term::emit_to_write_style(&mut buffer, &config, &files, &rendered).is_err() {
             // A label outside its file is a compiler bug; fall back to the one-line form so the
             // finding is never lost.
@@ -93,7 +325,7 @@ pub fn human(diagnostics: &[Diagnostic], sources: &SourceMap, color: Color) -> S
     String::from_utf8_lossy(buffer.as_slice()).into_owned()
 }
 
-fn to_codespan(diagnostic: &Diagnostic) -> cs::Diagnostic<FileId> {
+fn to_codespan(diagnostic: &Diagnostic, files: &Snippets<'_>) -> cs::Diagnostic<FileId> {
     let base = match diagnostic.severity {
         Severity::Error => cs::Diagnostic::error(),
         Severity::Warning => cs::Diagnostic::warning(),
@@ -107,8 +339,10 @@ fn to_codespan(diagnostic: &Diagnostic) -> cs::Diagnostic<FileId> {
             } else {
                 cs::LabelStyle::Secondary
             };
-            cs::Label::new(style, label.span.file, label.span.range())
-                .with_message(label.message.clone())
+            let range = files.get(label.span.file).map_or(0..0, |file| {
+                file.to_snippet(label.span.start as usize)..file.to_snippet(label.span.end as usize)
+            });
+            cs::Label::new(style, label.span.file, range).with_message(label.message.clone())
         })
         .collect();
     let mut notes = diagnostic.notes.clone();
@@ -121,17 +355,32 @@ fn to_codespan(diagnostic: &Diagnostic) -> cs::Diagnostic<FileId> {
         .with_notes(notes)
 }
 
-/// A one-line summary such as `error: 3 errors, 1 warning`.
+/// A one-line summary such as `3 errors, 1 warning`; findings hidden by [`super::truncate`]
+/// are counted, and said to be not shown.
 pub fn summary(diagnostics: &[Diagnostic]) -> String {
-    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
-    let warnings = diagnostics.len() - errors;
+    let (errors, warnings) = super::count_findings(diagnostics);
     let plural =
         |count: usize, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
+    let hidden = hidden_count(diagnostics);
+    let hidden = if hidden > 0 {
+        format!(" ({hidden} not shown)")
+    } else {
+        String::new()
+    };
     format!(
-        "{}, {}",
+        "{}, {}{hidden}",
         plural(errors, "error"),
         plural(warnings, "warning")
     )
+}
+
+/// How many findings [`super::truncate`] hid.
+fn hidden_count(diagnostics: &[Diagnostic]) -> usize {
+    diagnostics
+        .iter()
+        .flat_map(|diagnostic| &diagnostic.hidden)
+        .map(|hidden| hidden.errors + hidden.warnings)
+        .sum()
 }
 
 #[derive(Serialize)]
@@ -163,6 +412,15 @@ struct JsonDiagnostic<'a> {
     labels: Vec<JsonLabel<'a>>,
     notes: &'a [String],
     help: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    hidden: Vec<JsonHidden>,
+}
+
+#[derive(Serialize)]
+struct JsonHidden {
+    code: &'static str,
+    errors: usize,
+    warnings: usize,
 }
 
 #[derive(Serialize)]
@@ -176,6 +434,8 @@ struct JsonReport<'a> {
     diagnostics: Vec<JsonDiagnostic<'a>>,
     errors: usize,
     warnings: usize,
+    #[serde(skip_serializing_if = "is_zero")]
+    hidden: usize,
     stale: Vec<JsonStale<'a>>,
 }
 
@@ -197,7 +457,15 @@ fn position<'a>(sources: &'a SourceMap, span: crate::source::Span) -> JsonPositi
     }
 }
 
+fn is_zero(count: &usize) -> bool {
+    *count == 0
+}
+
 /// Renders diagnostics as one pretty-printed JSON document with a trailing newline.
+///
+/// `errors` and `warnings` count every finding, including those [`super::truncate`] hid; `hidden`
+/// (present only when not zero) counts the hidden ones, and each `diagnostics-truncated`
+/// diagnostic lists them per code under `hidden`.
 pub fn json(diagnostics: &[Diagnostic], sources: &SourceMap) -> String {
     json_with_stale(diagnostics, sources, &[])
 }
@@ -228,13 +496,23 @@ pub fn json_with_stale(
                 .collect(),
             notes: &diagnostic.notes,
             help: &diagnostic.help,
+            hidden: diagnostic
+                .hidden
+                .iter()
+                .map(|hidden| JsonHidden {
+                    code: hidden.code.as_str(),
+                    errors: hidden.errors,
+                    warnings: hidden.warnings,
+                })
+                .collect(),
         })
         .collect();
-    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    let (errors, warnings) = super::count_findings(diagnostics);
     let report = JsonReport {
         diagnostics: items,
         errors,
-        warnings: diagnostics.len() - errors,
+        warnings,
+        hidden: hidden_count(diagnostics),
         stale: stale
             .iter()
             .map(|(path, change)| JsonStale { path, change })
@@ -243,4 +521,160 @@ pub fn json_with_stale(
     let mut text = serde_json::to_string_pretty(&report).unwrap_or_else(|_| "{}".to_string());
     text.push('\n');
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::Code;
+    use crate::source::Span;
+
+    fn render_one(sources: &SourceMap, diagnostic: Diagnostic) -> String {
+        human(&[diagnostic], sources, Color::Never)
+    }
+
+    #[test]
+    fn a_label_on_a_very_long_line_shows_a_window_of_it() {
+        let fields: String = (0..6_000).map(|idx| format!(" f{idx} 1;")).collect();
+        let text = format!("tenant \"a\" {{{fields} }}\n");
+        let at = text.find(" f3000 ").unwrap() + 1;
+        let mut sources = SourceMap::new();
+        let file = sources.add("tenants/a.kdl", text.clone());
+        let rendered = render_one(
+            &sources,
+            Diagnostic::error(
+                Code::FieldUnknown,
+                Span::new(file, at..at + 5),
+                "no `f3000`",
+            )
+            .with_label("unknown field")
+            .with_help("remove it"),
+        );
+        assert!(
+            rendered.len() < 1_000,
+            "{} bytes:\n{rendered}",
+            rendered.len()
+        );
+        let column = at + 1;
+        assert!(
+            rendered.contains(&format!("tenants/a.kdl:1:{column}\n")),
+            "{rendered}"
+        );
+        // The window is cut on both sides, and the caret sits under the field it names.
+        let source_line = rendered
+            .lines()
+            .find(|line| line.starts_with("1 │ "))
+            .unwrap();
+        assert!(source_line.starts_with("1 │ …") && source_line.ends_with('…'));
+        let caret_line = rendered.lines().find(|line| line.contains('^')).unwrap();
+        let caret = caret_line.chars().position(|ch| ch == '^').unwrap();
+        let under: String = source_line.chars().skip(caret).take(5).collect();
+        assert_eq!(under, "f3000");
+        assert!(caret_line.ends_with("^^^^^ unknown field"));
+    }
+
+    #[test]
+    fn short_lines_are_shown_whole() {
+        let mut sources = SourceMap::new();
+        let file = sources.add("tenants/a.kdl", "a\ntenant \"x\" {\n  bad 1\n}\n");
+        let rendered = render_one(
+            &sources,
+            Diagnostic::error(Code::FieldUnknown, Span::new(file, 17..20), "no `bad`")
+                .with_label("unknown field")
+                .with_help("remove it"),
+        );
+        let expected = "error[field-unknown]: no `bad`\n  ┌─ tenants/a.kdl:3:3\n  │\n3 │   bad 1\n  │   ^^^ unknown field\n  │\n  = help: remove it\n\n";
+        assert_eq!(rendered, expected);
+    }
+
+    /// A small deterministic generator (xorshift), so failures reproduce.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, bound: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % bound.max(1) as u64) as usize
+        }
+    }
+
+    #[test]
+    fn labels_anywhere_render_with_the_position_of_the_source_and_bounded_size() {
+        let mut rng = Rng(0x5eed_d1a6);
+        let pieces = ["a", "é", "字", "😀", " ", "\t", "\n", "\r\n", "x"];
+        for _ in 0..300 {
+            let mut text = String::new();
+            let long = rng.below(3) == 0;
+            for _ in 0..rng.below(if long { 4_000 } else { 60 }) {
+                let piece = pieces[rng.below(pieces.len())];
+                // Long texts get few line breaks, so some lines are long.
+                if long && piece.contains('\n') && rng.below(50) != 0 {
+                    continue;
+                }
+                text.push_str(piece);
+            }
+            let boundaries: Vec<usize> = (0..=text.len())
+                .filter(|&idx| text.is_char_boundary(idx))
+                .collect();
+            let mut sources = SourceMap::new();
+            let file = sources.add("t/x.kdl", text.clone());
+            let other = sources.add("t/y.kdl", text.clone());
+            let mut pick = || {
+                let mut ends = [
+                    boundaries[rng.below(boundaries.len())],
+                    boundaries[rng.below(boundaries.len())],
+                ];
+                ends.sort_unstable();
+                ends[0]..ends[1]
+            };
+            let primary = pick();
+            let diagnostic =
+                Diagnostic::error(Code::FieldUnknown, Span::new(file, primary.clone()), "m")
+                    .with_label("here")
+                    .with_secondary(Span::new(file, pick()), "there")
+                    .with_secondary(Span::new(other, pick()), "elsewhere")
+                    .with_help("h");
+            let rendered = render_one(&sources, diagnostic);
+            assert!(
+                rendered.starts_with("error[field-unknown]: m\n"),
+                "{rendered}"
+            );
+            let (line, column) = sources.get(file).unwrap().line_col(primary.start);
+            assert!(
+                rendered.contains(&format!("t/x.kdl:{line}:{column}\n")),
+                "{primary:?} {text:?}\n{rendered}"
+            );
+            // Every shown line is a window, never a whole long line (a tab is shown as four
+            // spaces).
+            for shown in rendered.lines() {
+                assert!(shown.chars().count() < 4 * WINDOW_CHARS + 40, "{shown}");
+            }
+        }
+    }
+
+    #[test]
+    fn summary_and_json_count_the_findings_that_are_not_shown() {
+        let mut sources = SourceMap::new();
+        let file = sources.add("tenants/a.kdl", "x".repeat(1_000));
+        let mut diagnostics: Vec<Diagnostic> = (0..60)
+            .map(|at| {
+                Diagnostic::error(Code::FieldUnknown, Span::new(file, at..at + 1), "e")
+                    .with_help("h")
+            })
+            .collect();
+        crate::diag::sort(&mut diagnostics, &sources);
+        let shown = crate::diag::truncate(diagnostics);
+        assert_eq!(summary(&shown), "60 errors, 0 warnings (10 not shown)");
+        let json: serde_json::Value = serde_json::from_str(&json(&shown, &sources)).unwrap();
+        assert_eq!(json["errors"], 60);
+        assert_eq!(json["warnings"], 0);
+        assert_eq!(json["hidden"], 10);
+        let items = json["diagnostics"].as_array().unwrap();
+        assert_eq!(items.len(), 51);
+        assert_eq!(items[50]["code"], "diagnostics-truncated");
+        assert_eq!(items[50]["hidden"][0]["code"], "field-unknown");
+        assert_eq!(items[50]["hidden"][0]["errors"], 10);
+        assert!(items[0].get("hidden").is_none());
+    }
 }

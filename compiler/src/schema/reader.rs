@@ -307,6 +307,11 @@ impl<'a, 'c> Obj<'a, 'c> {
     /// Reports every field and argument that no call read.
     pub fn finish(mut self) {
         let mut typo_of = Vec::new();
+        // Sorted once for every unknown key, so an object with thousands of them costs linear time.
+        let mut known = self.known.clone();
+        known.sort_unstable();
+        known.dedup();
+        let mut known_list: Option<String> = None;
         for (entry, used) in self.map.entries.iter().zip(&self.used) {
             if *used {
                 continue;
@@ -316,9 +321,6 @@ impl<'a, 'c> Obj<'a, 'c> {
                 entry.key_span,
                 format!("{} has no field `{}`", self.what, entry.key),
             );
-            let mut known = self.known.clone();
-            known.sort_unstable();
-            known.dedup();
             let close = did_you_mean(&entry.key, known.iter().copied());
             if let Some(close) = close {
                 typo_of.push(close);
@@ -327,11 +329,12 @@ impl<'a, 'c> Obj<'a, 'c> {
                 Some(close) => diagnostic
                     .with_label(format!("did you mean `{close}`?"))
                     .with_help(format!("rename it to `{close}`")),
-                None => diagnostic.with_label("unknown field").with_help(format!(
-                    "{} fields are {}",
-                    self.what,
-                    list_names(known.iter().copied())
-                )),
+                None => {
+                    let names = known_list.get_or_insert_with(|| list_names(known.iter().copied()));
+                    diagnostic
+                        .with_label("unknown field")
+                        .with_help(format!("{} fields are {names}", self.what))
+                }
             };
             self.ctx.push(diagnostic);
         }
