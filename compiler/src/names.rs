@@ -5,7 +5,9 @@
 //!
 //! Invariant: the rules are those of the API server's validation (`IsDNS1123Label`,
 //! `IsDNS1123Subdomain`, `IsQualifiedName`, `IsValidLabelValue`), so a name accepted here is
-//! accepted by the cluster.
+//! accepted by the cluster. [`forbidden_char`] is the one rule for every string of a
+//! declaration: no string the model accepts holds a control, bidirectional-formatting,
+//! separator or noncharacter code point.
 
 /// A DNS-1123 label: lowercase alphanumerics and `-`, starting and ending alphanumeric, at most
 /// 63 characters. Namespace, tenant, cell and pool names.
@@ -94,6 +96,37 @@ pub fn qualified_name(key: &str) -> Result<(), String> {
     label_value(name)
 }
 
+/// The first character of `text` that no declaration string may hold, with what kind it is.
+///
+/// Refused: C0 controls except tab, line feed and a carriage return before a line feed (text
+/// may span lines), DEL and the C1 controls (U+0080 to U+009F, among them U+0085, which YAML 1.1
+/// reads as a line break); the bidirectional embeddings, overrides and isolates U+202A to U+202E
+/// and U+2066 to U+2069, which reorder text so that a reviewer sees something else than the
+/// compiler reads; the line and paragraph separators U+2028 and U+2029, which some editors and
+/// YAML 1.1 break lines at; the zero-width no-break space U+FEFF (a byte order mark); and the
+/// noncharacters U+FDD0 to U+FDEF and U+xFFFE, U+xFFFF of every plane, which YAML does not print.
+pub fn forbidden_char(text: &str) -> Option<(char, &'static str)> {
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        let kind = match ch {
+            '\t' | '\n' => continue,
+            '\r' if chars.peek() == Some(&'\n') => continue,
+            '\u{0}'..='\u{1f}' | '\u{7f}' => "a control character",
+            '\u{80}'..='\u{9f}' => "a C1 control character",
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
+                "a bidirectional formatting character"
+            }
+            '\u{2028}' | '\u{2029}' => "a line or paragraph separator",
+            '\u{feff}' => "a zero-width no-break space (byte order mark)",
+            '\u{fdd0}'..='\u{fdef}' => "a noncharacter",
+            ch if (ch as u32) & 0xfffe == 0xfffe => "a noncharacter",
+            _ => continue,
+        };
+        return Some((ch, kind));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +147,50 @@ mod tests {
     fn subdomains_allow_dots_between_labels() {
         assert!(dns_subdomain("batch.high").is_ok());
         assert!(dns_subdomain("a..b").is_err());
+    }
+
+    #[test]
+    fn refuses_controls_bidi_overrides_separators_and_noncharacters() {
+        for text in [
+            "a\u{0}b",
+            "\u{1b}[31m",
+            "a\rb",
+            "del\u{7f}",
+            "\u{85}",
+            "grp\u{86}",
+            "\u{9f}",
+            "\u{202e}evil",
+            "\u{2066}x",
+            "\u{2069}",
+            "line\u{2028}",
+            "\u{2029}",
+            "\u{feff}bom",
+            "\u{fdd0}",
+            "\u{fffe}",
+            "\u{ffff}",
+            "\u{1fffe}",
+            "\u{10ffff}",
+        ] {
+            assert!(forbidden_char(text).is_some(), "{text:?} must be refused");
+        }
+        for text in [
+            "acme research",
+            "two\nlines\n",
+            "crlf\r\nlines",
+            "tab\there",
+            "caf\u{e9} \u{5b57} \u{1f600}",
+            "\u{a0}nbsp",
+            "\u{200f}rlm",
+            "\u{fffd}",
+            "\u{e000}private",
+            "",
+        ] {
+            assert_eq!(forbidden_char(text), None, "{text:?} must be accepted");
+        }
+        assert_eq!(
+            forbidden_char("ok\u{86}x\u{0}"),
+            Some(('\u{86}', "a C1 control character"))
+        );
     }
 
     #[test]

@@ -89,6 +89,7 @@ codes! {
     TrustSharingMismatch => ("trust-sharing-mismatch", "validate", "a tenant's trust class forbids the sharing mode of a pool it has quota in"),
     TenantWithoutQuota => ("tenant-without-quota", "validate", "a tenant has no quota in any cell, so nothing is generated for it"),
     DiagnosticsTruncated => ("diagnostics-truncated", "report", "a file has more diagnostics than are shown; the rest are counted"),
+    StringCharacterForbidden => ("string-character-forbidden", "schema", "a string holds a control, bidirectional-formatting, separator or noncharacter code point"),
 }
 
 #[cfg(test)]

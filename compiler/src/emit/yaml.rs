@@ -10,6 +10,11 @@
 //!   string: it starts with a letter, holds only letters, digits and `-._/`, and is not a
 //!   boolean or null word of either version (`on`, `off`, `yes`, `no`, `y`, `n`, `true`, `null`,
 //!   …). Everything else is double-quoted with JSON escapes, which YAML reads identically.
+//! - Every character that is not printable in both YAML 1.1 and 1.2 (`c-printable`: C0 controls
+//!   other than tab and line breaks, DEL, C1 controls, U+FFFE, U+FFFF), or that one of them reads
+//!   as a line break or strips (U+0085, U+2028, U+2029, U+FEFF), is written as a `\uXXXX`
+//!   escape, and a string holding one is never plain or a literal block; so PyYAML (1.1) and
+//!   saphyr (1.2) read every string back unchanged (property tests below).
 //! - Output is `\n`-terminated lines with two-space indentation and no trailing spaces.
 
 /// A YAML value.
@@ -91,6 +96,23 @@ fn write_scalar_string(out: &mut String, text: &str) {
     }
 }
 
+/// Whether a character must be escaped for every YAML 1.1 and 1.2 reader to read it back: it
+/// is outside the `c-printable` set of either version, or one of them reads it as a line break
+/// (U+0085, U+2028, U+2029) or may drop it (U+FEFF). Tab and line feed are handled by the
+/// callers. Surrogates cannot occur in a Rust string.
+fn needs_escape(ch: char) -> bool {
+    matches!(
+        ch,
+        '\u{0}'..='\u{1f}'
+            | '\u{7f}'..='\u{9f}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{feff}'
+            | '\u{fffe}'
+            | '\u{ffff}'
+    )
+}
+
 /// Writes a JSON string literal, which is a YAML double-quoted scalar with the same value.
 fn write_double_quoted(out: &mut String, text: &str) {
     out.push('"');
@@ -101,7 +123,7 @@ fn write_double_quoted(out: &mut String, text: &str) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            ch if (ch as u32) < 0x20 || ch == '\u{7f}' => {
+            ch if needs_escape(ch) => {
                 out.push_str(&format!("\\u{:04x}", ch as u32));
             }
             ch => out.push(ch),
@@ -111,13 +133,15 @@ fn write_double_quoted(out: &mut String, text: &str) {
 }
 
 /// Whether a multi-line string can be written as a literal block (`|` or `|-`) that every reader
-/// reads back unchanged: printable text, no tabs, no trailing spaces, a first line that does not
-/// start with a space, and at most one final newline.
+/// reads back unchanged: printable text without escapes (see [`needs_escape`]), no tabs, no
+/// trailing spaces, a first line that does not start with a space, and at most one final newline.
 fn is_literal_safe(text: &str) -> bool {
     text.contains('\n')
         && !text.starts_with([' ', '\n'])
         && !text.ends_with("\n\n")
-        && !text.chars().any(|ch| ch.is_control() && ch != '\n')
+        && !text
+            .chars()
+            .any(|ch| ch != '\n' && (ch == '\t' || needs_escape(ch)))
         && text.lines().all(|line| !line.ends_with(' '))
 }
 
@@ -308,5 +332,217 @@ mod tests {
         )]);
         let expected = "data:\n  config.yaml: |\n    version: v1\n    mig-configs:\n      a: 1\n  no-final-newline: |-\n    a\n\n    b\n  trailing-space: \"a \\nb\\n\"\n";
         assert_eq!(to_string(&doc), expected);
+    }
+
+    #[test]
+    fn escapes_characters_that_yaml_1_1_or_1_2_does_not_print() {
+        for (text, escaped) in [
+            ("a\u{fffe}", "\"a\\ufffe\""),
+            ("\u{ffff}", "\"\\uffff\""),
+            ("grp\u{86}", "\"grp\\u0086\""),
+            ("nel\u{85}x", "\"nel\\u0085x\""),
+            ("ls\u{2028}ps\u{2029}", "\"ls\\u2028ps\\u2029\""),
+            ("\u{feff}bom", "\"\\ufeffbom\""),
+            ("del\u{7f}", "\"del\\u007f\""),
+            ("esc\u{1b}", "\"esc\\u001b\""),
+        ] {
+            let mut out = String::new();
+            write_scalar_string(&mut out, text);
+            assert_eq!(out, escaped);
+            // As a multi-line string it is quoted too, never a literal block.
+            let multi = format!("{text}\nsecond\n");
+            assert!(!is_literal_safe(&multi), "{multi:?}");
+        }
+        // Printable text beyond ASCII stays as it is.
+        let mut out = String::new();
+        write_scalar_string(&mut out, "caf\u{e9} \u{a0}\u{1f600}\u{1fffe}");
+        assert_eq!(out, "\"caf\u{e9} \u{a0}\u{1f600}\u{1fffe}\"");
+    }
+
+    /// A small deterministic generator (xorshift), so failures reproduce.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, bound: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % bound.max(1) as u64) as usize
+        }
+    }
+
+    /// Strings made of the characters and words YAML readers treat specially.
+    fn generated_strings(count: usize, seed: u64) -> Vec<String> {
+        const PIECES: &[&str] = &[
+            "a",
+            "Z",
+            "0",
+            "1.5",
+            "-",
+            ".",
+            "_",
+            "/",
+            " ",
+            "  ",
+            "\n",
+            "\t",
+            "\r",
+            "\r\n",
+            ":",
+            ": ",
+            "#",
+            " #",
+            "'",
+            "\"",
+            "\\",
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            "&",
+            "*",
+            "!",
+            "|",
+            ">",
+            "%",
+            "@",
+            "`",
+            "?",
+            "~",
+            "yes",
+            "No",
+            "on",
+            "null",
+            "0x1F",
+            ".inf",
+            "---",
+            "...",
+            "\u{0}",
+            "\u{7}",
+            "\u{1b}",
+            "\u{7f}",
+            "\u{80}",
+            "\u{85}",
+            "\u{86}",
+            "\u{9f}",
+            "\u{a0}",
+            "\u{e9}",
+            "\u{5b57}",
+            "\u{1f600}",
+            "\u{2028}",
+            "\u{2029}",
+            "\u{202e}",
+            "\u{2066}",
+            "\u{200b}",
+            "\u{feff}",
+            "\u{fdd0}",
+            "\u{fffd}",
+            "\u{fffe}",
+            "\u{ffff}",
+            "\u{1fffe}",
+            "\u{10ffff}",
+            "\u{e000}",
+        ];
+        let mut rng = Rng(seed);
+        (0..count)
+            .map(|_| {
+                (0..rng.below(12))
+                    .map(|_| PIECES[rng.below(PIECES.len())])
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// A document with each string as a key and as a value, plus fixed strings that take the
+    /// literal-block path.
+    fn corpus_document(strings: &[String]) -> (Yaml, Vec<String>) {
+        let mut expected = Vec::new();
+        let mut items = Vec::new();
+        for (idx, text) in strings.iter().enumerate() {
+            let multi = format!("line {idx}\n{text}\nend\n");
+            items.push(Yaml::map([
+                (text.clone(), Yaml::str(text.clone())),
+                ("multi".to_string(), Yaml::str(multi.clone())),
+            ]));
+            expected.extend([text.clone(), text.clone(), "multi".to_string(), multi]);
+        }
+        (Yaml::Seq(items), expected)
+    }
+
+    /// Every scalar of a YAML text in document order, as saphyr (a YAML 1.2 reader) reads them.
+    fn saphyr_scalars(text: &str) -> Vec<String> {
+        let mut parser = saphyr_parser::Parser::new_from_str(text);
+        let mut scalars = Vec::new();
+        while let Some(event) = parser.next_event() {
+            match event {
+                Ok((saphyr_parser::Event::Scalar(value, ..), _)) => {
+                    scalars.push(value.into_owned());
+                }
+                Ok(_) => {}
+                Err(error) => panic!("saphyr rejects the writer's output: {error}\n{text}"),
+            }
+        }
+        scalars
+    }
+
+    #[test]
+    fn every_string_round_trips_through_a_yaml_1_2_reader() {
+        let strings = generated_strings(3_000, 0x9e37_79b9_7f4a_7c15);
+        // Every string the declaration model accepts is among them, and many it refuses.
+        assert!(
+            strings
+                .iter()
+                .filter(|text| crate::names::forbidden_char(text).is_none())
+                .count()
+                > 300
+        );
+        let (document, expected) = corpus_document(&strings);
+        let text = to_string(&document);
+        assert_eq!(saphyr_scalars(&text), expected);
+    }
+
+    #[test]
+    fn every_string_round_trips_through_a_yaml_1_1_reader() {
+        let has_pyyaml = std::process::Command::new("python3")
+            .args(["-c", "import yaml"])
+            .output()
+            .is_ok_and(|output| output.status.success());
+        if !has_pyyaml {
+            assert_ne!(
+                std::env::var("CI").as_deref(),
+                Ok("true"),
+                "CI must have python3 with PyYAML (installed by .ci/run)"
+            );
+            println!("skipped: python3 with PyYAML is not installed");
+            return;
+        }
+        let strings = generated_strings(3_000, 0x2545_f491_4f6c_dd1d);
+        let (document, expected) = corpus_document(&strings);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("corpus.yaml");
+        std::fs::write(&path, to_string(&document)).unwrap();
+        let script = "import json, sys, yaml\n\
+            doc = yaml.safe_load(open(sys.argv[1], encoding='utf-8'))\n\
+            out = []\n\
+            for item in doc:\n\
+            \x20   for key, value in item.items():\n\
+            \x20       out += [key, value]\n\
+            sys.stdout.write(json.dumps(out))\n";
+        let output = std::process::Command::new("python3")
+            .args(["-c", script])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "PyYAML rejects the writer's output: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let read: Vec<String> = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(read.len(), expected.len());
+        for (got, want) in read.iter().zip(&expected) {
+            assert_eq!(got, want, "PyYAML reads {want:?} back as {got:?}");
+        }
     }
 }

@@ -198,7 +198,16 @@ impl<'a, 'c> Obj<'a, 'c> {
                     match (map.args.as_slice(), map.entries.as_slice()) {
                         ([key, value], []) => match &key.value {
                             Value::Str(text) => {
-                                pairs.push((Spanned::new(text.clone(), key.span), value));
+                                if checked_text(
+                                    self.ctx,
+                                    text,
+                                    key.span,
+                                    &format!("`{kdl_key}` key"),
+                                )
+                                .is_some()
+                                {
+                                    pairs.push((Spanned::new(text.clone(), key.span), value));
+                                }
                             }
                             other => self.ctx.push(
                                 Diagnostic::error(
@@ -230,10 +239,13 @@ impl<'a, 'c> Obj<'a, 'c> {
                     ..
                 }) => {
                     for entry in &map.entries {
-                        pairs.push((
-                            Spanned::new(entry.key.clone(), entry.key_span),
-                            &entry.value,
-                        ));
+                        let what = format!("`{yaml_key}` key");
+                        if checked_text(self.ctx, &entry.key, entry.key_span, &what).is_some() {
+                            pairs.push((
+                                Spanned::new(entry.key.clone(), entry.key_span),
+                                &entry.value,
+                            ));
+                        }
                     }
                 }
                 Some(other) => self.ctx.push(
@@ -505,11 +517,35 @@ fn mismatch(ctx: &Ctx, node: &Node, key: &str, expected: &str) {
     );
 }
 
+/// Refuses a string with a character that no declaration may hold (see
+/// [`crate::names::forbidden_char`]), at the string; `what` names it in the message.
+pub fn checked_text(ctx: &Ctx, text: &str, span: Span, what: &str) -> Option<()> {
+    let Some((ch, kind)) = crate::names::forbidden_char(text) else {
+        return Some(());
+    };
+    ctx.push(
+        Diagnostic::error(
+            Code::StringCharacterForbidden,
+            span,
+            format!("{what} holds U+{:04X}, {kind}", ch as u32),
+        )
+        .with_label(format!("U+{:04X} is in this string", ch as u32))
+        .with_help(
+            "remove the character; control, bidirectional-formatting, separator and \
+             noncharacter code points hide text in review and break YAML readers",
+        ),
+    );
+    None
+}
+
 /// Reads a string that may be empty (label values).
 pub fn string_or_empty(ctx: &Ctx, node: &Node, key: &str) -> Option<Spanned<String>> {
     let node = scalar(ctx, node, key)?;
     match &node.value {
-        Value::Str(text) => Some(Spanned::new(text.clone(), node.span)),
+        Value::Str(text) => {
+            checked_text(ctx, text, node.span, &format!("`{key}`"))?;
+            Some(Spanned::new(text.clone(), node.span))
+        }
         _ => {
             mismatch(ctx, node, key, "a string");
             None
@@ -531,7 +567,10 @@ pub fn string(ctx: &Ctx, node: &Node, key: &str) -> Option<Spanned<String>> {
             );
             None
         }
-        Value::Str(text) => Some(Spanned::new(text.clone(), node.span)),
+        Value::Str(text) => {
+            checked_text(ctx, text, node.span, &format!("`{key}`"))?;
+            Some(Spanned::new(text.clone(), node.span))
+        }
         _ => {
             mismatch(ctx, node, key, "a string");
             None
@@ -719,5 +758,85 @@ pub fn quantity(ctx: &Ctx, node: &Node, key: &str) -> Option<Spanned<Quantity>> 
             );
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::{Document, parse};
+    use crate::source::FileId;
+
+    fn document(text: &str, format: Format) -> Document {
+        let (document, diagnostics) = parse(FileId(0), text, format);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        document
+    }
+
+    /// Reads `name` and the `labels` pairs of one declaration, and returns what was accepted
+    /// and the codes reported.
+    fn read(text: &str, format: Format) -> (Option<String>, Vec<String>, Vec<Code>) {
+        let document = document(text, format);
+        let ctx = Ctx::default();
+        let node = &document.root.as_ref().unwrap().node;
+        let mut obj = Obj::new(&ctx, node, "cell").unwrap();
+        let name = obj
+            .req_arg_str(0, "name", "cell \"c1\"")
+            .map(|name| name.value);
+        let keys = obj
+            .pairs("label", "labels")
+            .into_iter()
+            .map(|(key, _)| key.value)
+            .collect();
+        obj.finish();
+        let codes = ctx
+            .take()
+            .iter()
+            .map(|diagnostic| diagnostic.code)
+            .collect();
+        (name, keys, codes)
+    }
+
+    #[test]
+    fn refuses_forbidden_characters_in_strings_and_keys_of_both_syntaxes() {
+        let (name, keys, codes) = read(
+            "cell \"c\\u{1b}[2J\" {\n    label \"ok\" \"v\"\n    label \"k\\u{2066}\" \"v\"\n}\n",
+            Format::Kdl,
+        );
+        assert_eq!(name, None);
+        assert_eq!(keys, ["ok"]);
+        assert_eq!(codes, [Code::StringCharacterForbidden; 2]);
+
+        let (name, keys, codes) = read(
+            "name: \"c\\u2028\"\nlabels:\n  ok: v\n  \"k\\uFEFF\": v\n",
+            Format::Yaml,
+        );
+        assert_eq!(name, None);
+        assert_eq!(keys, ["ok"]);
+        assert_eq!(codes, [Code::StringCharacterForbidden; 2]);
+    }
+
+    #[test]
+    fn accepts_multi_line_text_and_printable_unicode() {
+        let (name, _, codes) = read("name: |\n  two\n  lines \u{5b57}\u{1f600}\n", Format::Yaml);
+        assert_eq!(name.as_deref(), Some("two\nlines \u{5b57}\u{1f600}\n"));
+        assert!(codes.is_empty(), "{codes:?}");
+    }
+
+    #[test]
+    fn the_diagnostic_names_the_field_and_the_code_point() {
+        let document = document("name: \"a\\x86\"\n", Format::Yaml);
+        let ctx = Ctx::default();
+        let node = &document.root.as_ref().unwrap().node;
+        let mut obj = Obj::new(&ctx, node, "tenant").unwrap();
+        assert_eq!(obj.opt_str("name"), None);
+        let diagnostics = ctx.take();
+        assert_eq!(diagnostics.len(), 1);
+        assert_eq!(
+            diagnostics[0].message,
+            "`name` holds U+0086, a C1 control character"
+        );
+        assert_eq!(diagnostics[0].primary_span().unwrap().range(), 6..13);
+        assert!(!diagnostics[0].help.is_empty());
     }
 }
