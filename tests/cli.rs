@@ -96,3 +96,83 @@ fn cli_cases_match_their_transcripts() {
         failures.join("\n")
     );
 }
+
+/// Runs the built binary in `dir` with `args` and the given extra environment variable.
+#[cfg(unix)]
+fn run_in(dir: &Path, args: &[&str], env: (&str, &str)) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tenantc"))
+        .args(args)
+        .current_dir(dir)
+        .env(env.0, env.1)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+/// Issue 6 item 6: a link to `/proc/self/environ` (or any file outside the root) is refused
+/// with a diagnostic naming the link, and no byte of the environment reaches stdout or stderr.
+#[cfg(unix)]
+#[test]
+fn a_link_out_of_the_root_never_prints_the_environment() {
+    const SECRET: &str = "tenantc-test-secret-7d41c0e2";
+    let scratch = tempfile::tempdir().unwrap();
+    copy_dir(
+        &support::repo().join("tenants"),
+        &scratch.path().join("tenants"),
+    );
+    copy_dir(
+        &support::repo().join("cells"),
+        &scratch.path().join("cells"),
+    );
+    std::os::unix::fs::symlink("/proc/self/environ", scratch.path().join("tenants/env.txt"))
+        .unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", scratch.path().join("cells/env.kdl")).unwrap();
+    for args in [
+        ["check", "--color", "never"],
+        ["build", "--color", "never"],
+        ["check", "--format", "json"],
+    ] {
+        let output = run_in(scratch.path(), &args, ("TENANTC_TEST_SECRET", SECRET));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !stdout.contains(SECRET) && !stderr.contains(SECRET),
+            "{args:?} printed the environment:\n{stdout}\n{stderr}"
+        );
+        assert_eq!(output.status.code(), Some(1), "{args:?}:\n{stderr}");
+        let shown = format!("{stdout}{stderr}");
+        assert!(shown.contains("symlink-outside-root"), "{args:?}:\n{shown}");
+        assert!(shown.contains("tenants/env.txt"), "{args:?}:\n{shown}");
+        assert!(shown.contains("cells/env.kdl"), "{args:?}:\n{shown}");
+    }
+    assert!(!scratch.path().join("out").exists(), "nothing is written");
+}
+
+/// Issue 6 item 5: a folder name with a newline cannot inject YAML into generated files; it is
+/// refused with its name escaped, and no raw control character reaches the terminal.
+#[cfg(unix)]
+#[test]
+fn a_folder_name_with_a_newline_is_refused_and_printed_escaped() {
+    let scratch = tempfile::tempdir().unwrap();
+    copy_dir(
+        &support::repo().join("tenants"),
+        &scratch.path().join("tenants"),
+    );
+    copy_dir(
+        &support::repo().join("cells"),
+        &scratch.path().join("cells"),
+    );
+    let hostile = scratch.path().join("tenants/x\nnamespace: kube-system\n#");
+    fs::create_dir(&hostile).unwrap();
+    fs::write(hostile.join("y.kdl"), "tenant \"y\" {}\n").unwrap();
+    let output = run_in(scratch.path(), &["build"], ("UNUSED", ""));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error[path-unsafe]"), "{stderr}");
+    assert!(
+        stderr.contains(r"tenants/x\nnamespace: kube-system\n#"),
+        "the name is shown escaped:\n{stderr}"
+    );
+    assert!(!stderr.contains("\nnamespace: kube-system"), "{stderr}");
+    assert!(!scratch.path().join("out").exists(), "nothing is written");
+}
