@@ -176,3 +176,53 @@ fn a_folder_name_with_a_newline_is_refused_and_printed_escaped() {
     assert!(!stderr.contains("\nnamespace: kube-system"), "{stderr}");
     assert!(!scratch.path().join("out").exists(), "nothing is written");
 }
+
+/// Issue 6 items 14 and 15: a dangling link, a link loop and a FIFO no longer stop (or hang)
+/// the run with an OS error and no path; each is a located diagnostic and the rest is checked.
+#[cfg(unix)]
+#[test]
+fn broken_links_and_fifos_are_located_diagnostics_and_the_run_goes_on() {
+    let scratch = tempfile::tempdir().unwrap();
+    copy_dir(
+        &support::repo().join("tenants"),
+        &scratch.path().join("tenants"),
+    );
+    copy_dir(
+        &support::repo().join("cells"),
+        &scratch.path().join("cells"),
+    );
+    let tenants = scratch.path().join("tenants");
+    std::os::unix::fs::symlink("gone.kdl", tenants.join("dangling.kdl")).unwrap();
+    std::os::unix::fs::symlink("loop-b.kdl", tenants.join("loop-a.kdl")).unwrap();
+    std::os::unix::fs::symlink("loop-a.kdl", tenants.join("loop-b.kdl")).unwrap();
+    let status = Command::new("mkfifo")
+        .arg(tenants.join("pipe.kdl"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    fs::write(
+        tenants.join("typo.kdl"),
+        "tenant \"typo\" { trsut \"hard\" }\n",
+    )
+    .unwrap();
+    let output = run_in(
+        scratch.path(),
+        &["check", "--color", "never"],
+        ("UNUSED", ""),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    for expected in [
+        "error[symlink-broken]: `tenants/dangling.kdl` is a symbolic link that cannot be followed: its target does not exist",
+        "┌─ tenants/dangling.kdl:1:1",
+        "error[symlink-broken]: `tenants/loop-a.kdl` is a symbolic link that cannot be followed: too many levels of symbolic links",
+        "warning[file-not-regular]: `tenants/pipe.kdl` is a FIFO, not a regular file, and is skipped",
+        "┌─ tenants/typo.kdl:1:17",
+    ] {
+        assert!(
+            stderr.contains(expected),
+            "missing {expected:?} in:\n{stderr}"
+        );
+    }
+    assert!(!stderr.contains("os error 2"), "{stderr}");
+}
