@@ -96,3 +96,133 @@ fn cli_cases_match_their_transcripts() {
         failures.join("\n")
     );
 }
+
+/// Runs the built binary in `dir` with `args` and the given extra environment variable.
+#[cfg(unix)]
+fn run_in(dir: &Path, args: &[&str], env: (&str, &str)) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tenantc"))
+        .args(args)
+        .current_dir(dir)
+        .env(env.0, env.1)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+/// Issue 6 item 6: a link to `/proc/self/environ` (or any file outside the root) is refused
+/// with a diagnostic naming the link, and no byte of the environment reaches stdout or stderr.
+#[cfg(unix)]
+#[test]
+fn a_link_out_of_the_root_never_prints_the_environment() {
+    const SECRET: &str = "tenantc-test-secret-7d41c0e2";
+    let scratch = tempfile::tempdir().unwrap();
+    copy_dir(
+        &support::repo().join("tenants"),
+        &scratch.path().join("tenants"),
+    );
+    copy_dir(
+        &support::repo().join("cells"),
+        &scratch.path().join("cells"),
+    );
+    std::os::unix::fs::symlink("/proc/self/environ", scratch.path().join("tenants/env.txt"))
+        .unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", scratch.path().join("cells/env.kdl")).unwrap();
+    for args in [
+        ["check", "--color", "never"],
+        ["build", "--color", "never"],
+        ["check", "--format", "json"],
+    ] {
+        let output = run_in(scratch.path(), &args, ("TENANTC_TEST_SECRET", SECRET));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !stdout.contains(SECRET) && !stderr.contains(SECRET),
+            "{args:?} printed the environment:\n{stdout}\n{stderr}"
+        );
+        assert_eq!(output.status.code(), Some(1), "{args:?}:\n{stderr}");
+        let shown = format!("{stdout}{stderr}");
+        assert!(shown.contains("symlink-outside-root"), "{args:?}:\n{shown}");
+        assert!(shown.contains("tenants/env.txt"), "{args:?}:\n{shown}");
+        assert!(shown.contains("cells/env.kdl"), "{args:?}:\n{shown}");
+    }
+    assert!(!scratch.path().join("out").exists(), "nothing is written");
+}
+
+/// Issue 6 item 5: a folder name with a newline cannot inject YAML into generated files; it is
+/// refused with its name escaped, and no raw control character reaches the terminal.
+#[cfg(unix)]
+#[test]
+fn a_folder_name_with_a_newline_is_refused_and_printed_escaped() {
+    let scratch = tempfile::tempdir().unwrap();
+    copy_dir(
+        &support::repo().join("tenants"),
+        &scratch.path().join("tenants"),
+    );
+    copy_dir(
+        &support::repo().join("cells"),
+        &scratch.path().join("cells"),
+    );
+    let hostile = scratch.path().join("tenants/x\nnamespace: kube-system\n#");
+    fs::create_dir(&hostile).unwrap();
+    fs::write(hostile.join("y.kdl"), "tenant \"y\" {}\n").unwrap();
+    let output = run_in(scratch.path(), &["build"], ("UNUSED", ""));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error[path-unsafe]"), "{stderr}");
+    assert!(
+        stderr.contains(r"tenants/x\nnamespace: kube-system\n#"),
+        "the name is shown escaped:\n{stderr}"
+    );
+    assert!(!stderr.contains("\nnamespace: kube-system"), "{stderr}");
+    assert!(!scratch.path().join("out").exists(), "nothing is written");
+}
+
+/// Issue 6 items 14 and 15: a dangling link, a link loop and a FIFO no longer stop (or hang)
+/// the run with an OS error and no path; each is a located diagnostic and the rest is checked.
+#[cfg(unix)]
+#[test]
+fn broken_links_and_fifos_are_located_diagnostics_and_the_run_goes_on() {
+    let scratch = tempfile::tempdir().unwrap();
+    copy_dir(
+        &support::repo().join("tenants"),
+        &scratch.path().join("tenants"),
+    );
+    copy_dir(
+        &support::repo().join("cells"),
+        &scratch.path().join("cells"),
+    );
+    let tenants = scratch.path().join("tenants");
+    std::os::unix::fs::symlink("gone.kdl", tenants.join("dangling.kdl")).unwrap();
+    std::os::unix::fs::symlink("loop-b.kdl", tenants.join("loop-a.kdl")).unwrap();
+    std::os::unix::fs::symlink("loop-a.kdl", tenants.join("loop-b.kdl")).unwrap();
+    let status = Command::new("mkfifo")
+        .arg(tenants.join("pipe.kdl"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    fs::write(
+        tenants.join("typo.kdl"),
+        "tenant \"typo\" { trsut \"hard\" }\n",
+    )
+    .unwrap();
+    let output = run_in(
+        scratch.path(),
+        &["check", "--color", "never"],
+        ("UNUSED", ""),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    for expected in [
+        "error[symlink-broken]: `tenants/dangling.kdl` is a symbolic link that cannot be followed: its target does not exist",
+        "┌─ tenants/dangling.kdl:1:1",
+        "error[symlink-broken]: `tenants/loop-a.kdl` is a symbolic link that cannot be followed: too many levels of symbolic links",
+        "warning[file-not-regular]: `tenants/pipe.kdl` is a FIFO, not a regular file, and is skipped",
+        "┌─ tenants/typo.kdl:1:17",
+    ] {
+        assert!(
+            stderr.contains(expected),
+            "missing {expected:?} in:\n{stderr}"
+        );
+    }
+    assert!(!stderr.contains("os error 2"), "{stderr}");
+}

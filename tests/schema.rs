@@ -424,7 +424,15 @@ fn validate_examples(kdl: bool) -> usize {
 
 /// The inputs of a project root, as the binary would load them.
 fn load_inputs(root: &Path) -> Vec<InputFile> {
-    tenantc::load::load(root).unwrap_or_else(|error| panic!("{}: {error}", root.display()))
+    let loaded =
+        tenantc::load::load(root).unwrap_or_else(|error| panic!("{}: {error}", root.display()));
+    assert!(
+        loaded.findings.is_empty(),
+        "{}: {:?}",
+        root.display(),
+        loaded.findings
+    );
+    loaded.inputs
 }
 
 fn codes(diagnostics: &[tenantc::diag::Diagnostic]) -> Vec<String> {

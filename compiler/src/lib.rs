@@ -4,7 +4,7 @@
 //! Produces: a [`Compilation`]: every diagnostic of the run, sorted, and, when there is no error,
 //! the output tree of per-cell Kubernetes manifests.
 //!
-//! The pipeline is `load` (disk, in the binary) → [`parse`] → [`schema`] → [`validate`] →
+//! The pipeline is `load` (disk, in the binary; [`compile_loaded`] takes its result) → [`parse`] → [`schema`] → [`validate`] →
 //! [`lower`] → [`emit`]; see `ARCHITECTURE.md` for the stage map and invariants.
 //!
 //! Invariant: [`compile`] is pure: no IO, no clock, no environment; the same inputs give the
@@ -34,9 +34,11 @@ use source::{SourceMap, Span};
 /// One input file, with its path relative to the project root (`/`-separated).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputFile {
-    /// Such as `tenants/acme-research.kdl`.
+    /// Such as `tenants/acme-research.kdl`; names that [`load::name_problem`] refuses make the
+    /// file a `path-unsafe` error instead of a declaration.
     pub path: String,
-    /// Raw bytes; non-UTF-8 contents are reported, not fatal.
+    /// Raw bytes; non-UTF-8 contents are reported, not fatal. Contents of a file that is not a
+    /// declaration (`file-ignored`) are never looked at.
     pub contents: Vec<u8>,
 }
 
@@ -87,15 +89,74 @@ fn file_stem(path: &str) -> String {
 }
 
 /// Compiles the given files.
+///
+/// A path with a name that [`load::name_problem`] refuses is reported as `path-unsafe` and the
+/// file is not compiled, so only safe paths reach the output.
 pub fn compile(inputs: &[InputFile]) -> Compilation {
+    compile_with_findings(inputs, &[])
+}
+
+/// Compiles what [`load::load`] found: its files, and its findings about the files and folders
+/// it refused, each as a diagnostic located at the refused path.
+pub fn compile_loaded(loaded: &load::Loaded) -> Compilation {
+    compile_with_findings(&loaded.inputs, &loaded.findings)
+}
+
+/// Reports a file that is not compiled; a refused cell file marks its cell unreadable, so
+/// references to that cell are not reported again as unknown.
+fn refuse(
+    finding: &load::Finding,
+    sources: &mut SourceMap,
+    diagnostics: &mut Vec<Diagnostic>,
+    unreadable: &mut validate::Unreadable,
+) {
+    // A refused file keeps no text: nothing of its contents can be printed.
+    let file = sources.add(finding.path.clone(), String::new());
+    diagnostics.push(finding.diagnostic(file));
+    if finding.is_error()
+        && let Some((DeclKind::Cell, Some(_))) = classify(&finding.path)
+    {
+        unreadable.cells.insert(file_stem(&finding.path));
+    }
+}
+
+fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Compilation {
     let catalog = catalog::Catalog::builtin();
     let mut sources = SourceMap::new();
     let mut diagnostics = Vec::new();
     let mut declarations = Vec::new();
     let mut unreadable = validate::Unreadable::default();
+    for finding in findings {
+        refuse(finding, &mut sources, &mut diagnostics, &mut unreadable);
+    }
     let mut sorted: Vec<&InputFile> = inputs.iter().collect();
     sorted.sort_by(|a, b| a.path.cmp(&b.path));
     for input in sorted {
+        if let Some((name, reason)) = load::path_problem(&input.path) {
+            let finding = load::Finding {
+                path: load::escape_str(&input.path),
+                problem: load::Problem::PathUnsafe {
+                    name: load::escape_str(name),
+                    reason,
+                },
+            };
+            refuse(&finding, &mut sources, &mut diagnostics, &mut unreadable);
+            continue;
+        }
+        if let Some((_, None)) = classify(&input.path) {
+            // A skipped file keeps no text either, whatever its contents.
+            let file = sources.add(input.path.clone(), String::new());
+            diagnostics.push(
+                Diagnostic::warning(
+                    Code::FileIgnored,
+                    Span::new(file, 0..0),
+                    format!("`{}` is not a declaration file and is skipped", input.path),
+                )
+                .with_label("not read")
+                .with_help("declarations end in `.kdl` or `.yaml`; move other files elsewhere"),
+            );
+            continue;
+        }
         let (text, utf8_error) = match String::from_utf8(input.contents.clone()) {
             Ok(text) => (text, None),
             Err(error) => (
@@ -108,14 +169,6 @@ pub fn compile(inputs: &[InputFile]) -> Compilation {
             continue;
         };
         let Some(format) = format else {
-            diagnostics.push(
-                Diagnostic::warning(
-                    Code::FileIgnored,
-                    Span::new(file, 0..0),
-                    format!("`{}` is not a declaration file and is skipped", input.path),
-                )
-                .with_help("declarations end in `.kdl` or `.yaml`; move other files elsewhere"),
-            );
             continue;
         };
         if let Some(valid_up_to) = utf8_error {

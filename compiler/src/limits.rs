@@ -12,6 +12,10 @@ pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// How deep folders (and links to folders) may nest under `tenants/` and `cells/`.
 pub const MAX_FOLDER_DEPTH: usize = 16;
 
+/// The longest file or folder name accepted under `tenants/` and `cells/`, in bytes; names are
+/// copied into the headers of generated files.
+pub const MAX_NAME_BYTES: usize = 128;
+
 /// How deep KDL children blocks or YAML lists and mappings may nest.
 pub const MAX_NESTING: usize = 64;
 

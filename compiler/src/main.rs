@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tenantc::diag::render::{self, Color};
 use tenantc::emit::fs::{self as out_fs, Change};
-use tenantc::{Compilation, compile, load};
+use tenantc::{Compilation, compile_loaded, load};
 
 const EXIT_ERRORS: u8 = 1;
 const EXIT_FAILURE: u8 = 2;
@@ -179,8 +179,8 @@ fn fail(args: &CommonArgs, message: &str) -> ExitCode {
 }
 
 fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
-    let inputs = match load::load(&args.root) {
-        Ok(inputs) => inputs,
+    let loaded = match load::load(&args.root) {
+        Ok(loaded) => loaded,
         Err(error) => return fail(args, &format!("cannot read declarations: {error}")),
     };
     let out_dir = args.out_dir();
@@ -193,7 +193,7 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
             ),
         );
     }
-    let compilation = compile(&inputs);
+    let compilation = compile_loaded(&loaded);
     if let Some(error) = &compilation.internal_error {
         report(args, &compilation, &[]);
         return fail(

@@ -13,7 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use tenantc::emit::OutputTree;
-use tenantc::{Compilation, InputFile, compile, load};
+use tenantc::{Compilation, InputFile, compile_loaded, load};
 
 /// The repository root.
 pub fn repo() -> PathBuf {
@@ -25,15 +25,16 @@ pub fn update_golden() -> bool {
     std::env::var_os("UPDATE_GOLDEN").is_some_and(|value| value == "1")
 }
 
-/// Loads and compiles the declarations under `root`.
+/// Loads and compiles the declarations under `root`, with the findings of the load.
 pub fn compile_root(root: &Path) -> Compilation {
-    let inputs = load::load(root).expect("fixture root loads");
-    compile(&inputs)
+    compile_loaded(&load::load(root).expect("fixture root loads"))
 }
 
-/// Loads the declarations under `root` as inputs.
+/// Loads the declarations under `root` as inputs; the root must load without findings.
 pub fn inputs(root: &Path) -> Vec<InputFile> {
-    load::load(root).expect("fixture root loads")
+    let loaded = load::load(root).expect("fixture root loads");
+    assert!(loaded.findings.is_empty(), "{:?}", loaded.findings);
+    loaded.inputs
 }
 
 /// Compares `tree` with the folder `expected`, or rewrites the folder when `UPDATE_GOLDEN=1`.

@@ -48,6 +48,13 @@ macro_rules! codes {
 codes! {
     FileNotUtf8 => ("file-not-utf8", "load", "a declaration file is not valid UTF-8"),
     FileIgnored => ("file-ignored", "load", "a file in tenants/ or cells/ is not a declaration and is skipped"),
+    PathUnsafe => ("path-unsafe", "load", "a file or folder name under tenants/ or cells/ has characters that may not reach generated output"),
+    SymlinkOutsideRoot => ("symlink-outside-root", "load", "a symbolic link under tenants/ or cells/ leads outside the project root"),
+    SymlinkBroken => ("symlink-broken", "load", "a symbolic link leads nowhere, into a loop of links, or to a folder that contains it"),
+    FileUnreadable => ("file-unreadable", "load", "a file or folder under tenants/ or cells/ exists but cannot be read"),
+    FileTooLarge => ("file-too-large", "load", "a declaration file is larger than the compiler reads"),
+    FileNotRegular => ("file-not-regular", "load", "a FIFO, socket or device under tenants/ or cells/ is skipped unopened"),
+    FolderTooDeep => ("folder-too-deep", "load", "folders under tenants/ or cells/ nest deeper than the compiler reads"),
     KdlSyntax => ("kdl-syntax", "parse", "a KDL file does not parse as KDL v2"),
     YamlSyntax => ("yaml-syntax", "parse", "a YAML file does not parse"),
     YamlUnsupported => ("yaml-unsupported", "parse", "a YAML feature that declarations do not allow (anchors, aliases, tags, complex keys)"),
