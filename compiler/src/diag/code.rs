@@ -66,6 +66,7 @@ codes! {
     QuantityInvalid => ("quantity-invalid", "schema", "a value is not a valid Kubernetes quantity"),
     KubernetesVersionUnsupported => ("kubernetes-version-unsupported", "schema", "a cell targets a Kubernetes version tenantc does not generate for"),
     NameDuplicate => ("name-duplicate", "validate", "two declarations of the same kind share a name"),
+    NamespaceCollision => ("namespace-collision", "validate", "a tenant namespace is a platform namespace (reserved, or an add-on namespace of a cell) or another tenant's namespace"),
     CellUnknown => ("cell-unknown", "validate", "a reference to a cell that is not declared"),
     PoolUnknown => ("pool-unknown", "validate", "a reference to a pool that the cell does not declare"),
     WorkloadUnknown => ("workload-unknown", "validate", "a quota names a workload the tenant does not declare"),
