@@ -72,6 +72,7 @@ codes! {
     WorkloadUnknown => ("workload-unknown", "validate", "a quota names a workload the tenant does not declare"),
     PriorityUnknown => ("priority-unknown", "validate", "a workload names a priority that a cell it runs in does not declare"),
     PriorityNameReserved => ("priority-name-reserved", "schema", "a priority name starts with the reserved `system-` prefix"),
+    GroupReserved => ("group-reserved", "validate", "a tenant binds a `system:` or wildcard-like RBAC group that a cell it runs in does not allow"),
     GpuModelUnknown => ("gpu-model-unknown", "validate", "a pool names a GPU model that is neither in the catalog nor declared in the cell"),
     GpuModelInvalid => ("gpu-model-invalid", "validate", "a GPU model declared in a cell has facts that contradict each other or the MIG grammar"),
     SharingUnsupported => ("sharing-unsupported", "validate", "a pool uses a sharing mode its GPU model does not support"),
