@@ -68,6 +68,7 @@ const LISTS: &[(&str, &str, &str)] = &[
     ("cell", "pool", "pools"),
     ("cell", "priority", "priorities"),
     ("cell", "gpu-model", "gpu-models"),
+    ("cell", "allow-group", "allow-groups"),
     ("pool", "taint", "taints"),
     ("pool", "mig-layout", "mig-layouts"),
     ("mig", "profile", "profiles"),
@@ -1063,6 +1064,22 @@ fn invalid_tenant_values_are_rejected_by_schema_and_compiler() {
             &["name-invalid"],
         ),
         (
+            Change::Set("/groups/admin", json!(" admins")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/groups/admin", json!("admins ")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/groups/admin", json!("a\u{2028}b")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/groups/admin", json!("g".repeat(257))),
+            &["name-invalid"],
+        ),
+        (
             Change::Set("/groups/admin", json!(null)),
             &["type-mismatch"],
         ),
@@ -1143,6 +1160,14 @@ fn invalid_cell_values_are_rejected_by_schema_and_compiler() {
             &["field-unknown"],
         ),
         (Change::Remove("/cloud/region"), &["field-missing"]),
+        (
+            Change::Set("/allow-groups", json!(["system:authenticated "])),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/allow-groups", json!("system:authenticated")),
+            &["type-mismatch"],
+        ),
         (Change::Set("/pools/0/price", json!({})), &["field-missing"]),
         (
             Change::Set("/pools/0/labels/nvidia.com~1mig.config", json!("mine")),
@@ -1428,6 +1453,14 @@ fn unusual_but_valid_values_are_accepted_by_schema_and_compiler() {
         (
             Kind::Tenant,
             Change::Set("/groups", json!({"viewer": "Ops Team (EU)"})),
+        ),
+        (
+            Kind::Tenant,
+            Change::Set("/groups", json!({"viewer": "g".repeat(256)})),
+        ),
+        (
+            Kind::Cell,
+            Change::Set("/allow-groups", json!(["system:authenticated", "*"])),
         ),
         (Kind::Tenant, Change::Set("/org", json!(long_label.clone()))),
         (Kind::Tenant, Change::Set("/quotas/0/pods", json!(0))),

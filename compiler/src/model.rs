@@ -221,6 +221,9 @@ pub struct Cell {
     pub dns: Dns,
     /// Namespace of the NVIDIA GPU Operator, where MIG and device-plugin configs go.
     pub gpu_operator_namespace: Option<Spanned<String>>,
+    /// Reserved or wildcard-like RBAC groups (`system:authenticated`) that tenants may bind in
+    /// this cell; every other such group is refused.
+    pub allow_groups: Vec<Spanned<String>>,
     /// GPU models declared by the cell because the catalog lacks them.
     pub gpu_models: Vec<GpuModelDecl>,
     /// False when a declared GPU model could not be read (pools naming an unknown model are

@@ -28,6 +28,10 @@ const BUILTIN_JSON: &str = include_str!("../../../catalog/gpus.json");
 /// The confidence levels a MIG table may carry, from best to worst.
 pub const CONFIDENCE_LEVELS: [&str; 5] = ["high", "medium-high", "medium", "medium-low", "low"];
 
+/// The most compute slices and placement units a MIG table may have: the placement search keeps
+/// the occupied units in a 64-bit mask.
+pub const MAX_TABLE_UNITS: u32 = 64;
+
 /// The profile fields that an `inferred_fields` list may name.
 const INFERABLE_FIELDS: [&str; 5] = [
     "profile_id",
@@ -765,6 +769,11 @@ fn validate_table(table: &MigTable, problems: &mut Vec<String>) {
     if table.compute_slices == 0 || table.memory_slices == 0 || table.placement_units == 0 {
         problems.push(format!("mig table `{key}` has a zero slice or axis count"));
     }
+    if table.compute_slices > MAX_TABLE_UNITS || table.placement_units > MAX_TABLE_UNITS {
+        problems.push(format!(
+            "mig table `{key}` has more than {MAX_TABLE_UNITS} compute slices or placement units"
+        ));
+    }
     if table.max_gpu_instances == 0 || table.max_gpu_instances > table.compute_slices {
         problems.push(format!(
             "mig table `{key}` max_gpu_instances must be between 1 and its compute slices"
@@ -827,6 +836,15 @@ fn validate_profile(table: &MigTable, profile: &MigProfile, problems: &mut Vec<S
             if parsed.compute_instance_slices.is_some() {
                 problems.push(format!(
                     "{at} is a compute-instance name, not a GPU instance"
+                ));
+            }
+            let resource = resource_name_for_profile(&profile.name);
+            let quotable = resource
+                .as_deref()
+                .is_some_and(|name| crate::names::qualified_name(name).is_ok());
+            if !quotable || resource.as_deref() != Some(profile.resource_name().as_str()) {
+                problems.push(format!(
+                    "{at} gets no valid mixed-strategy resource name, so no quota could deny it"
                 ));
             }
             if parsed.gpu_instance_slices != u64::from(profile.compute_slices) {
@@ -1386,6 +1404,53 @@ mod tests {
             Catalog::from_json(&text),
             Err(CatalogError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn rejects_tables_longer_than_the_placement_mask() {
+        let table = MINIMAL_TABLE.replace("\"placement_units\": 8", "\"placement_units\": 65");
+        let text = minimal_catalog(&[minimal_sku("X", "0x000110DE", "\"T\"")], &table);
+        let Err(CatalogError::Invalid(problems)) = Catalog::from_json(&text) else {
+            panic!("expected invalid catalog");
+        };
+        assert_eq!(
+            problems,
+            ["mig table `T` has more than 64 compute slices or placement units"]
+        );
+    }
+
+    #[test]
+    fn rejects_profiles_without_a_valid_resource_name() {
+        // Issue 6 item 11: a device that gets no resource is a device no quota denies.
+        let table = MINIMAL_TABLE
+            .replace("\"1g.10gb\"", "\"1g.10gb+me,gfx\"")
+            .replace("\"attributes\": []", "\"attributes\": [\"me\", \"gfx\"]");
+        let text = minimal_catalog(&[minimal_sku("X", "0x000110DE", "\"T\"")], &table);
+        let Err(CatalogError::Invalid(problems)) = Catalog::from_json(&text) else {
+            panic!("expected invalid catalog");
+        };
+        assert_eq!(
+            problems,
+            [
+                "mig table `T` profile `1g.10gb+me,gfx` gets no valid mixed-strategy resource name, so no quota could deny it"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_builtin_profile_has_the_resource_the_device_plugin_advertises() {
+        for table in Catalog::builtin().tables() {
+            for profile in &table.profiles {
+                let resource = resource_name_for_profile(&profile.name);
+                assert_eq!(resource, Some(profile.resource_name()), "{}", table.key);
+                let resource = profile.resource_name();
+                assert_eq!(
+                    crate::names::qualified_name(&resource),
+                    Ok(()),
+                    "{resource}"
+                );
+            }
+        }
     }
 
     #[test]

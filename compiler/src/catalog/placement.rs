@@ -19,9 +19,11 @@
 //! whatever its count, since it is a typo either way.
 //! Nothing here panics or does IO.
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use super::{MigProfile, MigTable};
+use crate::limits::MAX_PLACEMENT_STEPS;
 
 /// A witness that a layout fits: every instance with its place on the axis.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +78,20 @@ pub enum PlacementError {
     },
     /// Every budget holds, but no choice of allowed starts avoids an overlap.
     NoPlacement,
+    /// The search took its whole step budget without proving the layout placeable or not.
+    TooComplex {
+        /// The steps taken, which is the budget.
+        steps: u64,
+    },
+}
+
+/// What [`place_within`] found, and how many search steps it took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Searched {
+    /// The witness or every problem, as [`place`] returns them.
+    pub result: Result<Placement, Vec<PlacementError>>,
+    /// Search steps taken (states visited); zero when a budget failed before the search.
+    pub steps: u64,
 }
 
 /// Capacity of one GPU that a valid layout leaves unused.
@@ -91,12 +107,20 @@ pub struct StrandedCapacity {
 
 /// Checks a layout against one GPU of `table` and returns a witness placement or every problem.
 ///
+/// The search takes at most [`MAX_PLACEMENT_STEPS`] steps.
+///
 /// # Errors
 ///
 /// Every unknown profile, every exceeded `max_count`, and every exceeded budget (compute slices,
 /// placement units), in that order; or exactly [`PlacementError::NoPlacement`] when all budgets
-/// hold but the allowed starts cannot be made disjoint.
+/// hold but the allowed starts cannot be made disjoint; or exactly
+/// [`PlacementError::TooComplex`] when the search ran out of steps before it could tell.
 pub fn place(table: &MigTable, layout: &[(String, u32)]) -> Result<Placement, Vec<PlacementError>> {
+    place_within(table, layout, MAX_PLACEMENT_STEPS).result
+}
+
+/// [`place`] with a step budget of its own, also reporting the steps the search took.
+pub fn place_within(table: &MigTable, layout: &[(String, u32)], budget: u64) -> Searched {
     let mut errors = Vec::new();
     let mut wanted: Vec<(&MigProfile, u32)> = Vec::new();
     for (name, count) in merge(layout) {
@@ -134,9 +158,18 @@ pub fn place(table: &MigTable, layout: &[(String, u32)]) -> Result<Placement, Ve
         });
     }
     if !errors.is_empty() {
-        return Err(errors);
+        return Searched {
+            result: Err(errors),
+            steps: 0,
+        };
     }
-    search(table, &wanted).ok_or_else(|| vec![PlacementError::NoPlacement])
+    let (found, steps) = search(table, &wanted, budget);
+    let result = match found {
+        Ok(Some(placement)) => Ok(placement),
+        Ok(None) => Err(vec![PlacementError::NoPlacement]),
+        Err(()) => Err(vec![PlacementError::TooComplex { steps }]),
+    };
+    Searched { result, steps }
 }
 
 /// The unused compute slices, memory slices and axis units of a layout that fits.
@@ -216,6 +249,10 @@ impl PlacementError {
                 "{shown} fits every budget of {} but no allowed start positions avoid overlap",
                 table.key
             ),
+            PlacementError::TooComplex { steps } => format!(
+                "{shown} was neither placed nor ruled out on {} within {steps} search steps",
+                table.key
+            ),
         }
     }
 }
@@ -239,6 +276,9 @@ impl fmt::Display for PlacementError {
                 write!(f, "needs {needed} of {total} placement units")
             }
             PlacementError::NoPlacement => f.write_str("no allowed start positions avoid overlap"),
+            PlacementError::TooComplex { steps } => {
+                write!(f, "placement search gave up after {steps} steps")
+            }
         }
     }
 }
@@ -268,95 +308,253 @@ fn saturate(value: u64) -> u32 {
     u32::try_from(value).unwrap_or(u32::MAX)
 }
 
-/// Exact search for starts; `None` when no assignment exists.
-fn search(table: &MigTable, wanted: &[(&MigProfile, u32)]) -> Option<Placement> {
-    let mut instances: Vec<&MigProfile> = wanted
-        .iter()
-        .flat_map(|(profile, count)| (0..*count).map(move |_| *profile))
-        .collect();
-    // Largest first: big instances have the fewest starts, so they prune the search early.
-    instances.sort_by(|left, right| {
-        right
-            .placement_size
-            .cmp(&left.placement_size)
-            .then(right.compute_slices.cmp(&left.compute_slices))
-            .then(left.name.cmp(&right.name))
-    });
-    let axis = usize::try_from(table.placement_units).ok()?;
-    let mut occupied = vec![false; axis];
-    let mut starts = Vec::with_capacity(instances.len());
-    if !assign(&instances, &mut occupied, &mut starts) {
+/// Instances that are interchangeable for placement: the same size and the same allowed starts.
+///
+/// Profiles with different names but one shape (a cell may declare several) are one class, so
+/// the search never tries the orders of interchangeable instances, which is what made the old
+/// search exponential.
+struct Shape<'a> {
+    /// Units one instance occupies.
+    size: u32,
+    /// The allowed starts that lie on the axis, ascending, with the bits they occupy.
+    starts: Vec<(u32, u64)>,
+    /// The profile name of each instance of the class, sorted, so witnesses are deterministic.
+    names: Vec<&'a str>,
+}
+
+/// How a search ended.
+enum Outcome {
+    /// Every instance has a start; the chosen starts are in the search's `placed` list.
+    Found,
+    /// The state has no completion.
+    Failed,
+    /// The step budget ran out before the search could decide.
+    OutOfSteps,
+}
+
+/// The search over `(occupied units, remaining instances per shape)` states.
+struct Search<'s, 'a> {
+    shapes: &'s [Shape<'a>],
+    /// `radix[i]` is the weight of shape `i` in the mixed-radix key of a remaining multiset.
+    radix: Vec<u128>,
+    /// States proved to have no completion.
+    failed: BTreeSet<(u64, u128)>,
+    steps: u64,
+    budget: u64,
+}
+
+/// The occupancy bits of `[start, start + size)`, or `None` when that leaves a 64-unit axis.
+fn interval_mask(start: u32, size: u32) -> Option<u64> {
+    let end = start.checked_add(size)?;
+    if end > 64 {
         return None;
     }
-    let mut placed: Vec<PlacedInstance> = instances
-        .iter()
-        .zip(&starts)
-        .map(|(profile, start)| PlacedInstance {
-            profile: profile.name.clone(),
-            start: *start,
-            size: profile.placement_size,
-        })
-        .collect();
-    placed.sort_by(|left, right| {
-        (left.start, &left.profile, left.size).cmp(&(right.start, &right.profile, right.size))
-    });
-    Some(Placement { instances: placed })
+    let ones = match size {
+        0 => 0,
+        _ => u64::MAX.checked_shr(64 - size)?,
+    };
+    ones.checked_shl(start)
 }
 
-/// Gives the next unplaced instance a free start and recurses; undoes the choice on failure.
-///
-/// Identical consecutive instances take strictly increasing starts, so permutations of the same
-/// assignment are tried once.
-fn assign(instances: &[&MigProfile], occupied: &mut [bool], starts: &mut Vec<u32>) -> bool {
-    let index = starts.len();
-    let Some(profile) = instances.get(index) else {
-        return true;
-    };
-    let floor = match (index.checked_sub(1), starts.last()) {
-        (Some(previous), Some(previous_start))
-            if instances
-                .get(previous)
-                .is_some_and(|prev| prev.name == profile.name) =>
+/// Groups the wanted instances into shapes, most constrained first in data terms (fewest starts,
+/// then largest), so the witness does not depend on the order of the layout.
+fn shapes<'a>(axis: u32, wanted: &[(&'a MigProfile, u32)]) -> Vec<Shape<'a>> {
+    let mut shapes: Vec<Shape<'a>> = Vec::new();
+    for (profile, count) in wanted {
+        let starts: Vec<(u32, u64)> = profile
+            .placement_starts
+            .iter()
+            .filter(|&&start| {
+                u64::from(start) + u64::from(profile.placement_size) <= u64::from(axis)
+            })
+            .filter_map(|&start| Some((start, interval_mask(start, profile.placement_size)?)))
+            .collect();
+        let names = (0..*count).map(|_| profile.name.as_str());
+        match shapes
+            .iter_mut()
+            .find(|shape| shape.size == profile.placement_size && shape.starts == starts)
         {
-            previous_start.checked_add(1)
-        }
-        _ => Some(0),
-    };
-    let Some(floor) = floor else {
-        return false;
-    };
-    for &start in profile
-        .placement_starts
-        .iter()
-        .filter(|&&start| start >= floor)
-    {
-        let Some(range) = span(start, profile.placement_size) else {
-            continue;
-        };
-        let Some(cells) = occupied.get_mut(range.clone()) else {
-            continue;
-        };
-        if cells.iter().any(|&taken| taken) {
-            continue;
-        }
-        cells.fill(true);
-        starts.push(start);
-        if assign(instances, occupied, starts) {
-            return true;
-        }
-        starts.pop();
-        if let Some(cells) = occupied.get_mut(range) {
-            cells.fill(false);
+            Some(shape) => shape.names.extend(names),
+            None => shapes.push(Shape {
+                size: profile.placement_size,
+                starts,
+                names: names.collect(),
+            }),
         }
     }
-    false
+    for shape in &mut shapes {
+        shape.names.sort_unstable();
+    }
+    shapes.sort_by(|left, right| {
+        (left.starts.len(), std::cmp::Reverse(left.size), &left.names).cmp(&(
+            right.starts.len(),
+            std::cmp::Reverse(right.size),
+            &right.names,
+        ))
+    });
+    shapes
 }
 
-/// The index range `[start, start + size)`, or `None` if it does not fit in `usize`.
-fn span(start: u32, size: u32) -> Option<std::ops::Range<usize>> {
-    let start = usize::try_from(start).ok()?;
-    let end = start.checked_add(usize::try_from(size).ok()?)?;
-    Some(start..end)
+/// Exact search for starts within `budget` steps; also returns the steps taken.
+///
+/// `Ok(None)` means no assignment exists; `Err(steps)` means the budget ran out first.
+fn search(
+    table: &MigTable,
+    wanted: &[(&MigProfile, u32)],
+    budget: u64,
+) -> (Result<Option<Placement>, ()>, u64) {
+    if table.placement_units > 64 {
+        // A catalog invariant and the schema's bounds keep every axis within 64 units.
+        return (Err(()), 0);
+    }
+    let shapes = shapes(table.placement_units, wanted);
+    let mut radix = Vec::with_capacity(shapes.len());
+    let mut weight: u128 = 1;
+    let mut remaining = Vec::with_capacity(shapes.len());
+    let mut key: u128 = 0;
+    for shape in &shapes {
+        let count = u32::try_from(shape.names.len()).unwrap_or(u32::MAX);
+        radix.push(weight);
+        let (Some(part), Some(next)) = (
+            weight.checked_mul(u128::from(count)),
+            weight.checked_mul(u128::from(count) + 1),
+        ) else {
+            // More instances than any accepted model allows (at most 64 compute slices).
+            return (Err(()), 0);
+        };
+        key += part;
+        weight = next;
+        remaining.push(count);
+    }
+    let mut search = Search {
+        shapes: &shapes,
+        radix,
+        failed: BTreeSet::new(),
+        steps: 0,
+        budget,
+    };
+    let mut placed = Vec::new();
+    let outcome = search.solve(0, &mut remaining, key, &mut placed);
+    let steps = search.steps;
+    match outcome {
+        Outcome::Found => (Ok(Some(witness(&shapes, &placed))), steps),
+        Outcome::Failed => (Ok(None), steps),
+        Outcome::OutOfSteps => (Err(()), steps),
+    }
+}
+
+impl Search<'_, '_> {
+    /// Places the remaining instances on the free units; `placed` holds `(shape, start)` pairs.
+    ///
+    /// Each call is one step. A state whose subtree was searched in full without an answer is
+    /// remembered, so it is never searched twice. Before branching, the state fails when some
+    /// shape has fewer free starts than instances left, or when the units that any remaining
+    /// instance could still cover are fewer than the units they need. It then branches on the
+    /// shape with the fewest free starts (ties: the larger size, then the earlier shape).
+    fn solve(
+        &mut self,
+        occupied: u64,
+        remaining: &mut [u32],
+        key: u128,
+        placed: &mut Vec<(usize, u32)>,
+    ) -> Outcome {
+        if key == 0 {
+            return Outcome::Found;
+        }
+        if self.steps >= self.budget {
+            return Outcome::OutOfSteps;
+        }
+        self.steps += 1;
+        if self.failed.contains(&(occupied, key)) {
+            return Outcome::Failed;
+        }
+        let mut needed = 0_u64;
+        let mut coverable = 0_u64;
+        let mut branch: Option<(usize, usize)> = None;
+        for (idx, (shape, left)) in self.shapes.iter().zip(remaining.iter()).enumerate() {
+            if *left == 0 {
+                continue;
+            }
+            needed += u64::from(shape.size) * u64::from(*left);
+            let mut free = 0_usize;
+            for (_, mask) in &shape.starts {
+                if mask & occupied == 0 {
+                    free += 1;
+                    coverable |= mask;
+                }
+            }
+            if free < usize::try_from(*left).unwrap_or(usize::MAX) {
+                return self.fail(occupied, key);
+            }
+            let better = match branch {
+                None => true,
+                Some((_, best_free)) => free < best_free,
+            };
+            if better {
+                branch = Some((idx, free));
+            }
+        }
+        if u64::from(coverable.count_ones()) < needed {
+            return self.fail(occupied, key);
+        }
+        let Some((chosen, _)) = branch else {
+            return Outcome::Found;
+        };
+        let shapes = self.shapes;
+        let Some(shape) = shapes.get(chosen) else {
+            return self.fail(occupied, key);
+        };
+        let weight = self.radix.get(chosen).copied().unwrap_or(0);
+        for &(start, mask) in &shape.starts {
+            if mask & occupied != 0 {
+                continue;
+            }
+            if let Some(left) = remaining.get_mut(chosen) {
+                *left -= 1;
+            }
+            placed.push((chosen, start));
+            match self.solve(occupied | mask, remaining, key - weight, placed) {
+                Outcome::Found => return Outcome::Found,
+                Outcome::OutOfSteps => return Outcome::OutOfSteps,
+                Outcome::Failed => {}
+            }
+            placed.pop();
+            if let Some(left) = remaining.get_mut(chosen) {
+                *left += 1;
+            }
+        }
+        self.fail(occupied, key)
+    }
+
+    /// Remembers that a state has no completion.
+    fn fail(&mut self, occupied: u64, key: u128) -> Outcome {
+        self.failed.insert((occupied, key));
+        Outcome::Failed
+    }
+}
+
+/// The witness of a finished search: each shape's starts, ascending, given its sorted names.
+fn witness(shapes: &[Shape<'_>], placed: &[(usize, u32)]) -> Placement {
+    let mut instances = Vec::with_capacity(placed.len());
+    for (idx, shape) in shapes.iter().enumerate() {
+        let mut starts: Vec<u32> = placed
+            .iter()
+            .filter(|(owner, _)| *owner == idx)
+            .map(|(_, start)| *start)
+            .collect();
+        starts.sort_unstable();
+        for (name, start) in shape.names.iter().zip(starts) {
+            instances.push(PlacedInstance {
+                profile: (*name).to_owned(),
+                start,
+                size: shape.size,
+            });
+        }
+    }
+    instances.sort_by(|left, right| {
+        (left.start, &left.profile, left.size).cmp(&(right.start, &right.profile, right.size))
+    });
+    Placement { instances }
 }
 
 #[cfg(test)]
@@ -1135,5 +1333,242 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The exact search tenantc used before issue 6: instances largest first, each given the
+    /// lowest free start, backtracking on failure, with no memory of failed states.
+    /// It stops after `budget` steps and returns `(fits, steps)`, with `None` when it stopped.
+    fn reference_search(
+        table: &MigTable,
+        layout: &[(String, u32)],
+        budget: u64,
+    ) -> (Option<bool>, u64) {
+        fn assign(
+            instances: &[&MigProfile],
+            occupied: &mut [bool],
+            starts: &mut Vec<u32>,
+            steps: &mut u64,
+            budget: u64,
+        ) -> Option<bool> {
+            if *steps >= budget {
+                return None;
+            }
+            *steps += 1;
+            let index = starts.len();
+            let Some(profile) = instances.get(index) else {
+                return Some(true);
+            };
+            let floor = match (index.checked_sub(1), starts.last()) {
+                (Some(previous), Some(previous_start))
+                    if instances[previous].name == profile.name =>
+                {
+                    previous_start + 1
+                }
+                _ => 0,
+            };
+            for &start in profile.placement_starts.iter().filter(|&&s| s >= floor) {
+                let range = start as usize..(start + profile.placement_size) as usize;
+                let Some(cells) = occupied.get_mut(range.clone()) else {
+                    continue;
+                };
+                if cells.iter().any(|&taken| taken) {
+                    continue;
+                }
+                cells.fill(true);
+                starts.push(start);
+                match assign(instances, occupied, starts, steps, budget) {
+                    Some(true) => return Some(true),
+                    None => return None,
+                    Some(false) => {}
+                }
+                starts.pop();
+                occupied[range].fill(false);
+            }
+            Some(false)
+        }
+        let mut instances: Vec<&MigProfile> = layout
+            .iter()
+            .flat_map(|(name, count)| {
+                let profile = table.profile(name).unwrap();
+                (0..*count).map(move |_| profile)
+            })
+            .collect();
+        instances.sort_by(|left, right| {
+            right
+                .placement_size
+                .cmp(&left.placement_size)
+                .then(right.compute_slices.cmp(&left.compute_slices))
+                .then(left.name.cmp(&right.name))
+        });
+        let mut occupied = vec![false; table.placement_units as usize];
+        let mut steps = 0;
+        let fits = assign(
+            &instances,
+            &mut occupied,
+            &mut Vec::new(),
+            &mut steps,
+            budget,
+        );
+        (fits, steps)
+    }
+
+    /// A profile for synthetic tables: one compute and memory slice, the given size and starts.
+    fn synthetic_profile(name: &str, size: u32, starts: Vec<u32>, max_count: u32) -> MigProfile {
+        let mut profile = table("H100-80GB").profiles[0].clone();
+        profile.name = name.to_owned();
+        profile.compute_slices = 1;
+        profile.memory_slices = 1;
+        profile.placement_size = size;
+        profile.placement_starts = starts;
+        profile.max_count = max_count;
+        profile.attributes = Vec::new();
+        profile
+    }
+
+    /// A synthetic table with enough compute and memory slices that only placement binds.
+    fn synthetic_table(axis: u32, profiles: Vec<MigProfile>) -> MigTable {
+        let mut synthetic = table("H100-80GB").clone();
+        synthetic.key = "synthetic".to_owned();
+        synthetic.compute_slices = 64;
+        synthetic.memory_slices = 64;
+        synthetic.max_gpu_instances = 64;
+        synthetic.placement_units = axis;
+        synthetic.profiles = profiles;
+        synthetic
+    }
+
+    /// Issue 6 item 2: `k` size-2 profiles whose starts are the even units `0..2k`, plus one
+    /// size-1 profile whose only start is 1, on an axis of `2k + 1` units; with `blocked` the
+    /// layout cannot be placed (unit 1 takes the room of one size-2 instance), without it the
+    /// size-1 profile may also start at `2k`.
+    fn adversarial(k: u32, blocked: bool) -> (MigTable, Vec<(String, u32)>) {
+        let evens: Vec<u32> = (0..k).map(|idx| 2 * idx).collect();
+        let mut profiles: Vec<MigProfile> = (0..k)
+            .map(|idx| synthetic_profile(&format!("1g.{}gb", idx + 10), 2, evens.clone(), 1))
+            .collect();
+        let odd_starts = if blocked { vec![1] } else { vec![1, 2 * k] };
+        profiles.push(synthetic_profile("1g.5gb", 1, odd_starts, 1));
+        let wanted = profiles.iter().map(|p| (p.name.clone(), 1)).collect();
+        (synthetic_table(2 * k + 1, profiles), wanted)
+    }
+
+    #[test]
+    fn decides_the_adversarial_family_in_few_steps_where_the_old_search_blew_the_budget() {
+        for k in 1..=31 {
+            let (synthetic, wanted) = adversarial(k, true);
+            let searched = place_within(&synthetic, &wanted, MAX_PLACEMENT_STEPS);
+            assert_eq!(
+                searched.result,
+                Err(vec![PlacementError::NoPlacement]),
+                "k={k}"
+            );
+            assert!(searched.steps <= 4, "k={k}: {} steps", searched.steps);
+            let (synthetic, wanted) = adversarial(k, false);
+            let searched = place_within(&synthetic, &wanted, MAX_PLACEMENT_STEPS);
+            let placement = fits(&synthetic, &wanted);
+            assert_eq!(searched.result, Ok(placement), "k={k}");
+            assert!(
+                searched.steps <= 2 * u64::from(k) + 2,
+                "k={k}: {} steps",
+                searched.steps
+            );
+        }
+        // The search this replaces needs more than the whole budget from k = 15 on.
+        let (synthetic, wanted) = adversarial(15, true);
+        let (fits_old, steps) = reference_search(&synthetic, &wanted, MAX_PLACEMENT_STEPS);
+        assert_eq!((fits_old, steps), (None, MAX_PLACEMENT_STEPS));
+    }
+
+    #[test]
+    fn gives_up_with_too_complex_when_the_step_budget_runs_out() {
+        let (synthetic, wanted) = adversarial(6, false);
+        let searched = place_within(&synthetic, &wanted, 3);
+        assert_eq!(
+            searched,
+            Searched {
+                result: Err(vec![PlacementError::TooComplex { steps: 3 }]),
+                steps: 3
+            }
+        );
+        let two = named(&[("1g.10gb", 1), ("1g.5gb", 1)]);
+        assert_eq!(
+            PlacementError::TooComplex { steps: 3 }.render(&synthetic, &two),
+            "1g.10gb + 1g.5gb was neither placed nor ruled out on synthetic within 3 search steps"
+        );
+        assert_eq!(
+            PlacementError::TooComplex { steps: 3 }.to_string(),
+            "placement search gave up after 3 steps"
+        );
+        // Budgets that fail before the search cost no steps, whatever the step budget.
+        let over = place_within(table("H100-80GB"), &named(&[("7g.80gb", 2)]), 0);
+        assert_eq!(over.steps, 0);
+        assert!(matches!(over.result, Err(errors) if !errors.is_empty()));
+    }
+
+    /// A small deterministic generator (an LCG), so the random checks are reproducible.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn below(&mut self, bound: u32) -> u32 {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((self.0 >> 33) % u64::from(bound)) as u32
+        }
+    }
+
+    /// A random table of up to five profiles on an axis of 1 to 10 units.
+    fn random_table(rng: &mut Lcg) -> MigTable {
+        let axis = 1 + rng.below(10);
+        let profiles = (0..1 + rng.below(5))
+            .map(|idx| {
+                let size = 1 + rng.below(axis.min(4));
+                let mut starts: Vec<u32> = (0..=axis - size).filter(|_| rng.below(2) > 0).collect();
+                if starts.is_empty() {
+                    starts.push(rng.below(axis - size + 1));
+                }
+                let max_count = 1 + rng.below(4);
+                synthetic_profile(&format!("1g.{}gb", idx + 1), size, starts, max_count)
+            })
+            .collect();
+        synthetic_table(axis, profiles)
+    }
+
+    #[test]
+    fn memoised_search_agrees_with_the_old_exact_search_on_random_small_models() {
+        let mut rng = Lcg(6);
+        let (mut accepted, mut rejected) = (0, 0);
+        for _ in 0..3000 {
+            let random = random_table(&mut rng);
+            let wanted: Vec<(String, u32)> = random
+                .profiles
+                .iter()
+                .map(|profile| (profile.name.clone(), rng.below(profile.max_count + 1)))
+                .collect();
+            let searched = place_within(&random, &wanted, MAX_PLACEMENT_STEPS);
+            let Err(errors) = &searched.result else {
+                let (old, _) = reference_search(&random, &wanted, u64::MAX);
+                assert_eq!(old, Some(true), "{random:?} {wanted:?}");
+                fits(&random, &wanted);
+                accepted += 1;
+                continue;
+            };
+            if errors == &[PlacementError::NoPlacement] {
+                let (old, _) = reference_search(&random, &wanted, u64::MAX);
+                assert_eq!(old, Some(false), "{random:?} {wanted:?}");
+                rejected += 1;
+            } else {
+                assert_eq!(
+                    searched.steps, 0,
+                    "a failed budget must not start the search"
+                );
+            }
+        }
+        // The generator must exercise both answers of the search, not only the budgets.
+        assert!(
+            accepted > 500 && rejected > 100,
+            "{accepted} accepted, {rejected} rejected"
+        );
     }
 }

@@ -358,21 +358,15 @@ fn groups(ctx: &Ctx, node: &Node) -> Option<Groups> {
     };
     let span = obj.span;
     obj.finish();
+    let mut valid = true;
     for group in [&groups.admin, &groups.member, &groups.viewer]
         .into_iter()
         .flatten()
     {
-        if group.value.trim().is_empty() || group.value.contains(char::is_control) {
-            ctx.push(
-                Diagnostic::error(
-                    Code::NameInvalid,
-                    group.span,
-                    "group name is empty or has control characters",
-                )
-                .with_help("write the group name exactly as the identity provider sends it"),
-            );
-            return None;
-        }
+        valid &= check_group_name(ctx, group);
+    }
+    if !valid {
+        return None;
     }
     if groups.admin.is_none() && groups.member.is_none() && groups.viewer.is_none() {
         ctx.push(
@@ -383,6 +377,48 @@ fn groups(ctx: &Ctx, node: &Node) -> Option<Groups> {
         return None;
     }
     Some(groups)
+}
+
+/// The most characters a group name may have.
+pub const MAX_GROUP_NAME_CHARS: usize = 256;
+
+/// Why a string is not a group name, or `None` when it is one.
+///
+/// A group name is 1 to 256 characters without control characters (C0, DEL, C1); it neither
+/// starts nor ends with whitespace, and its only whitespace is the space U+0020 between words.
+/// Whether a valid name is also a reserved one (`system:…`, wildcards) is checked later, against
+/// the cells the tenant runs in.
+pub fn group_name_problem(name: &str) -> Option<&'static str> {
+    let is_space = |ch: char| ch.is_whitespace() || ch == '\u{feff}';
+    if name.chars().all(is_space) {
+        return Some("a group name must not be empty or blank");
+    }
+    if name.chars().count() > MAX_GROUP_NAME_CHARS {
+        return Some("a group name has at most 256 characters");
+    }
+    if name.chars().any(char::is_control) {
+        return Some("a group name must not contain control characters");
+    }
+    if name.starts_with(is_space) || name.ends_with(is_space) {
+        return Some("a group name must not start or end with whitespace");
+    }
+    if name.chars().any(|ch| is_space(ch) && ch != ' ') {
+        return Some("the only whitespace a group name may hold is the space between words");
+    }
+    None
+}
+
+/// Reports a string that is not a group name as `name-invalid`; true when it is one.
+fn check_group_name(ctx: &Ctx, group: &Spanned<String>) -> bool {
+    let Some(problem) = group_name_problem(&group.value) else {
+        return true;
+    };
+    ctx.push(
+        Diagnostic::error(Code::NameInvalid, group.span, "group name is not valid")
+            .with_label(problem)
+            .with_help("write the group name exactly as the identity provider sends it, without surrounding spaces"),
+    );
+    false
 }
 
 fn container_defaults(ctx: &Ctx, node: &Node) -> Option<ContainerDefaults> {
@@ -561,6 +597,11 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         .into_iter()
         .map(|node| priority(ctx, node))
         .collect();
+    let allow_groups: Vec<Option<Spanned<String>>> = obj
+        .items("allow-group", "allow-groups")
+        .into_iter()
+        .map(|node| string(ctx, node, "allow-group").filter(|group| check_group_name(ctx, group)))
+        .collect();
     obj.finish();
     // As for tenants: unreadable parts are left out and the cell is marked incomplete.
     let name = name?;
@@ -586,6 +627,7 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
     let gpu_models = keep_read(gpu_models, &mut complete);
     let pools = keep_read(pools, &mut complete);
     let priorities = keep_read(priorities, &mut complete);
+    let allow_groups = keep_read(allow_groups, &mut complete);
     Some(Cell {
         file: document.file,
         name,
@@ -598,6 +640,7 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
             selector: None,
         }),
         gpu_operator_namespace,
+        allow_groups,
         gpu_models,
         gpu_models_complete,
         pools,

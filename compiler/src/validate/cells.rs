@@ -403,8 +403,9 @@ fn check_layouts(
                     table,
                     catalog,
                 ));
+            } else if pool.sharing.value == Sharing::Mig && count.value > 0 {
+                check_profile_resource(pool, profile, diagnostics);
             }
-            let _ = count;
         }
         if pool.sharing.value == Sharing::MigSingle && layout.profiles.len() > 1 {
             diagnostics.push(
@@ -428,6 +429,58 @@ fn check_layouts(
             check_config_name(pool, layout, diagnostics);
         }
     }
+}
+
+/// Under the device plugin's mixed strategy, a profile's devices must get a resource of their
+/// own, which every tenant quota lists (zero unless reserved), so quotas deny it by default.
+///
+/// The plugin registers a resource only for GPU-instance profiles (`<G>g.<GB>gb`, or a
+/// compute-instance name whose `C` equals its `G`), and skips the others: their devices are then
+/// matched by no resource and the plugin fails on the node. A resource name must also be a valid
+/// Kubernetes resource name, which a `+` list with a comma is not.
+fn check_profile_resource(
+    pool: &Pool,
+    profile: &Spanned<String>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let resource = crate::catalog::resource_name_for_profile(&profile.value);
+    let (reason, instead) = match &resource {
+        None => (
+            "a compute-instance profile gets no resource under the mixed strategy".to_owned(),
+            crate::catalog::parse_profile_name(&profile.value).map_or_else(
+                || "a GPU-instance profile".to_owned(),
+                |name| {
+                    format!(
+                        "the GPU-instance profile `{}g.{}gb`",
+                        name.gpu_instance_slices, name.memory_gb
+                    )
+                },
+            ),
+        ),
+        Some(resource) => match crate::names::qualified_name(resource) {
+            Ok(()) => return,
+            Err(reason) => (
+                format!("its resource name `{resource}` {reason}"),
+                "a profile with at most one attribute".to_owned(),
+            ),
+        },
+    };
+    diagnostics.push(
+        Diagnostic::error(
+            Code::MigProfileWithoutResource,
+            profile.span,
+            format!(
+                "MIG profile `{}` in pool `{}` would create devices that no quota can deny",
+                profile.value, pool.name.value
+            ),
+        )
+        .with_label(reason)
+        .with_secondary(pool.sharing.span, "mixed strategy (`mig`) set here")
+        .with_note("the NVIDIA device plugin advertises mixed-strategy MIG devices as `nvidia.com/mig-<G>g.<GB>gb`, only for profiles whose compute instance spans the whole GPU instance")
+        .with_help(format!(
+            "use {instead}, or `sharing \"mig-single\"`, where every MIG device is an `nvidia.com/gpu`"
+        )),
+    );
 }
 
 /// The `nvidia.com/mig.config` label value of a layout must be a valid label value.
@@ -500,8 +553,36 @@ pub(crate) fn unknown_profile(
 
 #[cfg(test)]
 mod tests {
+    use crate::catalog::Catalog;
     use crate::diag::Code;
-    use crate::validate::test_support::codes;
+    use crate::validate::test_support::{codes, compile_files, tenant};
+
+    /// A cell declaring `ACME-Z` with a 2g GPU instance and the given extra profile, and a pool
+    /// of the given sharing mode whose layout uses the extra profile once.
+    fn declared_profile_cell(profile: &str, sharing: &str) -> String {
+        format!(
+            r#"cell "c1" {{
+  cloud "aws" region="r"
+  kubernetes "1.33"
+  driver "570"
+  gpu-model "ACME-Z" {{
+    pci-ids "0x1A2B10DE"
+    sharing "exclusive" "mig" "mig-single"
+    mig compute-slices=4 memory-slices=4 placement-units=4 {{
+      profile "2g.48gb" compute=2 memory=2 max=2 size=2 {{ starts 0 2; }}
+      profile "{profile}" compute=1 memory=2 max=2 size=2 {{ starts 0 2; }}
+    }}
+  }}
+  pool "p" {{
+    gpu "ACME-Z"
+    nodes 1 gpus-per-node=8
+    sharing "{sharing}"
+    mig-layout "l" {{ profile "{profile}" 2; }}
+  }}
+}}
+"#
+        )
+    }
 
     fn cell_with_pool(pool: &str) -> String {
         format!(
@@ -549,6 +630,83 @@ mod tests {
             codes(&[("cells/c1.kdl", &cell)]),
             [Code::MigNodeGroupsMismatch]
         );
+    }
+
+    #[test]
+    fn refuses_compute_instance_profiles_in_mixed_strategy_layouts() {
+        let cell = declared_profile_cell("1c.2g.48gb", "mig");
+        let result = compile_files(&[("cells/c1.kdl", &cell)]);
+        let codes: Vec<Code> = result.diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, [Code::MigProfileWithoutResource]);
+        let found = &result.diagnostics[0];
+        assert_eq!(
+            found.message,
+            "MIG profile `1c.2g.48gb` in pool `p` would create devices that no quota can deny"
+        );
+        assert!(
+            found.help.contains("the GPU-instance profile `2g.48gb`"),
+            "{}",
+            found.help
+        );
+        // Under the single strategy every MIG device is an `nvidia.com/gpu`, which every quota
+        // lists, so the same profile is fine there.
+        let cell = declared_profile_cell("1c.2g.48gb", "mig-single");
+        assert_eq!(codes_of(&cell), []);
+        // A compute instance as large as its GPU instance is the GPU instance itself.
+        let cell = declared_profile_cell("1c.1g.24gb", "mig");
+        assert_eq!(codes_of(&cell), []);
+    }
+
+    #[test]
+    fn refuses_profiles_whose_resource_name_is_not_valid() {
+        let cell = declared_profile_cell("1g.24gb+me,gfx", "mig");
+        assert_eq!(codes_of(&cell), [Code::MigProfileWithoutResource]);
+    }
+
+    fn codes_of(cell: &str) -> Vec<Code> {
+        codes(&[("cells/c1.kdl", cell)])
+    }
+
+    #[test]
+    fn every_catalog_profile_in_a_mixed_layout_gets_a_quota_key() {
+        // Issue 6 item 11, for the built-in catalog: each device a layout creates must appear
+        // in every tenant quota as `requests.<resource>`, zero unless reserved.
+        let catalog = Catalog::builtin();
+        let quota_tenant = tenant("a", "soft", "");
+        let mut checked = 0;
+        for sku in catalog
+            .skus()
+            .filter(|sku| sku.supports(crate::catalog::SharingMode::Mig))
+        {
+            let Some(table) = catalog.table_for_sku(&sku.key) else {
+                continue;
+            };
+            for profile in &table.profiles {
+                let cell = format!(
+                    "cell \"c1\" {{\n  cloud \"aws\" region=\"r\"\n  kubernetes \"1.33\"\n  driver \"9999\"\n  priority \"batch\" value=1000\n  pool \"p\" {{\n    gpu \"{}\"\n    nodes 1 gpus-per-node=8\n    sharing \"mig\"\n    mig-layout \"l\" {{ profile \"{}\" 1; }}\n  }}\n}}\n",
+                    sku.key, profile.name
+                );
+                let result =
+                    compile_files(&[("cells/c1.kdl", &cell), ("tenants/a.kdl", &quota_tenant)]);
+                let Some(output) = &result.output else {
+                    panic!("{} {}: {:?}", sku.key, profile.name, result.diagnostics);
+                };
+                let quota = output
+                    .iter()
+                    .find(|(path, _)| path.ends_with("train/resourcequota.yaml"))
+                    .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+                    .unwrap_or_default();
+                let key = format!("requests.{}: \"0\"", profile.resource_name());
+                assert!(
+                    quota.contains(&key),
+                    "{} {}: {quota}",
+                    sku.key,
+                    profile.name
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 50, "only {checked} profiles checked");
     }
 
     #[test]

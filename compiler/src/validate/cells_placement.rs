@@ -2,14 +2,17 @@
 //!
 //! Consumes: a [`MigLayout`] whose profiles all exist in the pool's MIG table. Produces:
 //! `mig-layout-unplaceable` with every failing budget (max count, compute slices, memory slices
-//! or placement units) and the numbers, and a warning when the table's facts are inferred.
+//! or placement units) and the numbers, `mig-placement-too-complex` when the search runs out of
+//! steps, and a warning when the table's facts are inferred.
 //!
 //! Invariant: the verdict comes from the catalog's exact placement search, not from adding up
-//! slices, so `3g + 3g + 1g` (7 compute slices, 9 of 8 memory slices) is rejected.
+//! slices, so `3g + 3g + 1g` (7 compute slices, 9 of 8 memory slices) is rejected; the search is
+//! bounded by `limits::MAX_PLACEMENT_STEPS`, so no layout can stall the build.
 
 use crate::catalog::MigTable;
 use crate::catalog::placement::{self, PlacementError};
 use crate::diag::{Code, Diagnostic};
+use crate::limits::MAX_PLACEMENT_STEPS;
 use crate::model::MigLayout;
 
 /// Checks that the layout fits one GPU of the table's model.
@@ -17,6 +20,17 @@ pub(super) fn check(
     layout: &MigLayout,
     sku_key: &str,
     table: &MigTable,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    check_within(layout, sku_key, table, MAX_PLACEMENT_STEPS, diagnostics);
+}
+
+/// [`check`] with the placement search bounded by `budget` steps.
+fn check_within(
+    layout: &MigLayout,
+    sku_key: &str,
+    table: &MigTable,
+    budget: u64,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     let request: Vec<(String, u32)> = layout
@@ -29,8 +43,32 @@ pub(super) fn check(
             )
         })
         .collect();
-    match placement::place(table, &request) {
+    match placement::place_within(table, &request, budget).result {
         Ok(_) => {}
+        Err(errors) if matches!(errors.as_slice(), [PlacementError::TooComplex { .. }]) => {
+            let reason = errors
+                .first()
+                .map(|error| error.render(table, &request))
+                .unwrap_or_default();
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::MigPlacementTooComplex,
+                    layout.name.span,
+                    format!(
+                        "tenantc could not decide whether layout `{}` fits one `{sku_key}` GPU",
+                        layout.name.value
+                    ),
+                )
+                .with_label(reason)
+                .with_note(format!(
+                    "the placement search stops after {budget} steps so that no declaration can stall the build"
+                ))
+                .with_help(format!(
+                    "simplify the placement table of `{sku_key}` (fewer profiles with the same size but different starts), or split the layout"
+                )),
+            );
+            return;
+        }
         Err(errors) => {
             // An unplaceable layout is the finding; whether its table is inferred is then moot.
             let mut lines = errors.iter().map(|error| error.render(table, &request));
@@ -207,8 +245,89 @@ pub(super) fn check_driver(
 
 #[cfg(test)]
 mod tests {
+    use crate::catalog::Catalog;
     use crate::diag::Code;
+    use crate::model::{MigLayout, Spanned};
+    use crate::source::{SourceMap, Span};
     use crate::validate::test_support::compile_files;
+
+    /// A cell declaring the issue 6 adversarial model: `k` size-2 profiles at the even starts
+    /// and one size-1 profile whose only start is 1, all used once in one layout.
+    pub(crate) fn adversarial_cell(k: u32) -> String {
+        let starts: Vec<String> = (0..k).map(|idx| (2 * idx).to_string()).collect();
+        let mut profiles = String::new();
+        let mut layout = String::new();
+        for idx in 0..k {
+            profiles.push_str(&format!(
+                "            profile \"1g.{}gb\" compute=1 memory=1 max=1 size=2 {{ starts {}; }}\n",
+                idx + 10,
+                starts.join(" ")
+            ));
+            layout.push_str(&format!("profile \"1g.{}gb\" 1; ", idx + 10));
+        }
+        format!(
+            "cell \"c1\" {{\n  cloud \"aws\" region=\"r\"\n  kubernetes \"1.33\"\n  driver \"570\"\n  gpu-model \"ADV-X\" {{\n    pci-ids \"0x1A2B10DE\"\n    sharing \"exclusive\" \"mig\"\n    mig compute-slices=16 memory-slices=16 placement-units={} {{\n{profiles}            profile \"1g.5gb\" compute=1 memory=1 max=1 size=1 {{ starts 1; }}\n    }}\n  }}\n  pool \"p\" {{\n    gpu \"ADV-X\"\n    nodes 1 gpus-per-node=1\n    sharing \"mig\"\n    mig-layout \"l\" {{ {layout}profile \"1g.5gb\" 1; }}\n  }}\n}}\n",
+            2 * k + 1
+        )
+    }
+
+    #[test]
+    fn rejects_the_largest_adversarial_model_the_schema_allows_at_once() {
+        // k = 15 fills the schema's bounds (16 compute slices, 31 of 32 units); the old search
+        // did not finish it in 30 seconds.
+        let result = compile_files(&[("cells/c1.kdl", &adversarial_cell(15))]);
+        let codes: Vec<Code> = result.diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, [Code::MigLayoutUnplaceable]);
+        let label = &result.diagnostics[0].labels[0].message;
+        assert!(
+            label.contains("no allowed start positions avoid overlap"),
+            "{label}"
+        );
+    }
+
+    #[test]
+    fn reports_a_layout_the_search_cannot_decide_within_its_budget() {
+        let mut sources = SourceMap::new();
+        let file = sources.add("cells/c1.kdl".to_owned(), "x".repeat(64));
+        let span = |at: usize| Span::new(file, at..at + 1);
+        let layout = MigLayout {
+            span: span(0),
+            name: Spanned::new("balanced".to_owned(), span(1)),
+            nodes: None,
+            profiles: ["3g.40gb", "2g.20gb", "1g.10gb"]
+                .iter()
+                .enumerate()
+                .map(|(idx, name)| {
+                    (
+                        Spanned::new((*name).to_owned(), span(10 + idx)),
+                        Spanned::new(1, span(20 + idx)),
+                    )
+                })
+                .collect(),
+        };
+        let Some(table) = Catalog::builtin().table("H100-80GB") else {
+            panic!("no H100-80GB table");
+        };
+        let mut diagnostics = Vec::new();
+        super::check_within(&layout, "H100-80GB-SXM", table, 2, &mut diagnostics);
+        assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+        let found = &diagnostics[0];
+        assert_eq!(found.code, Code::MigPlacementTooComplex);
+        assert_eq!(
+            found.message,
+            "tenantc could not decide whether layout `balanced` fits one `H100-80GB-SXM` GPU"
+        );
+        assert_eq!(found.labels[0].span, span(1));
+        assert_eq!(
+            found.labels[0].message,
+            "3g.40gb + 2g.20gb + 1g.10gb was neither placed nor ruled out on H100-80GB within 2 search steps"
+        );
+        assert!(found.help.contains("split the layout"), "{}", found.help);
+        // With the real budget the same layout is placed.
+        let mut diagnostics = Vec::new();
+        super::check(&layout, "H100-80GB-SXM", table, &mut diagnostics);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    }
 
     fn layout_cell(gpu: &str, profiles: &str) -> String {
         format!(

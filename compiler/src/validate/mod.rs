@@ -3,13 +3,17 @@
 //! Consumes: the [`Declaration`]s read by `schema`. Produces: a [`Fleet`] (tenants and cells
 //! sorted by name, duplicates dropped) and diagnostics. Each check family lives in its own file
 //! with its own tests: `cells` (pools against the hardware catalog), `tenants` (references from
-//! tenants to cells, pools, profiles and priorities, and reserved capacity).
+//! tenants to cells, pools, profiles and priorities, and reserved capacity), `namespaces` (tenant
+//! namespaces against platform namespaces and each other), `groups` (reserved RBAC groups against
+//! the cells that allow them).
 //!
 //! Invariant: validation never stops at the first finding; `lower` runs only on a fleet that
 //! produced no error, so it may rely on every reference resolving.
 
 mod cells;
 mod cells_placement;
+pub mod groups;
+pub mod namespaces;
 mod tenants;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -66,6 +70,8 @@ pub fn validate(
         cells::check(cell, catalog, &mut diagnostics);
     }
     tenants::check(&fleet, unreadable, catalog, &mut diagnostics);
+    namespaces::check(&fleet, &mut diagnostics);
+    groups::check(&fleet, &mut diagnostics);
     (fleet, diagnostics)
 }
 
