@@ -351,14 +351,17 @@ fn check_registry(ctx: &Ctx, registry: &Spanned<String>) -> bool {
 
 fn groups(ctx: &Ctx, node: &Node) -> Option<Groups> {
     let mut obj = Obj::new(ctx, node, "groups")?;
+    let before = ctx.count();
     let groups = Groups {
         admin: obj.opt_str("admin"),
         member: obj.opt_str("member"),
         viewer: obj.opt_str("viewer"),
     };
     let span = obj.span;
+    // A group that was written but refused (a forbidden character, a wrong type) is reported
+    // where it is; "names no group" would only repeat it.
+    let mut valid = ctx.count() == before;
     obj.finish();
-    let mut valid = true;
     for group in [&groups.admin, &groups.member, &groups.viewer]
         .into_iter()
         .flatten()

@@ -27,6 +27,12 @@ impl Ctx {
         self.diagnostics.borrow_mut().push(diagnostic);
     }
 
+    /// How many diagnostics were recorded so far: a reader compares counts to tell whether a
+    /// field it read was present but refused, and so avoid a follow-on finding.
+    pub fn count(&self) -> usize {
+        self.diagnostics.borrow().len()
+    }
+
     /// Takes every diagnostic recorded so far.
     pub fn take(&self) -> Vec<Diagnostic> {
         std::mem::take(&mut *self.diagnostics.borrow_mut())

@@ -159,7 +159,13 @@ mod tests {
             let tenant_text = with_admin(group);
             let found = codes(&[("cells/c1.kdl", CELL), ("tenants/a.kdl", &tenant_text)]);
             assert!(
-                found.contains(&Code::NameInvalid) || found.contains(&Code::TypeMismatch),
+                !found.contains(&Code::FieldMissing),
+                "{group:?}: a refused group is not also missing: {found:?}"
+            );
+            assert!(
+                found.contains(&Code::NameInvalid)
+                    || found.contains(&Code::TypeMismatch)
+                    || found.contains(&Code::StringCharacterForbidden),
                 "{group:?}: {found:?}"
             );
         }
