@@ -1073,7 +1073,7 @@ fn invalid_tenant_values_are_rejected_by_schema_and_compiler() {
         ),
         (
             Change::Set("/groups/admin", json!("a\u{2028}b")),
-            &["name-invalid"],
+            &["string-character-forbidden"],
         ),
         (
             Change::Set("/groups/admin", json!("g".repeat(257))),
