@@ -216,7 +216,7 @@ fn broken_links_and_fifos_are_located_diagnostics_and_the_run_goes_on() {
         "error[symlink-broken]: `tenants/dangling.kdl` is a symbolic link that cannot be followed: its target does not exist",
         "┌─ tenants/dangling.kdl:1:1",
         "error[symlink-broken]: `tenants/loop-a.kdl` is a symbolic link that cannot be followed: too many levels of symbolic links",
-        "warning[file-not-regular]: `tenants/pipe.kdl` is a FIFO, not a regular file, and is skipped",
+        "error[file-not-regular]: `tenants/pipe.kdl` is named like a declaration but is a FIFO, not a regular file",
         "┌─ tenants/typo.kdl:1:17",
     ] {
         assert!(

@@ -128,6 +128,13 @@ impl Finding {
             .with_help(
                 "declare one tenant or cell per file; a declaration is far smaller than this",
             ),
+            Problem::NotRegular(kind) if self.is_error() => Diagnostic::error(
+                Code::FileNotRegular,
+                span,
+                format!("`{path}` is named like a declaration but is {kind}, not a regular file"),
+            )
+            .with_label("not opened")
+            .with_help("replace it with the declaration as a regular file, or remove it"),
             Problem::NotRegular(kind) => Diagnostic::warning(
                 Code::FileNotRegular,
                 span,
@@ -147,9 +154,16 @@ impl Finding {
         }
     }
 
-    /// Whether the finding fails the build.
+    /// Whether the finding fails the build. A FIFO, socket or device is only skipped with a
+    /// warning, unless it is named like a declaration: then a tenant or cell would silently drop
+    /// out of the build, so it is an error.
     pub fn is_error(&self) -> bool {
-        !matches!(self.problem, Problem::NotRegular(_))
+        match self.problem {
+            Problem::NotRegular(_) => {
+                matches!(crate::classify(&self.path), Some((_, Some(_))))
+            }
+            _ => true,
+        }
     }
 }
 
@@ -748,6 +762,12 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success());
+        let other = dir.path().join("tenants/pipe.txt");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&other)
+            .status()
+            .unwrap();
+        assert!(status.success());
         let _socket =
             std::os::unix::net::UnixListener::bind(dir.path().join("cells/sock.yaml")).unwrap();
         std::os::unix::fs::symlink("/dev/null", dir.path().join("cells/null.kdl")).unwrap();
@@ -764,9 +784,13 @@ mod tests {
                 ),
                 ("cells/sock.yaml", &Problem::NotRegular("a socket")),
                 ("tenants/pipe.kdl", &Problem::NotRegular("a FIFO")),
+                ("tenants/pipe.txt", &Problem::NotRegular("a FIFO")),
             ]
         );
-        assert!(!loaded.findings[1].is_error());
+        // Named like a declaration, a special file would drop a tenant or cell in silence.
+        assert!(loaded.findings[1].is_error());
+        assert!(loaded.findings[2].is_error());
+        assert!(!loaded.findings[3].is_error());
     }
 
     #[cfg(unix)]
