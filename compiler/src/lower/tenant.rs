@@ -37,7 +37,9 @@ pub(super) fn objects(
     let mut objects = Vec::new();
     for workload in workloads {
         let kind = workload.kind.value.as_str();
-        let namespace = format!("{}-{kind}", tenant.name.value);
+        // The one naming rule that `validate::namespaces` checks for collisions.
+        let namespace =
+            crate::validate::namespaces::namespace_name(&tenant.name.value, workload.kind.value);
         let labels = tenant_labels(tenant);
         objects.push((
             format!("{kind}/namespace.yaml"),
