@@ -1630,4 +1630,65 @@ mod tests {
             );
         }
     }
+
+    /// Deep input of every form that fooled the old guard or made kdl-rs recurse, parsed on a
+    /// thread with a 1 MiB stack (the main thread has 8 MiB; 256 KiB is too little for 64 levels
+    /// in an unoptimised build): every document gives a diagnostic or a tree, never a crash.
+    #[test]
+    fn deep_hostile_input_never_exhausts_a_small_stack() {
+        const PIECES: &[&str] = &[
+            "#\"\\\"# ",
+            "#\"a\"b\"# ",
+            "##\"a\"#\"## ",
+            "\"\\\"\" ",
+            "\"\"\"\n{\n\"\"\" ",
+            "#\"\"\"\n}\n\"\"\"# ",
+            "/* /* */ */ ",
+            "/* * / * */",
+            "// {\n",
+            "/- ",
+            "/-{ ",
+            "\\\n",
+            "\\ // }\n",
+            "\u{2028}",
+            "\r",
+            "\u{85}",
+            "x {",
+            "{",
+            "}",
+            "\"{\" ",
+            "(t)",
+            "\"unclosed",
+            "/* unclosed",
+            ";",
+        ];
+        let handle = std::thread::Builder::new()
+            .stack_size(1024 * 1024)
+            .spawn(|| {
+                let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+                for round in 0..60 {
+                    let mut text = String::from("tenant \"a\" ");
+                    let length = 500 + round * 100;
+                    for _ in 0..length {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        let pick = (seed % (PIECES.len() as u64 + 4)) as usize;
+                        // Openers come more often than anything else, to build depth.
+                        text.push_str(PIECES.get(pick).copied().unwrap_or(" a {"));
+                    }
+                    let (document, diagnostics) = parse(FileId(0), &text);
+                    assert!(document.root.is_some() || !diagnostics.is_empty());
+                }
+                // Long runs of one piece: pieces of one comment, misplaced braces, slashdashes.
+                for piece in ["* ", "}", "/- ", "{", " a {", "/* "] {
+                    let text = format!("tenant \"a\" /* {} */\n", piece.repeat(20_000));
+                    let _ = parse(FileId(0), &text);
+                    let text = format!("tenant \"a\"\n{}", piece.repeat(20_000));
+                    let _ = parse(FileId(0), &text);
+                }
+            })
+            .unwrap();
+        assert!(handle.join().is_ok(), "the parser overflowed a 1 MiB stack");
+    }
 }

@@ -139,6 +139,10 @@ fn reads_every_kdl_file_of_the_repository_as_kdl_rs_does() {
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
+        // Regression cases of deep nesting overflow kdl-rs itself, which is why we parse.
+        if text.matches('{').count() > 1000 {
+            continue;
+        }
         let (expected, actual) = (reference(&text), ours(&text));
         assert!(
             same(&expected, &actual),
