@@ -1274,15 +1274,11 @@ impl<'a> Parser<'a> {
         };
         self.diagnostics.truncate(saved.0);
         self.failed = saved.1;
-        match read {
-            Some(true) => {}
-            // An unclosed string or comment ends at the end of its line in recovery.
-            Some(false) => {
-                self.pos = start;
-                let rest = self.rest();
-                self.pos += rest.find(is_newline).unwrap_or(rest.len()).max(1);
-            }
-            None => self.bump(),
+        // A string or comment that did not parse ends where its reading stopped: at the end of
+        // its line, at a bad escape, or at the end of the text for an unclosed comment or
+        // multi-line string. Going back would read the rest of the file again for every one.
+        if read.is_none() || self.pos == start {
+            self.bump();
         }
     }
 }

@@ -454,4 +454,35 @@ mod tests {
         };
         assert_eq!(map.entries[1].key_span, Span::new(FileId(0), 8..11));
     }
+
+    /// Deep flow and block nesting, on a thread with a 1 MiB stack (the main thread has 8 MiB):
+    /// saphyr and the reader stop at their limits with a diagnostic, never a crash.
+    #[test]
+    fn deep_nesting_never_exhausts_a_small_stack() {
+        let handle = std::thread::Builder::new()
+            .stack_size(1024 * 1024)
+            .spawn(|| {
+                let depth = 20_000;
+                let mut block = String::from("name: a\n");
+                for level in 0..depth {
+                    block.push_str(&" ".repeat(level % 200));
+                    block.push_str("k:\n");
+                }
+                let inputs = [
+                    format!("name: {}{}\n", "[".repeat(depth), "]".repeat(depth)),
+                    format!("name: {}{}\n", "{a: ".repeat(depth), "}".repeat(depth)),
+                    format!("name: {}\n", "- ".repeat(depth)),
+                    format!("name: {}\n", "[{a: ".repeat(depth)),
+                    block,
+                ];
+                for text in inputs {
+                    let _ = parse(FileId(0), &text);
+                }
+            })
+            .unwrap();
+        assert!(
+            handle.join().is_ok(),
+            "the YAML reader overflowed a 1 MiB stack"
+        );
+    }
 }
