@@ -7,8 +7,11 @@
 //!
 //! Invariant: generated documents stay shallow and their comments short, because kdl-rs
 //! recurses per nesting level and per comment piece; kdl-rs runs on a thread with a large stack.
-//! Known, deliberate differences, which the generator avoids: kdl-rs accepts U+007F, which KDL v2
-//! disallows, and rejects a commented-out node ended by `;` (`/- a;`), which KDL v2 allows.
+//! Known, deliberate differences, where we follow the KDL v2 specification and the generator
+//! avoids the input: kdl-rs accepts U+007F anywhere and other disallowed code points inside
+//! comments, accepts a single-line raw string whose body starts with `""` (`#"""""#`), and
+//! rejects a commented-out node ended by `;` (`/- a;`). A scratch run of 100,000 random
+//! documents of 20 pieces found no other difference.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
