@@ -27,6 +27,7 @@ pub fn parse(file: FileId, text: &str) -> (Document, Vec<Diagnostic>) {
         pos: 0,
         diagnostics: Vec::new(),
         failed: false,
+        steps: std::cell::Cell::new(0),
     };
     parser.disallowed_code_points();
     if parser.peek() == Some(BOM) {
@@ -83,6 +84,7 @@ pub(crate) fn parse_all(text: &str) -> Option<Vec<(String, Node)>> {
         pos: 0,
         diagnostics: Vec::new(),
         failed: false,
+        steps: std::cell::Cell::new(0),
     };
     parser.disallowed_code_points();
     if parser.peek() == Some(BOM) {
@@ -187,6 +189,9 @@ struct Parser<'a> {
     diagnostics: Vec<Diagnostic>,
     /// Whether a syntax error was reported; the file then has no root.
     failed: bool,
+    /// How many times the parser looked at the text; tests compare it across input sizes to
+    /// prove the work linear without timing anything.
+    steps: std::cell::Cell<u64>,
 }
 
 /// A syntax error has been reported; the caller recovers.
@@ -198,6 +203,7 @@ impl<'a> Parser<'a> {
     }
 
     fn peek(&self) -> Option<char> {
+        self.steps.set(self.steps.get() + 1);
         self.rest().chars().next()
     }
 
@@ -206,6 +212,7 @@ impl<'a> Parser<'a> {
     }
 
     fn starts_with(&self, prefix: &str) -> bool {
+        self.steps.set(self.steps.get() + 1);
         self.rest().starts_with(prefix)
     }
 
@@ -1037,6 +1044,7 @@ impl<'a> Parser<'a> {
                 pos: body_start,
                 diagnostics: Vec::new(),
                 failed: false,
+                steps: std::cell::Cell::new(0),
             };
             let body_end = body_start + body.len();
             while sub.pos < body_end {
@@ -1686,5 +1694,47 @@ mod tests {
             })
             .unwrap();
         assert!(handle.join().is_ok(), "the parser overflowed a 1 MiB stack");
+    }
+
+    /// The parser's work on input shapes that invite rescanning (recovery over unclosed
+    /// comments and strings, deep blocks, long comments, many errors) grows linearly: four times
+    /// the input takes at most five times the steps.
+    #[test]
+    fn work_is_linear_in_the_input() {
+        let shapes: &[(&str, &str, &str)] = &[
+            ("tenant a 1abc {\n", "x /*\n", ""),
+            ("tenant a {\n", "x \"unclosed\n", "}"),
+            ("tenant a {\n", "x \"\"\"\n", "}"),
+            ("tenant a {\n", "x #\"\"\"\n", "}"),
+            ("tenant a {\n", "x #\"a\n", "}"),
+            ("tenant a 1abc {\n", "x \"\"\"\n", "}"),
+            ("tenant a ", "/* ", ""),
+            ("tenant a ", "a {", ""),
+            ("tenant a\n", "}", ""),
+            ("tenant a ", "\\\n", ""),
+            ("tenant a {\n", "b 1abc \"x\" /* y */ {\n", ""),
+            ("tenant a \"\"\"\n", "  \\\n", "  \"\"\""),
+        ];
+        let steps = |head: &str, piece: &str, tail: &str, count: usize| {
+            let text = format!("{head}{}{tail}", piece.repeat(count));
+            let mut parser = Parser {
+                file: FileId(0),
+                text: &text,
+                pos: 0,
+                diagnostics: Vec::new(),
+                failed: false,
+                steps: std::cell::Cell::new(0),
+            };
+            parser.document();
+            parser.steps.get()
+        };
+        for &(head, piece, tail) in shapes {
+            let small = steps(head, piece, tail, 2_000);
+            let large = steps(head, piece, tail, 8_000);
+            assert!(
+                large <= small * 5,
+                "{piece:?}: 4x the input took {large} steps against {small}"
+            );
+        }
     }
 }
