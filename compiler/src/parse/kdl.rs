@@ -194,6 +194,9 @@ struct Parser<'a> {
     steps: std::cell::Cell<u64>,
 }
 
+/// A property name and its span.
+type Key = (String, Span);
+
 /// A syntax error has been reported; the caller recovers.
 type Parse<T> = Result<T, ()>;
 
@@ -497,8 +500,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Reads an argument or a property; `None` when it was not kept.
-    #[allow(clippy::type_complexity)] // A key is a name and its span.
-    fn entry(&mut self, keep: bool) -> Parse<Option<(Option<(String, Span)>, Node)>> {
+    fn entry(&mut self, keep: bool) -> Parse<Option<(Option<Key>, Node)>> {
         let start = self.pos;
         let typed = self.peek() == Some('(');
         if typed {
