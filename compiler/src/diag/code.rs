@@ -58,7 +58,7 @@ codes! {
     KdlSyntax => ("kdl-syntax", "parse", "a KDL file does not parse as KDL v2"),
     YamlSyntax => ("yaml-syntax", "parse", "a YAML file does not parse"),
     YamlUnsupported => ("yaml-unsupported", "parse", "a YAML feature that declarations do not allow (anchors, aliases, tags, complex keys)"),
-    KdlUnsupported => ("kdl-unsupported", "parse", "a KDL feature that declarations do not allow (type annotations)"),
+    KdlUnsupported => ("kdl-unsupported", "parse", "a KDL feature that declarations do not allow (type annotations, nesting beyond the limit)"),
     DocumentShape => ("document-shape", "parse", "a file does not hold exactly one tenant or cell declaration"),
     DeclarationKindMismatch => ("declaration-kind-mismatch", "schema", "a tenant declared under cells/ or a cell declared under tenants/"),
     FileNameMismatch => ("file-name-mismatch", "schema", "the declared name differs from the file name"),

@@ -11,6 +11,8 @@
 //! Invariant: every node carries a byte span into its file; parsers never panic on input.
 
 pub mod kdl;
+#[cfg(test)]
+mod kdl_parity;
 pub mod yaml;
 
 use crate::diag::Diagnostic;

@@ -13,17 +13,21 @@ use saphyr_parser::{Event, Marker, Parser, ScalarStyle, ScanError, Span as YamlS
 
 use super::{Document, Entry, Format, Map, Node, Root, Value};
 use crate::diag::{Code, Diagnostic};
-use crate::source::{FileId, SourceMap, Span};
+use crate::limits::MAX_NESTING;
+use crate::source::{CharOffsets, FileId, Span};
 
 /// Parses a YAML file.
 pub fn parse(file: FileId, text: &str) -> (Document, Vec<Diagnostic>) {
-    // The parser reports character positions; a one-file map converts them to bytes.
-    let mut positions = SourceMap::new();
-    let local = positions.add("", text);
+    parse_counting(file, text).0
+}
+
+/// Parses a YAML file and says how many characters the position conversions walked over.
+fn parse_counting(file: FileId, text: &str) -> ((Document, Vec<Diagnostic>), u64) {
+    // The parser reports character positions; checkpoints convert them to bytes.
+    let positions = CharOffsets::new(text);
     let mut reader = Reader {
         file,
         positions: &positions,
-        local,
         parser: Parser::new_from_str(text),
         diagnostics: Vec::new(),
         peeked: None,
@@ -68,33 +72,30 @@ pub fn parse(file: FileId, text: &str) -> (Document, Vec<Diagnostic>) {
         }
     };
     (
-        Document {
-            file,
-            format: Format::Yaml,
-            root,
-        },
-        diagnostics,
+        (
+            Document {
+                file,
+                format: Format::Yaml,
+                root,
+            },
+            diagnostics,
+        ),
+        positions.steps(),
     )
 }
 
 struct Reader<'a> {
     file: FileId,
-    positions: &'a SourceMap,
-    local: FileId,
+    positions: &'a CharOffsets<'a>,
     parser: Parser<'a, saphyr_parser::StrInput<'a>>,
     diagnostics: Vec<Diagnostic>,
     peeked: Option<(Event<'a>, YamlSpan)>,
     depth: usize,
 }
 
-/// The deepest nesting of lists and mappings accepted; declarations need few levels.
-pub const MAX_NESTING: usize = 64;
-
 impl<'a> Reader<'a> {
     fn offset(&self, marker: &Marker) -> usize {
-        self.positions
-            .get(self.local)
-            .map_or(0, |file| file.offset_of(marker.line(), marker.col()))
+        self.positions.byte_offset(marker.index())
     }
 
     fn span(&self, span: &YamlSpan) -> Span {
@@ -416,5 +417,72 @@ mod tests {
         let (root, diagnostics) = root("just text\n");
         assert!(root.is_none());
         assert_eq!(diagnostics[0].code, Code::DocumentShape);
+    }
+
+    fn one_line_list(items: usize) -> String {
+        let list: Vec<String> = (0..items).map(|idx| format!("r{idx}.io")).collect();
+        format!("name: a\nregistries: [{}]\n", list.join(", "))
+    }
+
+    #[test]
+    fn position_conversion_is_linear_in_the_file() {
+        // A long one-line list made every event walk from the start of the line.
+        let (small_result, small) = parse_counting(FileId(0), &one_line_list(2_000));
+        let (large_result, large) = parse_counting(FileId(0), &one_line_list(8_000));
+        assert!(small_result.1.is_empty() && large_result.1.is_empty());
+        assert!(small > 0);
+        assert!(
+            large <= small * 9 / 2,
+            "4x the input took {large} steps against {small}"
+        );
+    }
+
+    #[test]
+    fn carriage_return_line_ends_give_the_right_lines() {
+        let text = "name: a\rorg: [b\r";
+        let (_, diagnostics) = root(text);
+        let mut map = crate::source::SourceMap::new();
+        let id = map.add("t.yaml", text);
+        let (line, _) = map
+            .get(id)
+            .unwrap()
+            .line_col(diagnostics[0].labels[0].span.start as usize);
+        assert_eq!(line, 3, "{diagnostics:?}");
+        let (root, _) = root("name: a\rorg: b\r");
+        let Value::Map(map) = root.unwrap().node.value else {
+            panic!()
+        };
+        assert_eq!(map.entries[1].key_span, Span::new(FileId(0), 8..11));
+    }
+
+    /// Deep flow and block nesting, on a thread with a 1 MiB stack (the main thread has 8 MiB):
+    /// saphyr and the reader stop at their limits with a diagnostic, never a crash.
+    #[test]
+    fn deep_nesting_never_exhausts_a_small_stack() {
+        let handle = std::thread::Builder::new()
+            .stack_size(1024 * 1024)
+            .spawn(|| {
+                let depth = 20_000;
+                let mut block = String::from("name: a\n");
+                for level in 0..depth {
+                    block.push_str(&" ".repeat(level % 200));
+                    block.push_str("k:\n");
+                }
+                let inputs = [
+                    format!("name: {}{}\n", "[".repeat(depth), "]".repeat(depth)),
+                    format!("name: {}{}\n", "{a: ".repeat(depth), "}".repeat(depth)),
+                    format!("name: {}\n", "- ".repeat(depth)),
+                    format!("name: {}\n", "[{a: ".repeat(depth)),
+                    block,
+                ];
+                for text in inputs {
+                    let _ = parse(FileId(0), &text);
+                }
+            })
+            .unwrap();
+        assert!(
+            handle.join().is_ok(),
+            "the YAML reader overflowed a 1 MiB stack"
+        );
     }
 }
