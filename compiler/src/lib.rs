@@ -161,7 +161,14 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
             Ok(text) => (text, None),
             Err(error) => (
                 String::from_utf8_lossy(&input.contents).into_owned(),
-                Some(error.utf8_error().valid_up_to()),
+                // The source map drops a leading byte order mark, so positions count after it.
+                Some(error.utf8_error().valid_up_to().saturating_sub(
+                    if input.contents.starts_with(b"\xef\xbb\xbf") {
+                        3
+                    } else {
+                        0
+                    },
+                )),
             ),
         };
         let file = sources.add(input.path.clone(), text);
@@ -216,5 +223,32 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
         diagnostics,
         output,
         internal_error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_invalid_byte_after_a_byte_order_mark_is_located_where_the_reader_sees_it() {
+        for (contents, line_col) in [
+            (&b"\xef\xbb\xbfab\xff"[..], (1, 3)),
+            (&b"ab\xff"[..], (1, 3)),
+            (&b"\xef\xbb\xbfa\nb\xffc"[..], (2, 2)),
+        ] {
+            let compilation = compile(&[InputFile {
+                path: "tenants/t.kdl".into(),
+                contents: contents.to_vec(),
+            }]);
+            let diagnostic = compilation
+                .diagnostics
+                .iter()
+                .find(|diagnostic| diagnostic.code == Code::FileNotUtf8)
+                .unwrap();
+            let span = diagnostic.labels.first().unwrap().span;
+            let file = compilation.sources.get(span.file).unwrap();
+            assert_eq!(file.line_col(span.start as usize), line_col, "{contents:?}");
+        }
     }
 }

@@ -108,23 +108,31 @@ pub fn qualified_name(key: &str) -> Result<(), String> {
 pub fn forbidden_char(text: &str) -> Option<(char, &'static str)> {
     let mut chars = text.chars().peekable();
     while let Some(ch) = chars.next() {
-        let kind = match ch {
+        match ch {
             '\t' | '\n' => continue,
             '\r' if chars.peek() == Some(&'\n') => continue,
-            '\u{0}'..='\u{1f}' | '\u{7f}' => "a control character",
-            '\u{80}'..='\u{9f}' => "a C1 control character",
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
-                "a bidirectional formatting character"
-            }
-            '\u{2028}' | '\u{2029}' => "a line or paragraph separator",
-            '\u{feff}' => "a zero-width no-break space (byte order mark)",
-            '\u{fdd0}'..='\u{fdef}' => "a noncharacter",
-            ch if (ch as u32) & 0xfffe == 0xfffe => "a noncharacter",
-            _ => continue,
-        };
-        return Some((ch, kind));
+            _ => {}
+        }
+        if let Some(kind) = char_kind_forbidden(ch) {
+            return Some((ch, kind));
+        }
     }
     None
+}
+
+/// What kind of character `ch` is, if no declaration may hold it anywhere (tab and line feed
+/// included: the callers decide where those are fine).
+pub fn char_kind_forbidden(ch: char) -> Option<&'static str> {
+    Some(match ch {
+        '\u{0}'..='\u{1f}' | '\u{7f}' => "a control character",
+        '\u{80}'..='\u{9f}' => "a C1 control character",
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => "a bidirectional formatting character",
+        '\u{2028}' | '\u{2029}' => "a line or paragraph separator",
+        '\u{feff}' => "a zero-width no-break space (byte order mark)",
+        '\u{fdd0}'..='\u{fdef}' => "a noncharacter",
+        ch if (ch as u32) & 0xfffe == 0xfffe => "a noncharacter",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -92,18 +92,32 @@ fn original_line(file: &SourceFile, offset: usize) -> usize {
     }
 }
 
-/// The original byte range of a line: from its start to its line break, and to the next line.
-fn line_bounds(file: &SourceFile, index: usize) -> (usize, usize, usize) {
-    let starts = file.line_starts();
-    let start = starts.get(index).copied().unwrap_or(file.text.len());
-    let next = starts
-        .get(index + 1)
-        .copied()
-        .unwrap_or(file.text.len())
-        .max(start);
-    let content = file.text.get(start..next).unwrap_or("");
-    let trimmed = content.trim_end_matches(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}']);
-    (start, start + trimmed.len(), next)
+/// The original byte range of a line without its line break (whichever break the file's syntax
+/// has: CR, LF, CRLF, and for KDL also NEL, VT, FF, U+2028 and U+2029).
+fn line_bounds(file: &SourceFile, index: usize) -> (usize, usize) {
+    file.line_range(index)
+        .map_or((file.text.len(), file.text.len()), |range| {
+            (range.start, range.end)
+        })
+}
+
+/// Appends `line` so that a terminal or a CI log shows it as text: every control, bidirectional
+/// formatting or other character that no declaration may hold (see
+/// [`crate::names::char_kind_forbidden`]; a tab stays) becomes a visible stand-in of the same
+/// UTF-8 length, so byte offsets into the snippet are unchanged and the caret has a column to
+/// stand under. A raw escape sequence in a file must never reach the reader's terminal.
+fn push_visible(text: &mut String, line: &str) {
+    for ch in line.chars() {
+        if ch == '\t' || crate::names::char_kind_forbidden(ch).is_none() {
+            text.push(ch);
+            continue;
+        }
+        text.push(match ch.len_utf8() {
+            1 => '?',
+            2 => '\u{bf}',
+            _ => '\u{fffd}',
+        });
+    }
 }
 
 /// The byte offset `count` characters before `offset` in `text`, or 0.
@@ -163,12 +177,15 @@ impl<'a> SnippetFile<'a> {
         let mut text = String::new();
         let mut lines = Vec::with_capacity(anchors.len());
         for (index, positions) in anchors {
-            let (start, content_end, next) = line_bounds(file, index);
+            let (start, content_end) = line_bounds(file, index);
             let text_start = text.len();
             let line = file.text.get(start..content_end).unwrap_or("");
+            // Every shown line ends in `\n`, whatever break the file has: codespan-reporting
+            // splits its source at `\n` only, and a raw CR or U+2028 would garble the terminal.
             let (window_start, window_end, prefix) = if line.len() <= LONG_LINE_BYTES {
-                text.push_str(file.text.get(start..next).unwrap_or(""));
-                (start, next, 0)
+                push_visible(&mut text, line);
+                text.push('\n');
+                (start, content_end, 0)
             } else {
                 let anchor = positions.iter().min().map_or(0, |&(_, position)| {
                     position.clamp(start, content_end) - start
@@ -179,7 +196,7 @@ impl<'a> SnippetFile<'a> {
                 if from > 0 {
                     text.push_str(ELLIPSIS);
                 }
-                text.push_str(line.get(from..to).unwrap_or(""));
+                push_visible(&mut text, line.get(from..to).unwrap_or(""));
                 if to < line.len() {
                     text.push_str(ELLIPSIS);
                 }
@@ -587,6 +604,20 @@ mod tests {
         assert_eq!(rendered, expected);
     }
 
+    #[test]
+    fn control_characters_of_the_source_are_shown_as_stand_ins() {
+        let mut sources = SourceMap::new();
+        let file = sources.add("tenants/a.kdl", "x \"\u{1b}[2J\0\u{202e}\"\ny\n");
+        let rendered = render_one(
+            &sources,
+            Diagnostic::error(Code::KdlSyntax, Span::new(file, 7..8), "a NUL")
+                .with_label("here")
+                .with_help("remove it"),
+        );
+        let expected = "error[kdl-syntax]: a NUL\n  ┌─ tenants/a.kdl:1:8\n  │\n1 │ x \"?[2J?\u{fffd}\"\n  │        ^ here\n  │\n  = help: remove it\n\n";
+        assert_eq!(rendered, expected);
+    }
+
     /// A small deterministic generator (xorshift), so failures reproduce.
     struct Rng(u64);
 
@@ -602,7 +633,24 @@ mod tests {
     #[test]
     fn labels_anywhere_render_with_the_position_of_the_source_and_bounded_size() {
         let mut rng = Rng(0x5eed_d1a6);
-        let pieces = ["a", "é", "字", "😀", " ", "\t", "\n", "\r\n", "x"];
+        let pieces = [
+            "a",
+            "é",
+            "字",
+            "😀",
+            " ",
+            "\t",
+            "\n",
+            "\r\n",
+            "x",
+            "\r",
+            "\u{1b}[31m",
+            "\0",
+            "\u{85}",
+            "\u{202e}",
+            "\u{2028}",
+            "\u{7f}",
+        ];
         for _ in 0..300 {
             let mut text = String::new();
             let long = rng.below(3) == 0;
@@ -614,8 +662,13 @@ mod tests {
                 }
                 text.push_str(piece);
             }
+            // A CRLF is one line break: no parser puts a span between its two bytes.
             let boundaries: Vec<usize> = (0..=text.len())
                 .filter(|&idx| text.is_char_boundary(idx))
+                .filter(|&idx| {
+                    !(text.as_bytes().get(idx.wrapping_sub(1)) == Some(&b'\r')
+                        && text.as_bytes().get(idx) == Some(&b'\n'))
+                })
                 .collect();
             let mut sources = SourceMap::new();
             let file = sources.add("t/x.kdl", text.clone());
@@ -644,6 +697,13 @@ mod tests {
             assert!(
                 rendered.contains(&format!("t/x.kdl:{line}:{column}\n")),
                 "{primary:?} {text:?}\n{rendered}"
+            );
+            // Nothing of the file reaches the terminal as a control or formatting character.
+            assert!(
+                rendered.chars().all(|ch| ch == '\n'
+                    || ch == '\t'
+                    || crate::names::char_kind_forbidden(ch).is_none()),
+                "{text:?}\n{rendered:?}"
             );
             // Every shown line is a window, never a whole long line (a tab is shown as four
             // spaces).
