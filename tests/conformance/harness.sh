@@ -20,7 +20,8 @@
 #
 # Environment:
 #   TENANTC_CONFORMANCE_CACHE   binary cache (default ${XDG_CACHE_HOME:-$HOME/.cache}/tenantc-conformance)
-#   TENANTC_CONFORMANCE_RUN     run folder of `start`/`stop` (default ${TMPDIR:-/tmp}/tenantc-conformance-run)
+#   TENANTC_CONFORMANCE_RUN     run folder of `start`/`stop` (default ${TMPDIR:-/tmp}/tenantc-conformance-run);
+#                               `run` makes a fresh ${TMPDIR:-/tmp}/tenantc-conformance-run.XXXXXX unless it is set
 #
 # The env file sets KUBECONFIG (admin, system:masters), TENANTC_CONFORMANCE_KUBECONFIG (same),
 # TENANTC_CONFORMANCE_USER_KUBECONFIG (a plain user who may only impersonate),
@@ -37,7 +38,10 @@ K8S_VERSION=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v1\./ { print $2 } $1 == 
 }
 CACHE_ROOT=${TENANTC_CONFORMANCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tenantc-conformance}
 BIN_DIR="$CACHE_ROOT/$K8S_VERSION"
-RUN_DIR=${TENANTC_CONFORMANCE_RUN:-${TMPDIR:-/tmp}/tenantc-conformance-run}
+RUN_BASE=${TMPDIR:-/tmp}/tenantc-conformance-run
+# `start` and `stop` share one fixed folder; `run` makes its own (below), so two runs at once
+# do not stop each other.
+RUN_DIR=${TENANTC_CONFORMANCE_RUN:-$RUN_BASE}
 
 log() { echo "harness: $*" >&2; }
 die() {
@@ -216,11 +220,21 @@ cmd_start() {
     command -v openssl >/dev/null 2>&1 || die "openssl is needed to generate the certificates"
     command -v curl >/dev/null 2>&1 || die "curl is needed for the readiness checks"
     # A previous run that was killed without cleanup (kill -9, a crashed shell) leaves its
-    # processes and folder behind: stop them before starting again.
-    if [ -d "$RUN_DIR" ]; then
+    # processes and folder behind: stop them before starting again. The folders of `run` name
+    # the harness that owns them; only those whose owner is gone are stopped.
+    if [ -d "$RUN_DIR" ] && [ ! -f "$RUN_DIR/owner" ]; then
         log "stopping the leftovers of a previous run in $RUN_DIR"
         stop_dir "$RUN_DIR"
     fi
+    local dir owner
+    for dir in "$RUN_BASE".*; do
+        [ -f "$dir/owner" ] || continue
+        owner=$(cat "$dir/owner")
+        if ! kill -0 "$owner" 2>/dev/null; then
+            log "stopping the leftovers of a previous run in $dir (its harness $owner is gone)"
+            stop_dir "$dir"
+        fi
+    done
     local started
     started=$(date +%s.%N)
     mkdir -p "$RUN_DIR"/{pki,pids,logs,etcd,apiserver}
@@ -339,37 +353,66 @@ cmd_env() {
     echo "$RUN_DIR/env"
 }
 
+# The command of `run`, while it runs: a signal to the harness is passed on to it.
+CHILD=""
+
+on_signal() {
+    if [ -n "$CHILD" ]; then
+        kill -TERM "$CHILD" 2>/dev/null || true
+        wait "$CHILD" 2>/dev/null || true
+    fi
+    exit "$1"
+}
+
 cmd_run() {
     [ "${1:-}" = "--" ] && shift
     [ "$#" -gt 0 ] || die "usage: harness.sh run -- COMMAND..."
-    # The trap is set before start so an interrupt during start also cleans up.
+    # The traps are set before start, so an interrupt during start also cleans up; EXIT covers
+    # failures of start and of the command.
     trap 'cmd_stop' EXIT
-    trap 'exit 130' INT
-    trap 'exit 143' TERM
+    trap 'on_signal 130' INT
+    trap 'on_signal 143' TERM
+    if [ -z "${TENANTC_CONFORMANCE_RUN:-}" ]; then
+        RUN_DIR=$(mktemp -d "$RUN_BASE.XXXXXX")
+        echo "$$" >"$RUN_DIR/owner"
+    fi
     cmd_start >/dev/null
-    local rc=0
+    # In the background, so that `wait` returns as soon as a signal arrives (bash runs a trap
+    # only after a foreground command ends); stdin is passed on explicitly, as a background
+    # command would otherwise read /dev/null.
+    exec 3<&0
     (
         set -a
         # shellcheck disable=SC1091
         . "$RUN_DIR/env"
         set +a
         exec "$@"
-    ) || rc=$?
+    ) <&3 3<&- &
+    CHILD=$!
+    local rc=0
+    wait "$CHILD" || rc=$?
+    CHILD=""
     return "$rc"
 }
 
-case "${1:-}" in
-build) cmd_build ;;
-ensure-etcd) ensure_etcd ;;
-start) cmd_start ;;
-stop) cmd_stop ;;
-env) cmd_env ;;
-run)
-    shift
-    cmd_run "$@"
-    ;;
-*)
-    echo "usage: harness.sh build|ensure-etcd|start|stop|env|run -- COMMAND..." >&2
-    exit 2
-    ;;
-esac
+main() {
+    case "${1:-}" in
+    build) cmd_build ;;
+    ensure-etcd) ensure_etcd ;;
+    start) cmd_start ;;
+    stop) cmd_stop ;;
+    env) cmd_env ;;
+    run)
+        shift
+        cmd_run "$@"
+        ;;
+    *)
+        echo "usage: harness.sh build|ensure-etcd|start|stop|env|run -- COMMAND..." >&2
+        exit 2
+        ;;
+    esac
+}
+
+# One line, read whole before it runs: editing this file during a long build cannot change
+# what the running shell executes next.
+main "$@"; exit "$?"
