@@ -340,7 +340,7 @@ TENANTC_CONFORMANCE_VERSION=$K8S_VERSION
 TENANTC_CONFORMANCE_RUN=$RUN_DIR
 ENV
     log "Kubernetes $K8S_VERSION ready on https://127.0.0.1:$API_PORT in $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s (etcd, kube-apiserver, kube-controller-manager)"
-    log "use it with: set -a; . $RUN_DIR/env; set +a"
+    [ -n "$QUIET_ENV_HINT" ] || log "use it with: set -a; . $RUN_DIR/env; set +a"
     echo "$RUN_DIR/env"
 }
 
@@ -355,6 +355,8 @@ cmd_env() {
 
 # The command of `run`, while it runs: a signal to the harness is passed on to it.
 CHILD=""
+# Set by `run`, which passes the env on itself.
+QUIET_ENV_HINT=""
 
 on_signal() {
     if [ -n "$CHILD" ]; then
@@ -376,6 +378,7 @@ cmd_run() {
         RUN_DIR=$(mktemp -d "$RUN_BASE.XXXXXX")
         echo "$$" >"$RUN_DIR/owner"
     fi
+    QUIET_ENV_HINT=1
     cmd_start >/dev/null
     # In the background, so that `wait` returns as soon as a signal arrives (bash runs a trap
     # only after a foreground command ends); stdin is passed on explicitly, as a background
