@@ -226,21 +226,35 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    // Like libtest: plain arguments filter by substring, `--exact` compares whole names, other
-    // flags are accepted and ignored.
+    // Like libtest: plain arguments filter by substring, `--skip PATTERN` leaves names out,
+    // `--exact` compares whole names; other flags are accepted and ignored (with their value
+    // where libtest's take one).
     let exact = args.iter().any(|arg| arg == "--exact");
-    let filters: Vec<&String> = args.iter().filter(|arg| !arg.starts_with('-')).collect();
+    let mut filters: Vec<&str> = Vec::new();
+    let mut skips: Vec<&str> = Vec::new();
+    let mut words = args.iter();
+    while let Some(arg) = words.next() {
+        match arg.as_str() {
+            "--skip" => skips.extend(words.next().map(String::as_str)),
+            "--color" | "--format" | "--test-threads" | "--logfile" | "--shuffle-seed" | "-Z" => {
+                words.next();
+            }
+            flag if flag.starts_with('-') => {}
+            filter => filters.push(filter),
+        }
+    }
+    let matches = |name: &str, pattern: &str| {
+        if exact {
+            name == pattern
+        } else {
+            name.contains(pattern)
+        }
+    };
     let selected: Vec<&(&str, bool, Check)> = CHECKS
         .iter()
         .filter(|(name, _, _)| {
-            filters.is_empty()
-                || filters.iter().any(|filter| {
-                    if exact {
-                        name == filter
-                    } else {
-                        name.contains(filter.as_str())
-                    }
-                })
+            (filters.is_empty() || filters.iter().any(|filter| matches(name, filter)))
+                && !skips.iter().any(|skip| matches(name, skip))
         })
         .collect();
 
@@ -1225,7 +1239,12 @@ fn verbs_letters(allowed: &BTreeSet<&str>) -> String {
 fn rbac_of_the_example_fleet_keeps_the_floor(cluster: &Cluster) {
     install_crds(cluster);
     let objects = objects_of(&example_tree());
-    apply_tree(cluster, &objects, false);
+    let applied = apply_tree(cluster, &objects, false);
+    assert!(
+        applied.refusals.is_empty(),
+        "the example fleet must apply before its RBAC is asked about:\n{}",
+        format_refusals(&applied.refusals)
+    );
     let tenancy = tenancy(&objects);
     assert!(
         !tenancy.bindings.is_empty(),
@@ -1634,7 +1653,7 @@ fn refused_updates(cluster: &Cluster, old: &OutputTree, new: &OutputTree) -> Ref
     let new_objects = objects_of(new);
     let mut refused = apply_tree(cluster, &old_objects, false).refusals;
     let forward = apply_tree(cluster, &new_objects, false).refusals;
-    // Objects refused only going back keep the message of the way forward when there is one.
+    // Where both steps refused an object, the message of the step from older to newer is kept.
     refused.extend(forward);
     refused
 }
