@@ -1377,6 +1377,34 @@ mod tests {
     }
 
     #[test]
+    fn leftovers_of_the_old_swap_are_reported_only_when_clearly_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        for (name, marked) in [
+            (".out.tenantc-new-123", true),
+            (".out.tenantc-old-9", true),
+            (".out.tenantc-new-77", false),
+            (".out.tenantc-new-x1", true),
+            (".other.tenantc-new-5", true),
+        ] {
+            fs::create_dir(dir.path().join(name)).unwrap();
+            if marked {
+                fs::write(dir.path().join(name).join(MARKER), "m").unwrap();
+            }
+        }
+        let writer = Writer::open(&out, Faults::default(), |_| {}).unwrap();
+        assert_eq!(
+            writer.leftovers(),
+            [
+                dir.path().join(".out.tenantc-new-123"),
+                dir.path().join(".out.tenantc-old-9")
+            ]
+        );
+        // They are reported, never removed: tenantc writes nothing outside out/.
+        assert!(dir.path().join(".out.tenantc-new-123").exists());
+    }
+
+    #[test]
     fn utc_formats_the_civil_date() {
         assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
         assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
