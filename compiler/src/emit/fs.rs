@@ -51,6 +51,9 @@ const JOURNAL_TEMP: &str = ".tenantc-tmp-journal";
 /// The temporary file that tests whether a folder is writable.
 const PROBE: &str = ".tenantc-tmp-probe";
 
+/// A journal larger than this is not one tenantc wrote (a million operations of 1 KiB).
+const MAX_JOURNAL_BYTES: u64 = 1 << 30;
+
 /// The format tag of the journal.
 const JOURNAL_FORMAT: &str = "tenantc-journal-1";
 
@@ -127,8 +130,10 @@ pub fn read_tree(dir: &Path) -> io::Result<OutputTree> {
 /// lock file, when there is one), calling `on_wait` with a message before waiting.
 pub fn read_tree_waiting(dir: &Path, on_wait: fn(&str)) -> io::Result<OutputTree> {
     let lock_path = dir.join(LOCK);
+    // Only a regular lock file is opened: a FIFO would block, a link would lead elsewhere.
+    let regular = fs::symlink_metadata(&lock_path).is_ok_and(|meta| meta.is_file());
     let _lock = match File::open(&lock_path) {
-        Ok(file) => {
+        Ok(file) if regular => {
             match file.try_lock_shared() {
                 Ok(()) => {}
                 Err(TryLockError::WouldBlock) => {
@@ -139,7 +144,7 @@ pub fn read_tree_waiting(dir: &Path, on_wait: fn(&str)) -> io::Result<OutputTree
             }
             Some(file)
         }
-        Err(_) => None,
+        _ => None,
     };
     read_tree(dir)
 }
@@ -227,6 +232,18 @@ impl Writer {
 
     fn lock_and_recover(&mut self) -> io::Result<()> {
         let lock_path = self.disk.root.join(LOCK);
+        // A lock "file" that is a symbolic link (out/ is committed, so anyone can add one) would
+        // make tenantc truncate its target: it is removed instead, never opened.
+        if let Ok(meta) = fs::symlink_metadata(&lock_path)
+            && !meta.is_file()
+        {
+            self.disk.remove_file(LOCK).map_err(|error| {
+                io::Error::new(
+                    error.kind(),
+                    format!("{error}; {} must be a regular file", lock_path.display()),
+                )
+            })?;
+        }
         let file = match OpenOptions::new()
             .read(true)
             .write(true)
@@ -861,6 +878,12 @@ fn read_journal(path: &Path) -> io::Result<Journal> {
             path.display()
         ))
     };
+    let meta = fs::symlink_metadata(path)?;
+    if !meta.is_file() || meta.len() > MAX_JOURNAL_BYTES {
+        return Err(damaged(
+            "not a regular file of a plausible size".to_string(),
+        ));
+    }
     let bytes = fs::read(path)?;
     let journal: Journal =
         serde_json::from_slice(&bytes).map_err(|error| damaged(error.to_string()))?;
@@ -1402,6 +1425,28 @@ mod tests {
         );
         // They are reported, never removed: tenantc writes nothing outside out/.
         assert!(dir.path().join(".out.tenantc-new-123").exists());
+    }
+
+    #[test]
+    fn a_lock_file_that_is_a_symbolic_link_is_replaced_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let files = tree(&[(MARKER, "m"), ("a.yaml", "1")]);
+        write(&out, &files).unwrap();
+        fs::remove_file(out.join(LOCK)).unwrap();
+        fs::write(dir.path().join("victim"), "keep").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("victim"), out.join(LOCK)).unwrap();
+        assert_eq!(read_tree_waiting(&out, |_| {}).unwrap(), files);
+        write(&out, &files).unwrap();
+        assert_eq!(
+            fs::read_to_string(dir.path().join("victim")).unwrap(),
+            "keep"
+        );
+        assert!(fs::symlink_metadata(out.join(LOCK)).unwrap().is_file());
+        // A journal that is a link is refused without reading its target.
+        std::os::unix::fs::symlink("/dev/zero", out.join(JOURNAL)).unwrap();
+        let error = recover(&out).unwrap_err().to_string();
+        assert!(error.contains("not a regular file"), "{error}");
     }
 
     #[test]
