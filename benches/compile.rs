@@ -17,57 +17,9 @@ use std::time::{Duration, Instant};
 use tenantc::emit::yaml::{self, Yaml};
 use tenantc::{InputFile, compile};
 
+mod fleet;
+
 const CELLS: usize = 8;
-
-fn cell(idx: usize) -> InputFile {
-    let text = format!(
-        r#"cell "cell-{idx}" {{
-    cloud "aws" region="us-east-1"
-    kubernetes "1.33"
-    driver "570"
-    priority "batch" value=1000 preempt=#false
-    priority "serving" value=100000
-    pool "train" {{ gpu "H100-80GB-SXM"; nodes 4000 gpus-per-node=8; sharing "exclusive"; }}
-    pool "infer" {{
-        gpu "H100-80GB-SXM"
-        nodes 4000 gpus-per-node=8
-        sharing "mig"
-        mig-layout "balanced" nodes=2000 {{ profile "3g.40gb" 1; profile "2g.20gb" 1; profile "1g.10gb" 2; }}
-        mig-layout "small" nodes=2000 {{ profile "1g.10gb" 7; }}
-    }}
-}}
-"#
-    );
-    InputFile {
-        path: format!("cells/cell-{idx}.kdl"),
-        contents: text.into_bytes(),
-    }
-}
-
-fn tenant(idx: usize) -> InputFile {
-    let cell = idx % CELLS;
-    let text = format!(
-        r#"tenant "tenant-{idx}" {{
-    org "org-{org}"
-    team "team-{idx}"
-    trust "mig"
-    groups admin="t{idx}-admins" member="t{idx}-members"
-    quota cell="cell-{cell}" cpu="64" memory="256Gi" pods=200 {{
-        pool "train" reserved=8 burst=8 workload="train"
-        pool "infer" profile="1g.10gb" reserved=4 workload="infer"
-        pool "infer" profile="3g.40gb" reserved=1 workload="infer"
-    }}
-    workload "train" service-account="trainer" priority="batch"
-    workload "infer" service-account="server" priority="serving"
-}}
-"#,
-        org = idx / 10
-    );
-    InputFile {
-        path: format!("tenants/tenant-{idx}.kdl"),
-        contents: text.into_bytes(),
-    }
-}
 
 fn best_of<T>(runs: usize, mut work: impl FnMut() -> T) -> (Duration, T) {
     let mut best = Duration::MAX;
@@ -101,8 +53,12 @@ fn main() {
         .skip(1)
         .find_map(|arg| arg.parse().ok())
         .unwrap_or(2000);
-    let mut inputs: Vec<InputFile> = (0..CELLS).map(cell).collect();
-    inputs.extend((0..tenants).map(tenant));
+    let inputs: Vec<InputFile> = fleet::Fleet {
+        cells: CELLS,
+        tenants,
+        cells_per_tenant: 1,
+    }
+    .inputs();
     let input_bytes: usize = inputs.iter().map(|input| input.contents.len()).sum();
 
     // Baseline 1: parsing every file, the least any compile must do.

@@ -9,7 +9,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -42,9 +42,10 @@ struct Cli {
 enum Command {
     /// Compile the declarations and write out/.
     #[command(
-        long_about = "Compile tenants/ and cells/ under --root and replace --out with the result. \
-Nothing is written if any declaration has an error; out/ is replaced atomically, and only a \
-folder tenantc made (or an empty one) is ever replaced.",
+        long_about = "Compile tenants/ and cells/ under --root and make --out hold exactly the \
+result. Nothing is written if any declaration has an error. Only files whose bytes change are \
+written, under a lock that serialises builds; a build that is killed is finished or undone by \
+the next one. Only a folder tenantc made (or an empty one) is ever written to.",
         after_help = "Examples:\n  tenantc build\n  tenantc build --root fleet --out fleet/out\n  \
 tenantc build --format json --color never"
     )]
@@ -184,15 +185,26 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
         Err(error) => return fail(args, &format!("cannot read declarations: {error}")),
     };
     let out_dir = args.out_dir();
-    if let Some(folder) = inside_declarations(&args.root, &out_dir) {
-        return fail(
-            args,
-            &format!(
-                "--out {} is inside {folder}; the next build would read the output as declarations",
-                out_dir.display()
-            ),
-        );
+    if let Some(problem) = overlaps_declarations(&args.root, &out_dir) {
+        return fail(args, &problem);
     }
+    // A build first takes the lock of out/ and finishes or undoes an interrupted write, before
+    // anything else touches it.
+    let mut writer = match mode {
+        Mode::Build => match out_fs::Writer::open(&out_dir, test_faults(), note_waiting) {
+            Ok(writer) => {
+                notice_recovery(args, &out_dir, &writer);
+                Some(writer)
+            }
+            Err(error) => {
+                return fail(
+                    args,
+                    &format!("cannot write {}: {error}", out_dir.display()),
+                );
+            }
+        },
+        Mode::Check => None,
+    };
     let compilation = compile_loaded(&loaded);
     if let Some(error) = &compilation.internal_error {
         report(args, &compilation, &[]);
@@ -205,8 +217,8 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
         report(args, &compilation, &[]);
         return ExitCode::from(EXIT_ERRORS);
     };
-    match mode {
-        Mode::Build => match out_fs::write(&out_dir, tree) {
+    match writer.as_mut() {
+        Some(writer) => match writer.write(tree) {
             Ok(changes) => {
                 report(args, &compilation, &[]);
                 if args.format == FormatArg::Human {
@@ -230,8 +242,8 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
                 )
             }
         },
-        Mode::Check => {
-            let current = match out_fs::read_tree(&out_dir) {
+        None => {
+            let current = match out_fs::read_tree_waiting(&out_dir, note_waiting) {
                 Ok(current) => current,
                 Err(error) => {
                     return fail(args, &format!("cannot read {}: {error}", out_dir.display()));
@@ -263,32 +275,101 @@ fn files(count: usize) -> String {
     format!("{count} file{}", if count == 1 { "" } else { "s" })
 }
 
-/// The declaration folder (`tenants/` or `cells/` under the root) that `out` lies in, if any.
-fn inside_declarations(root: &Path, out: &Path) -> Option<String> {
-    let absolute = |path: &Path| -> PathBuf {
-        let joined = if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            std::env::current_dir().unwrap_or_default().join(path)
-        };
-        // Normalise `.` and `..` without touching the disk (the folder may not exist yet).
-        let mut normal = PathBuf::new();
-        for part in joined.components() {
-            match part {
-                std::path::Component::CurDir => {}
-                std::path::Component::ParentDir => {
-                    normal.pop();
+/// Test-only fault injection: `TENANTC_TEST_CRASH_AFTER=N` aborts the process after N
+/// filesystem operations of writing out/, and `TENANTC_TEST_FAIL_AFTER=N` makes the next one fail.
+/// `tests/crash.rs` uses them to stop a real build at every step; never set them otherwise.
+fn test_faults() -> out_fs::Faults {
+    let number = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|value| value.parse().ok())
+    };
+    out_fs::Faults {
+        crash_after: number("TENANTC_TEST_CRASH_AFTER"),
+        fail_after: number("TENANTC_TEST_FAIL_AFTER"),
+    }
+}
+
+/// Says on stderr that this run waits for another build's lock.
+fn note_waiting(message: &str) {
+    eprintln!("note: {message}");
+}
+
+/// Says what opening out/ repaired, and which leftovers of older versions lie beside it.
+fn notice_recovery(args: &CommonArgs, out_dir: &Path, writer: &out_fs::Writer) {
+    if args.format != FormatArg::Human {
+        return;
+    }
+    match writer.recovery() {
+        out_fs::Recovery::Clean => {}
+        out_fs::Recovery::RolledForward => eprintln!(
+            "note: finished the interrupted write of an earlier build in {}",
+            out_dir.display()
+        ),
+        out_fs::Recovery::RolledBack => eprintln!(
+            "note: removed the temporary files of an interrupted build from {}",
+            out_dir.display()
+        ),
+    }
+    for leftover in writer.leftovers() {
+        eprintln!(
+            "warning: {} was left by an interrupted build of an older tenantc; nothing uses it, remove it with `rm -rf`",
+            leftover.display()
+        );
+    }
+}
+
+/// Resolves `path` as the system will once it exists: every existing prefix is canonicalised
+/// (following symbolic links), and the missing rest is appended with `.` and `..` applied.
+fn resolve(path: &Path) -> PathBuf {
+    let mut resolved = if path.is_absolute() {
+        PathBuf::new()
+    } else {
+        std::env::current_dir()
+            .and_then(|dir| dir.canonicalize())
+            .unwrap_or_default()
+    };
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                resolved.pop();
+            }
+            Component::RootDir | Component::Prefix(_) => resolved.push(part),
+            Component::Normal(name) => {
+                resolved.push(name);
+                // A missing part (or a dangling link, which nothing can be created through) is
+                // taken as written.
+                if let Ok(canonical) = resolved.canonicalize() {
+                    resolved = canonical;
                 }
-                other => normal.push(other),
             }
         }
-        normal
-    };
-    let out = absolute(out);
-    load::FOLDERS
-        .iter()
-        .find(|folder| out.starts_with(absolute(&root.join(folder))))
-        .map(|folder| format!("{folder}/"))
+    }
+    resolved
+}
+
+/// Why `out` must not be written, if it resolves into `tenants/` or `cells/` under the root (the
+/// next build would read the output as declarations) or holds one of them (the build would
+/// delete the declarations). Paths are compared after following symbolic links.
+fn overlaps_declarations(root: &Path, out: &Path) -> Option<String> {
+    let resolved_out = resolve(out);
+    load::FOLDERS.iter().find_map(|folder| {
+        let declarations = resolve(&root.join(folder));
+        if resolved_out.starts_with(&declarations) {
+            Some(format!(
+                "--out {} is inside {folder}/; the next build would read the output as declarations",
+                out.display()
+            ))
+        } else if declarations.starts_with(&resolved_out) {
+            Some(format!(
+                "--out {} holds {folder}/; a build would replace the declarations with its output",
+                out.display()
+            ))
+        } else {
+            None
+        }
+    })
 }
 
 fn change_word(change: &Change) -> &'static str {

@@ -2,7 +2,7 @@
 //!
 //! Consumes: a [`Manifest`] from `lower`. Produces: an [`OutputTree`] (relative path to bytes),
 //! with a `kustomization.yaml` in every cell folder, cluster folder and tenant folder. The `fs`
-//! submodule writes the tree atomically and compares it with an existing `out/`.
+//! submodule writes the tree incrementally and crash-safely and compares it with an existing `out/`.
 //!
 //! Invariants:
 //! - [`render`] is pure: same manifest, same bytes; paths are sorted and relative.
