@@ -194,10 +194,13 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
             continue;
         }
         let text = sources.get(file).map(|f| f.text.as_str()).unwrap_or("");
-        let (document, parse_diagnostics) = parse::parse(file, text, format);
-        diagnostics.extend(parse_diagnostics);
+        let (document, mut file_diagnostics) = parse::parse(file, text, format);
         let (declaration, shape_diagnostics) = schema::read(&document, kind, &sources);
-        diagnostics.extend(shape_diagnostics);
+        file_diagnostics.extend(shape_diagnostics);
+        // Cap the file's findings now, so a hostile file holds the memory of a few hundred
+        // diagnostics, not of one per byte; the final cap below merges the counts.
+        diag::sort(&mut file_diagnostics, &sources);
+        diagnostics.extend(diag::truncate(file_diagnostics));
         if declaration.is_none() && kind == DeclKind::Cell {
             unreadable.cells.insert(file_stem(&input.path));
         }

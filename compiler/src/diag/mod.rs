@@ -217,6 +217,24 @@ struct FileCap {
 impl FileCap {
     /// Returns the diagnostic if it is to be shown, or counts it as hidden.
     fn admit(&mut self, diagnostic: Diagnostic) -> Option<Diagnostic> {
+        // An earlier cap of part of this file's diagnostics: its counts join this one's, so
+        // capping early (to bound memory) and capping once at the end report the same.
+        if diagnostic.code == Code::DiagnosticsTruncated {
+            for earlier in &diagnostic.hidden {
+                let hidden = self.hidden.entry(earlier.code).or_insert(Hidden {
+                    code: earlier.code,
+                    errors: 0,
+                    warnings: 0,
+                });
+                hidden.errors += earlier.errors;
+                hidden.warnings += earlier.warnings;
+                self.any_hidden_error |= earlier.errors > 0;
+            }
+            if self.first_hidden.is_none() {
+                self.first_hidden = diagnostic.primary_span();
+            }
+            return None;
+        }
         let of_code = self.shown_per_code.entry(diagnostic.code).or_insert(0);
         if self.shown < MAX_DIAGNOSTICS_PER_FILE && *of_code < MAX_DIAGNOSTICS_PER_CODE_PER_FILE {
             *of_code += 1;
@@ -359,6 +377,54 @@ mod tests {
                     .with_help("fix it")
             })
             .collect()
+    }
+
+    #[test]
+    fn capping_part_of_a_file_early_reports_the_same_as_capping_once() {
+        // The compiler caps each file's parse and schema findings as soon as it has them (so a
+        // hostile file cannot hold memory for all of them) and caps everything again at the end.
+        let mut sources = SourceMap::new();
+        let file = sources.add("tenants/a.kdl", "x".repeat(100_000));
+        let other = sources.add("tenants/b.kdl", "x".repeat(100_000));
+        let codes = [Code::FieldUnknown, Code::TypeMismatch, Code::NameInvalid];
+        let mut seed: u64 = 0x1234_5678_9abc_def1;
+        let mut next = |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        for _ in 0..200 {
+            let mut early = Vec::new();
+            let mut late = Vec::new();
+            // Distinct positions: `sort` drops exact duplicates, which the compiler's stages
+            // never report twice.
+            for idx in 0..next(700) {
+                let at = idx * 100 + next(100);
+                let code = codes[next(codes.len())];
+                let target = if next(4) == 0 { other } else { file };
+                let diagnostic = if next(3) == 0 {
+                    Diagnostic::warning(code, Span::new(target, at..at + 1), format!("w{at}"))
+                } else {
+                    Diagnostic::error(code, Span::new(target, at..at + 1), format!("e{at}"))
+                }
+                .with_help("h");
+                if next(2) == 0 {
+                    early.push(diagnostic);
+                } else {
+                    late.push(diagnostic);
+                }
+            }
+            let mut all: Vec<Diagnostic> = early.iter().chain(&late).cloned().collect();
+            sort(&mut all, &sources);
+            let once = truncate(all);
+            sort(&mut early, &sources);
+            let mut twice = truncate(early);
+            twice.extend(late);
+            sort(&mut twice, &sources);
+            let twice = truncate(twice);
+            assert_eq!(once, twice);
+        }
     }
 
     #[test]
