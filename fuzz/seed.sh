@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Fills fuzz/corpus/{kdl,yaml,compile}/ with seeds made from the repository's own declarations:
+# the example fleet (tenants/, cells/), the KDL/YAML twins (tests/twins/) and every fixture case
+# (tests/cases/*/*/input/). The seeds are derived, not committed; run this before fuzzing.
+# Usage: bash fuzz/seed.sh   (from anywhere; it is idempotent and only adds files)
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+corpus="$repo/fuzz/corpus"
+mkdir -p "$corpus/kdl" "$corpus/yaml" "$corpus/compile"
+
+# A seed's name is its path with `/` turned into `--`, so a finding can be traced to its seed.
+seed_name() {
+    printf '%s' "${1#"$repo"/}" | sed 's#/#--#g'
+}
+
+# One file per declaration, for the front-end targets.
+while IFS= read -r -d '' file; do
+    case "$file" in
+        *.kdl) cp "$file" "$corpus/kdl/$(seed_name "$file")" ;;
+        *.yaml | *.yml) cp "$file" "$corpus/yaml/$(seed_name "$file")" ;;
+    esac
+done < <(find "$repo/tenants" "$repo/cells" "$repo/tests/twins" "$repo/tests/cases" \
+    -type f \( -name '*.kdl' -o -name '*.yaml' -o -name '*.yml' \) -print0 | sort -z)
+
+# One bundle per fleet for the `compile` target: `=== <path>\n<contents>` per file, the format
+# `tenantc_fuzz::split_inputs` reads.
+bundle() {
+    local root="$1" name="$2" out first=1
+    out="$corpus/compile/$name"
+    : > "$out"
+    while IFS= read -r -d '' file; do
+        [ "$first" = 1 ] || printf '\n' >> "$out"
+        first=0
+        printf '=== %s\n' "${file#"$root"/}" >> "$out"
+        # Drop one final newline; split_inputs adds it back before the next marker.
+        perl -0777 -pe 's/\n\z//' "$file" >> "$out"
+    done < <(find "$root/tenants" "$root/cells" -type f -print0 2>/dev/null | sort -z)
+    [ -s "$out" ] || rm -f "$out"
+}
+
+bundle "$repo" example-fleet
+bundle "$repo/tests/twins/kdl" twins--kdl
+bundle "$repo/tests/twins/yaml" twins--yaml
+for input in "$repo"/tests/cases/*/*/input; do
+    case_dir="$(dirname "$input")"
+    bundle "$input" "$(basename "$(dirname "$case_dir")")--$(basename "$case_dir")"
+done
+
+for target in kdl yaml compile; do
+    echo "fuzz/corpus/$target: $(find "$corpus/$target" -type f | wc -l) seeds"
+done
