@@ -26,15 +26,16 @@ done < <(find "$repo/tenants" "$repo/cells" "$repo/tests/twins" "$repo/tests/cas
 # One bundle per fleet for the `compile` target: `=== <path>\n<contents>` per file, the format
 # `tenantc_fuzz::split_inputs` reads.
 bundle() {
-    local root="$1" name="$2" out first=1
+    local root="$1" name="$2" out
     out="$corpus/compile/$name"
     : > "$out"
     while IFS= read -r -d '' file; do
-        [ "$first" = 1 ] || printf '\n' >> "$out"
-        first=0
+        # A file's own final newline ends it; one is added where it lacks one.
+        if [ -s "$out" ] && [ "$(tail -c 1 "$out" | od -An -c | tr -d ' ')" != '\n' ]; then
+            printf '\n' >> "$out"
+        fi
         printf '=== %s\n' "${file#"$root"/}" >> "$out"
-        # Drop one final newline; split_inputs adds it back before the next marker.
-        perl -0777 -pe 's/\n\z//' "$file" >> "$out"
+        cat "$file" >> "$out"
     done < <(find "$root/tenants" "$root/cells" -type f -print0 2>/dev/null | sort -z)
     [ -s "$out" ] || rm -f "$out"
 }

@@ -1585,6 +1585,22 @@ fuzz_regression!(
     "defect-01-raw-string-fools-the-nesting-guard"
 );
 
+fuzz_regression!(
+    /// Issue 6, defect 5: a vertical tab in a folder name reached the generated headers (found
+    /// by `odd_file_names_never_reach_the_output_unescaped`).
+    fuzz_regression_defect_05_control_character_in_a_folder_name,
+    "compile",
+    "defect-05-control-character-in-a-folder-name"
+);
+
+fuzz_regression!(
+    /// Issue 6, defect 10: a PriorityClass description with U+2028 was written raw, a line break
+    /// to YAML 1.1 readers (found by `declared_text_reaches_the_output_as_written`).
+    fuzz_regression_defect_10_line_separator_written_raw_into_yaml,
+    "compile",
+    "defect-10-line-separator-written-raw-into-yaml"
+);
+
 #[test]
 fn every_committed_fuzz_reproducer_has_a_named_regression_test() {
     // A reproducer in fuzz/regressions/ without a test below would be forgotten.
