@@ -1601,6 +1601,16 @@ fuzz_regression!(
     "defect-10-line-separator-written-raw-into-yaml"
 );
 
+fuzz_regression!(
+    /// New (not in issue 6): a YAML key with a line break in it (`{\u{fffd}\n\r\u{fffd}}` folds to
+    /// one) is echoed raw in the `field-unknown` message, so declared text can forge lines of the
+    /// human report in a CI log, or send escape sequences to a terminal (found by the `yaml`
+    /// fuzz target in its first minute).
+    fuzz_regression_new_diagnostic_echoes_a_line_break_of_a_key,
+    "yaml",
+    "new-diagnostic-echoes-a-line-break-of-a-key"
+);
+
 #[test]
 fn every_committed_fuzz_reproducer_has_a_named_regression_test() {
     // A reproducer in fuzz/regressions/ without a test below would be forgotten.

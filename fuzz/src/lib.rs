@@ -100,7 +100,8 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// Checks every diagnostic against the house rules: a code, a message in house style, a help
-/// line, and a primary label whose span lies inside its file, on character boundaries.
+/// line, text that is safe to print (see [`is_terminal_safe`]), and a primary label whose span
+/// lies inside its file, on character boundaries.
 /// `context` is printed with a failure (the seed or the input).
 pub fn check_diagnostics(diagnostics: &[Diagnostic], sources: &SourceMap, context: &str) {
     for diagnostic in diagnostics {
@@ -115,10 +116,23 @@ pub fn check_diagnostics(diagnostics: &[Diagnostic], sources: &SourceMap, contex
             !diagnostic.message.ends_with('.'),
             "{what}: the message ends with a period"
         );
-        assert!(
-            !diagnostic.message.contains('\n'),
-            "{what}: the message has several lines"
-        );
+        let texts = std::iter::once(("message", &diagnostic.message))
+            .chain(std::iter::once(("help", &diagnostic.help)))
+            .chain(diagnostic.notes.iter().map(|note| ("note", note)))
+            .chain(
+                diagnostic
+                    .labels
+                    .iter()
+                    .map(|label| ("label", &label.message)),
+            );
+        for (part, text) in texts {
+            if let Some(bad) = text.chars().find(|&ch| !is_terminal_safe(ch)) {
+                panic!(
+                    "{what}: the {part} {text:?} holds {bad:?}, which breaks the line or \
+                     controls the terminal it is printed on"
+                );
+            }
+        }
         assert!(
             !diagnostic.help.trim().is_empty(),
             "{what}: the diagnostic has no help line"
@@ -148,6 +162,14 @@ pub fn check_diagnostics(diagnostics: &[Diagnostic], sources: &SourceMap, contex
             );
         }
     }
+}
+
+/// Whether a character may appear in diagnostic text printed to a terminal or a CI log: a tab,
+/// or not a control character (line breaks, escape sequences), not a Unicode line or paragraph separator
+/// and not a bidirectional override, any of which lets declared text forge or hide output lines.
+pub fn is_terminal_safe(ch: char) -> bool {
+    (ch == '\t' || !ch.is_control())
+        && !matches!(ch, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Checks a compilation of `inputs`: the diagnostics ([`check_diagnostics`]), that both renderers
