@@ -79,6 +79,29 @@ pub struct Hidden {
     pub warnings: usize,
 }
 
+/// `text` with every character that could break a line or drive a terminal (a control,
+/// bidirectional-formatting, separator or noncharacter code point, see
+/// [`crate::names::char_kind_forbidden`]) written as a `\u{..}` escape. Messages quote declared
+/// keys, values and file names; escaped, a pull request cannot fake lines of a CI log (such as a
+/// `0 errors` summary) or send escape sequences to a reviewer's terminal.
+fn printable(text: String) -> String {
+    if !text
+        .chars()
+        .any(|ch| crate::names::char_kind_forbidden(ch).is_some())
+    {
+        return text;
+    }
+    let mut escaped = String::with_capacity(text.len() + 8);
+    for ch in text.chars() {
+        if crate::names::char_kind_forbidden(ch).is_some() {
+            escaped.push_str(&format!("\\u{{{:x}}}", ch as u32));
+        } else {
+            escaped.push(ch);
+        }
+    }
+    escaped
+}
+
 impl Diagnostic {
     /// An error at a span.
     pub fn error(code: Code, span: Span, message: impl Into<String>) -> Self {
@@ -94,7 +117,7 @@ impl Diagnostic {
         Self {
             code,
             severity,
-            message: message.into(),
+            message: printable(message.into()),
             labels: vec![Label {
                 span,
                 message: String::new(),
@@ -109,7 +132,7 @@ impl Diagnostic {
     /// Sets the text of the primary label.
     pub fn with_label(mut self, message: impl Into<String>) -> Self {
         if let Some(label) = self.labels.iter_mut().find(|label| label.primary) {
-            label.message = message.into();
+            label.message = printable(message.into());
         }
         self
     }
@@ -118,7 +141,7 @@ impl Diagnostic {
     pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Self {
         self.labels.push(Label {
             span,
-            message: message.into(),
+            message: printable(message.into()),
             primary: false,
         });
         self
@@ -126,13 +149,13 @@ impl Diagnostic {
 
     /// Adds a note line.
     pub fn with_note(mut self, note: impl Into<String>) -> Self {
-        self.notes.push(note.into());
+        self.notes.push(printable(note.into()));
         self
     }
 
     /// Sets the help line.
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
-        self.help = help.into();
+        self.help = printable(help.into());
         self
     }
 
@@ -377,6 +400,31 @@ mod tests {
                     .with_help("fix it")
             })
             .collect()
+    }
+
+    #[test]
+    fn every_text_of_a_diagnostic_is_printable() {
+        let mut sources = SourceMap::new();
+        let span = Span::new(sources.add("tenants/a.kdl", ""), 0..0);
+        let hostile = "a\nb\u{1b}[2J\u{202e}c\u{2028}\t\0";
+        let diagnostic = Diagnostic::error(Code::FieldUnknown, span, hostile)
+            .with_label(hostile)
+            .with_secondary(span, hostile)
+            .with_note(hostile)
+            .with_help(hostile);
+        let expected = "a\\u{a}b\\u{1b}[2J\\u{202e}c\\u{2028}\\u{9}\\u{0}";
+        assert_eq!(diagnostic.message, expected);
+        assert!(
+            diagnostic
+                .labels
+                .iter()
+                .all(|label| label.message == expected)
+        );
+        assert_eq!(diagnostic.notes, [expected]);
+        assert_eq!(diagnostic.help, expected);
+        // Plain text is kept as it is.
+        let plain = Diagnostic::error(Code::FieldUnknown, span, "tenant has no `x` é 字");
+        assert_eq!(plain.message, "tenant has no `x` é 字");
     }
 
     #[test]
