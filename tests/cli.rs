@@ -18,6 +18,15 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
+/// A scratch folder holding a copy of the example fleet's `tenants/` and `cells/`.
+fn example_fleet_copy() -> tempfile::TempDir {
+    let scratch = tempfile::tempdir().unwrap();
+    for folder in ["tenants", "cells"] {
+        copy_dir(&support::repo().join(folder), &scratch.path().join(folder));
+    }
+    scratch
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap() {
@@ -115,15 +124,7 @@ fn run_in(dir: &Path, args: &[&str], env: (&str, &str)) -> std::process::Output 
 #[test]
 fn a_link_out_of_the_root_never_prints_the_environment() {
     const SECRET: &str = "tenantc-test-secret-7d41c0e2";
-    let scratch = tempfile::tempdir().unwrap();
-    copy_dir(
-        &support::repo().join("tenants"),
-        &scratch.path().join("tenants"),
-    );
-    copy_dir(
-        &support::repo().join("cells"),
-        &scratch.path().join("cells"),
-    );
+    let scratch = example_fleet_copy();
     std::os::unix::fs::symlink("/proc/self/environ", scratch.path().join("tenants/env.txt"))
         .unwrap();
     std::os::unix::fs::symlink("/proc/self/environ", scratch.path().join("cells/env.kdl")).unwrap();
@@ -153,15 +154,7 @@ fn a_link_out_of_the_root_never_prints_the_environment() {
 #[cfg(unix)]
 #[test]
 fn a_folder_name_with_a_newline_is_refused_and_printed_escaped() {
-    let scratch = tempfile::tempdir().unwrap();
-    copy_dir(
-        &support::repo().join("tenants"),
-        &scratch.path().join("tenants"),
-    );
-    copy_dir(
-        &support::repo().join("cells"),
-        &scratch.path().join("cells"),
-    );
+    let scratch = example_fleet_copy();
     let hostile = scratch.path().join("tenants/x\nnamespace: kube-system\n#");
     fs::create_dir(&hostile).unwrap();
     fs::write(hostile.join("y.kdl"), "tenant \"y\" {}\n").unwrap();
@@ -182,15 +175,7 @@ fn a_folder_name_with_a_newline_is_refused_and_printed_escaped() {
 #[cfg(unix)]
 #[test]
 fn broken_links_and_fifos_are_located_diagnostics_and_the_run_goes_on() {
-    let scratch = tempfile::tempdir().unwrap();
-    copy_dir(
-        &support::repo().join("tenants"),
-        &scratch.path().join("tenants"),
-    );
-    copy_dir(
-        &support::repo().join("cells"),
-        &scratch.path().join("cells"),
-    );
+    let scratch = example_fleet_copy();
     let tenants = scratch.path().join("tenants");
     std::os::unix::fs::symlink("gone.kdl", tenants.join("dangling.kdl")).unwrap();
     std::os::unix::fs::symlink("loop-b.kdl", tenants.join("loop-a.kdl")).unwrap();

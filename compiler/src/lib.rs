@@ -23,6 +23,8 @@ pub mod parse;
 pub mod quantity;
 pub mod schema;
 pub mod source;
+#[cfg(test)]
+mod testing;
 pub mod validate;
 
 use diag::{Code, Diagnostic};

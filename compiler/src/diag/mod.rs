@@ -435,13 +435,8 @@ mod tests {
         let file = sources.add("tenants/a.kdl", "x".repeat(100_000));
         let other = sources.add("tenants/b.kdl", "x".repeat(100_000));
         let codes = [Code::FieldUnknown, Code::TypeMismatch, Code::NameInvalid];
-        let mut seed: u64 = 0x1234_5678_9abc_def1;
-        let mut next = |bound: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % bound as u64) as usize
-        };
+        let mut rng = crate::testing::Rng(0x1234_5678_9abc_def1);
+        let mut next = |bound: usize| rng.below(bound);
         for _ in 0..200 {
             let mut early = Vec::new();
             let mut late = Vec::new();

@@ -618,17 +618,7 @@ mod tests {
         assert_eq!(rendered, expected);
     }
 
-    /// A small deterministic generator (xorshift), so failures reproduce.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, bound: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % bound.max(1) as u64) as usize
-        }
-    }
+    use crate::testing::Rng;
 
     #[test]
     fn labels_anywhere_render_with_the_position_of_the_source_and_bounded_size() {

@@ -359,17 +359,7 @@ mod tests {
         assert_eq!(out, "\"caf\u{e9} \u{a0}\u{1f600}\u{1fffe}\"");
     }
 
-    /// A small deterministic generator (xorshift), so failures reproduce.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, bound: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % bound.max(1) as u64) as usize
-        }
-    }
+    use crate::testing::Rng;
 
     /// Strings made of the characters and words YAML readers treat specially.
     fn generated_strings(count: usize, seed: u64) -> Vec<String> {

@@ -21,18 +21,7 @@ use crate::source::{FileId, Span};
 
 /// Parses a KDL v2 file.
 pub fn parse(file: FileId, text: &str) -> (Document, Vec<Diagnostic>) {
-    let mut parser = Parser {
-        file,
-        text,
-        pos: 0,
-        diagnostics: Vec::new(),
-        failed: false,
-        steps: std::cell::Cell::new(0),
-    };
-    parser.disallowed_code_points();
-    if parser.peek() == Some(BOM) {
-        parser.pos += BOM.len_utf8();
-    }
+    let mut parser = Parser::start(file, text);
     let nodes = parser.document();
     let mut diagnostics = parser.diagnostics;
     let mut document = Document {
@@ -78,18 +67,7 @@ pub fn parse(file: FileId, text: &str) -> (Document, Vec<Diagnostic>) {
 /// parity tests against kdl-rs, which read a document as a list of nodes.
 #[cfg(test)]
 pub(crate) fn parse_all(text: &str) -> Option<Vec<(String, Node)>> {
-    let mut parser = Parser {
-        file: FileId(0),
-        text,
-        pos: 0,
-        diagnostics: Vec::new(),
-        failed: false,
-        steps: std::cell::Cell::new(0),
-    };
-    parser.disallowed_code_points();
-    if parser.peek() == Some(BOM) {
-        parser.pos += BOM.len_utf8();
-    }
+    let mut parser = Parser::start(FileId(0), text);
     let nodes = parser.document();
     (!parser.failed).then(|| nodes.into_iter().map(|n| (n.name, n.node)).collect())
 }
@@ -201,6 +179,24 @@ type Key = (String, Span);
 type Parse<T> = Result<T, ()>;
 
 impl<'a> Parser<'a> {
+    /// A parser at the start of `text`: disallowed code points are reported, and a leading
+    /// byte order mark is skipped.
+    fn start(file: FileId, text: &'a str) -> Self {
+        let mut parser = Parser {
+            file,
+            text,
+            pos: 0,
+            diagnostics: Vec::new(),
+            failed: false,
+            steps: std::cell::Cell::new(0),
+        };
+        parser.disallowed_code_points();
+        if parser.peek() == Some(BOM) {
+            parser.pos += BOM.len_utf8();
+        }
+        parser
+    }
+
     fn rest(&self) -> &'a str {
         self.text.get(self.pos..).unwrap_or("")
     }

@@ -1,0 +1,33 @@
+//! Helpers shared by the unit tests (compiled only for `cargo test`).
+//!
+//! Consumes: a seed. Produces: [`Rng`], a small deterministic generator for seeded property
+//! tests, so a failure reproduces from the seed without a dependency.
+//!
+//! Invariant: the sequence of a seed never changes (xorshift 13/7/17); tests that print a seed
+//! rely on it.
+
+/// A xorshift generator; the seed must not be zero.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next value of the sequence.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number in `0..bound` (0 when `bound` is 0).
+    pub fn below(&mut self, bound: usize) -> usize {
+        (self.next_u64() % bound.max(1) as u64) as usize
+    }
+
+    /// One of `items`, which must not be empty.
+    pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items
+            .get(self.below(items.len()))
+            .copied()
+            .unwrap_or_default()
+    }
+}
