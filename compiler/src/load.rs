@@ -62,6 +62,9 @@ pub enum Problem {
     SymlinkOutsideRoot(String),
     /// A symbolic link that leads nowhere, into a loop of links, or to a folder containing it.
     SymlinkBroken(String),
+    /// A symbolic link into a folder tenantc writes (one with its marker, or below one); holds
+    /// that folder relative to the root, escaped.
+    SymlinkIntoOutput(String),
     /// A file or folder that exists but cannot be read; holds the reason.
     Unreadable(String),
     /// A declaration file larger than [`MAX_FILE_BYTES`]; holds its size in bytes.
@@ -109,6 +112,17 @@ impl Finding {
             )
             .with_label("broken link")
             .with_help("point the link at a file or folder inside the project root, or remove it"),
+            Problem::SymlinkIntoOutput(folder) => Diagnostic::error(
+                Code::SymlinkIntoOutput,
+                span,
+                format!(
+                    "`{path}` is a symbolic link into `{folder}`, a folder tenantc writes, and is \
+                     not followed"
+                ),
+            )
+            .with_label("link into generated output")
+            .with_note("the next build would read the generated manifests as declarations")
+            .with_help("remove the link; declarations never live in tenantc's output"),
             Problem::Unreadable(reason) => Diagnostic::error(
                 Code::FileUnreadable,
                 span,
@@ -222,6 +236,25 @@ impl Walker {
         self.loaded.findings.push(Finding { path, problem });
     }
 
+    /// The folder tenantc writes that holds the canonical path `target` (the folder itself, or
+    /// an ancestor below the root, carries tenantc's marker), relative to the root.
+    fn output_folder(&self, target: &Path) -> Option<String> {
+        let mut folder = Some(target);
+        while let Some(candidate) = folder {
+            if candidate == self.root || !candidate.starts_with(&self.root) {
+                return None;
+            }
+            if fs::symlink_metadata(candidate.join(crate::emit::MARKER))
+                .is_ok_and(|meta| meta.is_file())
+            {
+                let relative = candidate.strip_prefix(&self.root).unwrap_or(candidate);
+                return Some(escape_os(relative.as_os_str()));
+            }
+            folder = candidate.parent();
+        }
+        None
+    }
+
     /// Loads the file or folder at `path` (whose folder is canonical, so only its last component
     /// may be a link), shown as `relative`, at folder depth `depth`.
     fn entry(&mut self, path: &Path, relative: String, depth: usize) {
@@ -241,8 +274,14 @@ impl Walker {
                 }
             };
             if !target.starts_with(&self.root) {
-                let shown = escape_os(target.as_os_str());
+                // Name the target as the link's own text says it (what the pull request wrote),
+                // not as it resolves on this machine: no absolute path of the runner is printed.
+                let written = fs::read_link(path).unwrap_or_default();
+                let shown = escape_os(written.as_os_str());
                 return self.refuse(relative, Problem::SymlinkOutsideRoot(shown));
+            }
+            if let Some(output) = self.output_folder(&target) {
+                return self.refuse(relative, Problem::SymlinkIntoOutput(output));
             }
             match fs::metadata(&target) {
                 Ok(meta) => (target, meta),
@@ -658,6 +697,37 @@ mod tests {
         assert_eq!(paths(&loaded), ["tenants/a.kdl", "tenants/team/b.kdl"]);
         assert_eq!(loaded.inputs[0].contents, b"x");
         assert!(loaded.findings.is_empty(), "{:?}", loaded.findings);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_into_a_folder_tenantc_writes_are_refused() {
+        let dir = project();
+        let out = dir.path().join("out");
+        fs::create_dir_all(out.join("cell/tenants")).unwrap();
+        fs::write(out.join(crate::emit::MARKER), "m").unwrap();
+        fs::write(out.join("cell/tenants/x.yaml"), "kind: Namespace").unwrap();
+        let symlink = |target: &str, link: &str| {
+            std::os::unix::fs::symlink(target, dir.path().join(link)).unwrap();
+        };
+        symlink("../out", "tenants/o");
+        symlink("../out/cell", "tenants/cell");
+        symlink("../out/cell/tenants/x.yaml", "cells/x.yaml");
+        // A folder without the marker (the output of another tool) is read as before.
+        fs::create_dir_all(dir.path().join("other")).unwrap();
+        fs::write(dir.path().join("other/a.kdl"), "x").unwrap();
+        symlink("../other", "tenants/other");
+        let loaded = load(dir.path()).unwrap();
+        assert_eq!(paths(&loaded), ["tenants/other/a.kdl"]);
+        assert_eq!(
+            problems(&loaded),
+            [
+                ("cells/x.yaml", &Problem::SymlinkIntoOutput("out".into())),
+                ("tenants/cell", &Problem::SymlinkIntoOutput("out".into())),
+                ("tenants/o", &Problem::SymlinkIntoOutput("out".into())),
+            ]
+        );
+        assert!(loaded.findings.iter().all(Finding::is_error));
     }
 
     #[cfg(unix)]

@@ -126,7 +126,16 @@ pub fn char_kind_forbidden(ch: char) -> Option<&'static str> {
     Some(match ch {
         '\u{0}'..='\u{1f}' | '\u{7f}' => "a control character",
         '\u{80}'..='\u{9f}' => "a C1 control character",
-        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => "a bidirectional formatting character",
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}' => {
+            "a bidirectional formatting character"
+        }
+        // Invisible characters that make two different names look the same in review. The
+        // joiners U+200C and U+200D stay allowed: scripts such as Persian and emoji need them.
+        '\u{ad}'
+        | '\u{180e}'
+        | '\u{200b}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{e0000}'..='\u{e007f}' => "an invisible formatting character",
         '\u{2028}' | '\u{2029}' => "a line or paragraph separator",
         '\u{feff}' => "a zero-width no-break space (byte order mark)",
         '\u{fdd0}'..='\u{fdef}' => "a noncharacter",
@@ -178,6 +187,13 @@ mod tests {
             "\u{ffff}",
             "\u{1fffe}",
             "\u{10ffff}",
+            "\u{200f}rlm",
+            "lrm\u{200e}",
+            "\u{61c}alm",
+            "zero\u{200b}width",
+            "soft\u{ad}hyphen",
+            "tag\u{e0001}",
+            "word\u{2060}joiner",
         ] {
             assert!(forbidden_char(text).is_some(), "{text:?} must be refused");
         }
@@ -188,8 +204,8 @@ mod tests {
             "tab\there",
             "caf\u{e9} \u{5b57} \u{1f600}",
             "\u{a0}nbsp",
-            "\u{200f}rlm",
             "\u{fffd}",
+            "zwj \u{1f468}\u{200d}\u{1f469} zwnj \u{200c}",
             "\u{e000}private",
             "",
         ] {

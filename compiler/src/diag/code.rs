@@ -51,6 +51,7 @@ codes! {
     PathUnsafe => ("path-unsafe", "load", "a file or folder name under tenants/ or cells/ has characters that may not reach generated output"),
     SymlinkOutsideRoot => ("symlink-outside-root", "load", "a symbolic link under tenants/ or cells/ leads outside the project root"),
     SymlinkBroken => ("symlink-broken", "load", "a symbolic link leads nowhere, into a loop of links, or to a folder that contains it"),
+    SymlinkIntoOutput => ("symlink-into-output", "load", "a symbolic link leads into a folder that tenantc writes, whose files would be read as declarations"),
     FileUnreadable => ("file-unreadable", "load", "a file or folder under tenants/ or cells/ exists but cannot be read"),
     FileTooLarge => ("file-too-large", "load", "a declaration file is larger than the compiler reads"),
     FileNotRegular => ("file-not-regular", "load", "a FIFO, socket or device under tenants/ or cells/ is skipped unopened"),

@@ -115,7 +115,8 @@ fn push_visible(text: &mut String, line: &str) {
         text.push(match ch.len_utf8() {
             1 => '?',
             2 => '\u{bf}',
-            _ => '\u{fffd}',
+            3 => '\u{fffd}',
+            _ => '\u{1f6ab}',
         });
     }
 }
@@ -640,6 +641,9 @@ mod tests {
             "\u{202e}",
             "\u{2028}",
             "\u{7f}",
+            "\u{e0001}",
+            "\u{1fffe}",
+            "\u{ad}",
         ];
         for _ in 0..300 {
             let mut text = String::new();
