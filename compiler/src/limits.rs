@@ -25,6 +25,10 @@ pub const MAX_DIAGNOSTICS_PER_CODE_PER_FILE: usize = 50;
 /// How many diagnostics are shown per file in all; the rest are counted in one note.
 pub const MAX_DIAGNOSTICS_PER_FILE: usize = 200;
 
+/// How many diagnostics are shown per run in all, after the caps per file; the rest are counted
+/// in one note.
+pub const MAX_DIAGNOSTICS_PER_RUN: usize = 1000;
+
 /// How many search steps one MIG layout's placement may take before it is reported as too
 /// complex to prove placeable.
 pub const MAX_PLACEMENT_STEPS: u64 = 1_000_000;

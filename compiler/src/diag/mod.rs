@@ -15,7 +15,9 @@ pub use code::Code;
 
 use std::collections::BTreeMap;
 
-use crate::limits::{MAX_DIAGNOSTICS_PER_CODE_PER_FILE, MAX_DIAGNOSTICS_PER_FILE};
+use crate::limits::{
+    MAX_DIAGNOSTICS_PER_CODE_PER_FILE, MAX_DIAGNOSTICS_PER_FILE, MAX_DIAGNOSTICS_PER_RUN,
+};
 use crate::source::{FileId, SourceMap, Span};
 
 /// How bad a finding is.
@@ -224,12 +226,38 @@ pub fn truncate(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
         }
     }
     kept.extend(state.finish());
+    cap_run(kept)
+}
+
+/// Keeps the first [`MAX_DIAGNOSTICS_PER_RUN`] of diagnostics already capped per file; the rest,
+/// hidden ones included, are counted in one `diagnostics-truncated` diagnostic at the first
+/// one not shown, so a pull request of many files cannot flood the CI log either.
+fn cap_run(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    if diagnostics.len() <= MAX_DIAGNOSTICS_PER_RUN {
+        return diagnostics;
+    }
+    let mut kept = Vec::with_capacity(MAX_DIAGNOSTICS_PER_RUN + 1);
+    let mut state = FileCap {
+        run: true,
+        ..FileCap::default()
+    };
+    for diagnostic in diagnostics {
+        if kept.len() < MAX_DIAGNOSTICS_PER_RUN {
+            kept.push(diagnostic);
+        } else {
+            state.hide(&diagnostic);
+        }
+    }
+    kept.extend(state.finish());
     kept
 }
 
-/// What [`truncate`] knows about the file it is in.
+/// What [`truncate`] knows about the file it is in (or, for the cap of the whole run, about
+/// the diagnostics after the last one shown).
 #[derive(Default)]
 struct FileCap {
+    /// Whether this counts what the cap of the whole run hides, not one file's.
+    run: bool,
     shown: usize,
     shown_per_code: BTreeMap<Code, usize>,
     hidden: BTreeMap<Code, Hidden>,
@@ -243,19 +271,7 @@ impl FileCap {
         // An earlier cap of part of this file's diagnostics: its counts join this one's, so
         // capping early (to bound memory) and capping once at the end report the same.
         if diagnostic.code == Code::DiagnosticsTruncated {
-            for earlier in &diagnostic.hidden {
-                let hidden = self.hidden.entry(earlier.code).or_insert(Hidden {
-                    code: earlier.code,
-                    errors: 0,
-                    warnings: 0,
-                });
-                hidden.errors += earlier.errors;
-                hidden.warnings += earlier.warnings;
-                self.any_hidden_error |= earlier.errors > 0;
-            }
-            if self.first_hidden.is_none() {
-                self.first_hidden = diagnostic.primary_span();
-            }
+            self.hide(&diagnostic);
             return None;
         }
         let of_code = self.shown_per_code.entry(diagnostic.code).or_insert(0);
@@ -264,19 +280,34 @@ impl FileCap {
             self.shown += 1;
             return Some(diagnostic);
         }
-        let hidden = self.hidden.entry(diagnostic.code).or_insert(Hidden {
-            code: diagnostic.code,
-            errors: 0,
-            warnings: 0,
-        });
-        let (errors, warnings) = diagnostic.finding_counts();
-        hidden.errors += errors;
-        hidden.warnings += warnings;
-        self.any_hidden_error |= errors > 0;
+        self.hide(&diagnostic);
+        None
+    }
+
+    /// Counts a diagnostic that is not shown: itself, or, for an earlier
+    /// `diagnostics-truncated` one, the findings it counted.
+    fn hide(&mut self, diagnostic: &Diagnostic) {
+        let mut add = |code: Code, errors: usize, warnings: usize| {
+            let hidden = self.hidden.entry(code).or_insert(Hidden {
+                code,
+                errors: 0,
+                warnings: 0,
+            });
+            hidden.errors += errors;
+            hidden.warnings += warnings;
+            self.any_hidden_error |= errors > 0;
+        };
+        if diagnostic.code == Code::DiagnosticsTruncated {
+            for earlier in &diagnostic.hidden {
+                add(earlier.code, earlier.errors, earlier.warnings);
+            }
+        } else {
+            let (errors, warnings) = diagnostic.finding_counts();
+            add(diagnostic.code, errors, warnings);
+        }
         if self.first_hidden.is_none() {
             self.first_hidden = diagnostic.primary_span();
         }
-        None
     }
 
     /// The `diagnostics-truncated` diagnostic of the file, if anything was hidden.
@@ -306,14 +337,26 @@ impl FileCap {
             })
             .collect();
         let message = format!(
-            "{total} more diagnostic{} in this file {} not shown",
+            "{total} more diagnostic{} {} {} not shown",
             if total == 1 { "" } else { "s" },
+            if self.run {
+                "from here on"
+            } else {
+                "in this file"
+            },
             if total == 1 { "is" } else { "are" }
         );
-        let help = format!(
-            "fix the diagnostics shown and run again; at most {MAX_DIAGNOSTICS_PER_FILE} are shown \
-             per file, and {MAX_DIAGNOSTICS_PER_CODE_PER_FILE} of one code"
-        );
+        let help = if self.run {
+            format!(
+                "fix the diagnostics shown and run again; at most {MAX_DIAGNOSTICS_PER_RUN} are \
+                 shown per run"
+            )
+        } else {
+            format!(
+                "fix the diagnostics shown and run again; at most {MAX_DIAGNOSTICS_PER_FILE} are \
+                 shown per file, and {MAX_DIAGNOSTICS_PER_CODE_PER_FILE} of one code"
+            )
+        };
         let mut diagnostic = Diagnostic {
             code: Code::DiagnosticsTruncated,
             severity,
@@ -468,6 +511,38 @@ mod tests {
             let twice = truncate(twice);
             assert_eq!(once, twice);
         }
+    }
+
+    #[test]
+    fn many_files_show_at_most_the_run_cap_and_count_the_rest() {
+        let mut sources = SourceMap::new();
+        let mut diagnostics = Vec::new();
+        for idx in 0..600 {
+            let file = sources.add(format!("tenants/t{idx:04}.yaml"), "x".repeat(300));
+            // Each file: 4 errors of one code and 300 warnings of another, so files are capped
+            // too and their caps' counts must reach the run's cap.
+            diagnostics.extend(errors_at(file, Code::FieldUnknown, 0, 4));
+            diagnostics.extend((0..300).map(|at| {
+                Diagnostic::warning(Code::FileIgnored, Span::new(file, at..at), "w").with_help("h")
+            }));
+        }
+        sort(&mut diagnostics, &sources);
+        let before = count_findings(&diagnostics);
+        let kept = truncate(diagnostics);
+        assert_eq!(kept.len(), MAX_DIAGNOSTICS_PER_RUN + 1);
+        assert_eq!(count_findings(&kept), before);
+        let last = kept.last().unwrap();
+        assert_eq!(last.code, Code::DiagnosticsTruncated);
+        assert!(last.is_error(), "hidden errors keep the run failing");
+        assert!(last.message.contains("from here on"), "{}", last.message);
+        assert!(
+            last.primary_span().is_some(),
+            "located at the first one not shown"
+        );
+        // Still sorted: the note stands at the first diagnostic it hides.
+        let mut resorted = kept.clone();
+        sort(&mut resorted, &sources);
+        assert_eq!(resorted, kept);
     }
 
     #[test]
