@@ -121,7 +121,7 @@ pub fn is_disallowed(ch: char) -> bool {
 }
 
 /// A short name of a disallowed code point, for messages.
-fn code_point_name(ch: char) -> String {
+pub(crate) fn code_point_name(ch: char) -> String {
     let name = match ch {
         '\u{0}' => "null",
         '\u{7f}' => "delete",
@@ -130,6 +130,7 @@ fn code_point_name(ch: char) -> String {
             "bidirectional control"
         }
         BOM => "byte order mark",
+        '\u{fffe}' | '\u{ffff}' => "noncharacter",
         _ => "control character",
     };
     format!("`U+{:04X}` ({name})", u32::from(ch))

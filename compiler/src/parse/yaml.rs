@@ -23,6 +23,17 @@ pub fn parse(file: FileId, text: &str) -> (Document, Vec<Diagnostic>) {
 
 /// Parses a YAML file and says how many characters the position conversions walked over.
 fn parse_counting(file: FileId, text: &str) -> ((Document, Vec<Diagnostic>), u64) {
+    // A character YAML does not allow in a stream is named where it stands; the YAML parser
+    // would report it as the end of the enclosing scalar or stream, far from it.
+    let disallowed = disallowed_code_points(file, text);
+    if !disallowed.is_empty() {
+        let document = Document {
+            file,
+            format: Format::Yaml,
+            root: None,
+        };
+        return ((document, disallowed), 0);
+    }
     // The parser reports character positions; checkpoints convert them to bytes.
     let positions = CharOffsets::new(text);
     let mut reader = Reader {
@@ -82,6 +93,35 @@ fn parse_counting(file: FileId, text: &str) -> ((Document, Vec<Diagnostic>), u64
         ),
         positions.steps(),
     )
+}
+
+/// Every character outside YAML 1.2's printable set (`c-printable`: tab, line feed, carriage
+/// return, NEL, and the printable ranges), each at its position; at most the diagnostics a file
+/// shows, plus one so the cap still reports that more were hidden.
+fn disallowed_code_points(file: FileId, text: &str) -> Vec<Diagnostic> {
+    text.char_indices()
+        .filter(|&(_, ch)| {
+            matches!(ch,
+                '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{7f}'
+                | '\u{80}'..='\u{84}' | '\u{86}'..='\u{9f}' | '\u{fffe}' | '\u{ffff}')
+        })
+        .take(crate::limits::MAX_DIAGNOSTICS_PER_FILE + 1)
+        .map(|(idx, ch)| {
+            Diagnostic::error(
+                Code::YamlSyntax,
+                Span::new(file, idx..idx + ch.len_utf8()),
+                format!(
+                    "{} is not allowed in a YAML file",
+                    super::kdl::code_point_name(ch)
+                ),
+            )
+            .with_label("disallowed character")
+            .with_help(
+                "remove the character; inside a double-quoted string, write it as an escape \
+                 such as `\\0` or `\\x1b` if it is really meant",
+            )
+        })
+        .collect()
 }
 
 struct Reader<'a> {
@@ -347,6 +387,34 @@ fn parse_int(text: &str) -> Option<i128> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn characters_yaml_does_not_allow_are_named_at_their_position() {
+        for ch in ['\u{0}', '\u{1b}', '\u{7f}', '\u{86}', '\u{ffff}'] {
+            for line in [
+                format!("team: \"data{ch}science\""),
+                format!("team: 'data{ch}science'"),
+                format!("team: data{ch}science"),
+            ] {
+                let text = format!("name: a\n{line}\n");
+                let (_, diagnostics) = parse(FileId(0), &text);
+                assert_eq!(diagnostics.len(), 1, "{line:?}: {diagnostics:?}");
+                let diagnostic = &diagnostics[0];
+                let at = text.find(ch).unwrap();
+                assert_eq!(diagnostic.primary_span().unwrap().start as usize, at);
+                assert!(
+                    diagnostic
+                        .message
+                        .contains(&format!("U+{:04X}", u32::from(ch))),
+                    "{}",
+                    diagnostic.message
+                );
+            }
+        }
+        // Tab, NEL and the printable ranges are YAML's own.
+        let (_, diagnostics) = parse(FileId(0), "name: a\nteam: \"a\tb\u{85}c\u{e9}\"\n");
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    }
 
     fn root(text: &str) -> (Option<Root>, Vec<Diagnostic>) {
         let (document, diagnostics) = parse(FileId(0), text);
