@@ -108,6 +108,9 @@ pub struct Tenant {
     pub registries: Vec<Spanned<String>>,
     /// Model weights the tenant runs.
     pub models: Vec<ModelWeights>,
+    /// Fleet-level reservations across cells (`fleet` nodes), checked against the per-cell
+    /// reservations.
+    pub fleet: Vec<FleetReservation>,
     /// False when parts of the declaration could not be read and were left out (their errors
     /// are reported); checks that would report something as missing skip incomplete tenants.
     pub complete: bool,
@@ -155,8 +158,55 @@ pub struct Quota {
     pub pods: Spanned<i64>,
     /// GPU reservations per pool.
     pub pools: Vec<PoolQuota>,
+    /// Kueue fair-sharing weight of the tenant's ClusterQueue in this cell (default 1).
+    pub weight: Option<Spanned<i64>>,
+    /// Explicit split of the cpu, memory and pods ceilings over the workload namespaces
+    /// (`split` nodes); when empty, the ceilings are split by the workloads' `share`.
+    pub splits: Vec<CeilingSplit>,
     /// False when a reservation could not be read and was left out.
     pub complete: bool,
+}
+
+/// One workload namespace's part of a tenant's cpu, memory and pods ceilings in a cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CeilingSplit {
+    /// The node or list item.
+    pub span: Span,
+    /// The workload whose namespace gets this part.
+    pub workload: Spanned<WorkloadKind>,
+    /// CPU requests of the namespace.
+    pub cpu: Spanned<Quantity>,
+    /// Memory requests of the namespace.
+    pub memory: Spanned<Quantity>,
+    /// Pods of the namespace.
+    pub pods: Spanned<i64>,
+}
+
+/// A tenant's reservation of one GPU model across cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetReservation {
+    /// The node or list item.
+    pub span: Span,
+    /// The GPU model key (as pools name it).
+    pub gpu: Spanned<String>,
+    /// Whole GPUs reserved across the fleet.
+    pub gpus: Spanned<i64>,
+    /// How the total is split over cells.
+    pub cells: Vec<FleetCellShare>,
+}
+
+/// One cell's part of a fleet reservation: a fixed number of GPUs, or a weight that shares
+/// what the fixed parts leave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetCellShare {
+    /// The node or list item.
+    pub span: Span,
+    /// The cell.
+    pub cell: Spanned<String>,
+    /// Fixed GPUs in this cell.
+    pub gpus: Option<Spanned<i64>>,
+    /// Weight of this cell in the rest.
+    pub weight: Option<Spanned<i64>>,
 }
 
 /// A reservation in one pool of a cell.
@@ -174,6 +224,14 @@ pub struct PoolQuota {
     pub burst: Option<Spanned<i64>>,
     /// Restricts the reservation to one workload's namespace.
     pub workload: Option<Spanned<WorkloadKind>>,
+    /// Devices of `reserved` that other tenants may borrow (Kueue lending limit); all of it
+    /// when absent.
+    pub lend: Option<Spanned<i64>>,
+    /// The largest gang (devices one job needs at once) the tenant runs here.
+    pub gang: Option<Spanned<i64>>,
+    /// The topology level label a gang must stay within, when it does not fit one NVLink
+    /// domain.
+    pub within: Option<Spanned<String>>,
 }
 
 /// A tenant workload kind.
@@ -187,6 +245,8 @@ pub struct Workload {
     pub service_account: Spanned<String>,
     /// The priority class its pods use.
     pub priority: Option<Spanned<String>>,
+    /// Weight of this workload's namespace in the split of the tenant's ceilings (default 1).
+    pub share: Option<Spanned<i64>>,
 }
 
 /// A model the tenant runs, with its weight location.
@@ -233,9 +293,25 @@ pub struct Cell {
     pub pools: Vec<Pool>,
     /// Priority classes tenants may use.
     pub priorities: Vec<Priority>,
+    /// How far the sum of reserved plus burst over a pool may exceed its capacity, as a ratio
+    /// (`oversubscribe 1.5`); 1 when absent.
+    pub oversubscribe: Option<Spanned<f64>>,
+    /// Per-org settings of the cell's cohort tree (`org` nodes).
+    pub orgs: Vec<OrgDecl>,
     /// False when parts of the declaration could not be read and were left out; references
     /// into an incomplete cell are not reported as unknown, and its capacity is not checked.
     pub complete: bool,
+}
+
+/// An org's cohort settings in a cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrgDecl {
+    /// The node or list item.
+    pub span: Span,
+    /// The org name, as tenants declare it.
+    pub name: Spanned<String>,
+    /// Kueue fair-sharing weight of the org's cohort.
+    pub weight: Option<Spanned<i64>>,
 }
 
 /// A GPU model declared in a cell, with the same facts as a catalog entry.
@@ -365,7 +441,33 @@ pub struct Pool {
     pub replicas: Option<Spanned<i64>>,
     /// MIG layouts (node groups).
     pub mig_layouts: Vec<MigLayout>,
+    /// Network topology below the pool, coarse to fine; `kubernetes.io/hostname` is the
+    /// implied last level.
+    pub topology: Option<Topology>,
 }
+
+/// The topology levels of a pool, for Kueue topology-aware scheduling.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Topology {
+    /// The node or list item.
+    pub span: Span,
+    /// Levels from coarsest to finest.
+    pub levels: Vec<TopologyLevel>,
+}
+
+/// One topology level: a node label and how many nodes one domain of it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopologyLevel {
+    /// The node or list item.
+    pub span: Span,
+    /// The node label whose value names the domain.
+    pub label: Spanned<String>,
+    /// Nodes per domain.
+    pub nodes: Spanned<i64>,
+}
+
+/// The node label of the finest topology level.
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
 impl Pool {
     /// Total GPUs in the pool.

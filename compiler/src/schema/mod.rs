@@ -299,6 +299,7 @@ fn tenant(ctx: &Ctx, node: &Node, document: &Document) -> Option<Tenant> {
         workloads,
         registries,
         models,
+        fleet: Vec::new(),
         complete,
     })
 }
@@ -460,6 +461,8 @@ fn quota(ctx: &Ctx, node: &Node) -> Option<Quota> {
         pods: pods.unwrap_or(Spanned::new(0, span)),
         complete,
         pools: pools.into_iter().flatten().collect(),
+        weight: None,
+        splits: Vec::new(),
     })
 }
 
@@ -484,6 +487,9 @@ fn pool_quota(ctx: &Ctx, node: &Node) -> Option<PoolQuota> {
         reserved: reserved?,
         burst,
         workload,
+        lend: None,
+        gang: None,
+        within: None,
     })
 }
 
@@ -513,6 +519,7 @@ fn workload(ctx: &Ctx, node: &Node) -> Option<Workload> {
         kind: kind?,
         service_account,
         priority,
+        share: None,
     })
 }
 
@@ -648,6 +655,8 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         gpu_models_complete,
         pools,
         priorities,
+        oversubscribe: None,
+        orgs: Vec::new(),
         complete,
     })
 }
@@ -886,6 +895,7 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
         price_per_gpu_hour: price,
         replicas,
         mig_layouts: mig_layouts.into_iter().collect::<Option<_>>()?,
+        topology: None,
     })
 }
 
