@@ -132,7 +132,9 @@ fn quotas_use_only_enforced_keys_and_cover_every_offered_resource() {
     let text = support::text_tree(&tree);
     let quotas: Vec<(&String, Vec<String>)> = text
         .iter()
-        .filter(|(_, body)| body.contains("\nkind: ResourceQuota\n"))
+        .filter(|(_, body)| {
+            body.contains("\nkind: ResourceQuota\n") && body.contains("\n  name: tenant-quota\n")
+        })
         .map(|(path, body)| (path, quota_keys(body)))
         .collect();
     assert!(!quotas.is_empty());

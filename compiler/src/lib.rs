@@ -20,7 +20,9 @@ pub mod lower;
 pub mod model;
 pub mod names;
 pub mod parse;
+pub mod plan;
 pub mod quantity;
+pub mod report;
 pub mod schema;
 pub mod source;
 #[cfg(test)]
@@ -53,6 +55,9 @@ pub struct Compilation {
     /// `limits.rs` allows; a `diagnostics-truncated` diagnostic after a file's last one counts
     /// the rest (see [`diag::truncate`]).
     pub diagnostics: Vec<Diagnostic>,
+    /// The resolved plan, present when the declarations validated (even if the plan's own
+    /// checks then found errors).
+    pub plan: Option<plan::Plan>,
     /// The output tree, present only when no diagnostic is an error.
     pub output: Option<OutputTree>,
     /// A broken invariant of the compiler itself (a bug, not a user mistake).
@@ -210,15 +215,24 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
     }
     let (fleet, validate_diagnostics) = validate::validate(declarations, &unreadable, catalog);
     diagnostics.extend(validate_diagnostics);
+    // Resolve only a fleet that validated: the plan's checks assume sound references.
+    let mut plan = None;
+    if !diagnostics.iter().any(Diagnostic::is_error) {
+        let (resolved, findings) = plan::resolve(&fleet, &sources, catalog);
+        diagnostics.extend(findings);
+        plan = Some(resolved);
+    }
     diag::sort(&mut diagnostics, &sources);
     // Cap what each file shows; the hidden findings are counted, and still fail the run.
     let diagnostics = diag::truncate(diagnostics);
 
     let mut output = None;
     let mut internal_error = None;
-    if !diagnostics.iter().any(Diagnostic::is_error) {
-        let manifest = lower::lower(&fleet, &sources, catalog);
-        match emit::render(&manifest) {
+    if let Some(plan) = plan
+        .as_ref()
+        .filter(|_| !diagnostics.iter().any(Diagnostic::is_error))
+    {
+        match lower::lower(plan, &fleet, catalog).and_then(|manifest| emit::render(&manifest)) {
             Ok(tree) => output = Some(tree),
             Err(error) => internal_error = Some(error.to_string()),
         }
@@ -226,6 +240,7 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
     Compilation {
         sources,
         diagnostics,
+        plan,
         output,
         internal_error,
     }

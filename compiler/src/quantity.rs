@@ -155,6 +155,14 @@ impl Quantity {
         self.milli % 1000 == 0
     }
 
+    /// A quantity of `milli` thousandths in the format of `self` (for parts of a split).
+    pub fn with_milli(&self, milli: i128) -> Quantity {
+        Quantity {
+            milli: milli.clamp(-MAX_MILLI, MAX_MILLI),
+            format: self.format,
+        }
+    }
+
     /// The sum of two quantities; the format of `self` is kept.
     pub fn saturating_add(self, other: Quantity) -> Quantity {
         Quantity {

@@ -99,6 +99,7 @@ codes! {
     ReservationWorkloadAmbiguous => ("reservation-workload-ambiguous", "validate", "a reservation of a tenant with several workloads does not say which workload's namespace it is for"),
     SharedPoolCrossesOrgs => ("shared-pool-crosses-orgs", "validate", "tenants of different orgs reserve in the same time-sliced or MPS pool"),
     TrustSharingMismatch => ("trust-sharing-mismatch", "validate", "a tenant's trust class forbids the sharing mode of a pool it has quota in"),
+    PoolReachableByForbiddenTenant => ("pool-reachable-by-forbidden-tenant", "resolve", "a tenant could place pods on a pool its trust class or org forbids, because the pool is untainted and offers a resource the tenant has quota for"),
     TenantWithoutQuota => ("tenant-without-quota", "validate", "a tenant has no quota in any cell, so nothing is generated for it"),
     DiagnosticsTruncated => ("diagnostics-truncated", "report", "a file has more diagnostics than are shown; the rest are counted"),
     StringCharacterForbidden => ("string-character-forbidden", "schema", "a string holds a control, bidirectional-formatting, separator or noncharacter code point"),

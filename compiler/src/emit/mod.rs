@@ -13,6 +13,7 @@
 //!   LimitRange can leave this stage: [`render`] refuses the manifest as an internal error.
 
 pub mod fs;
+pub mod ser;
 pub mod yaml;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -17,7 +17,9 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::MANAGED_BY;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
 use crate::catalog::{Catalog, placement};
 use crate::emit::yaml::{self, Yaml};
 use crate::hardware::{self, GPU_RESOURCE};
@@ -44,20 +46,17 @@ pub fn operator_namespace(cell: &Cell) -> &str {
         .map_or(DEFAULT_GPU_OPERATOR_NAMESPACE, |ns| ns.value.as_str())
 }
 
-fn configmap(cell: &Cell, name: &str, data: Vec<(String, Yaml)>) -> Yaml {
-    Yaml::map([
-        ("apiVersion", Yaml::str("v1")),
-        ("kind", Yaml::str("ConfigMap")),
-        (
-            "metadata",
-            Yaml::map([
-                ("name", Yaml::str(name)),
-                ("namespace", Yaml::str(operator_namespace(cell))),
-                ("labels", Yaml::string_map([(MANAGED_BY.0, MANAGED_BY.1)])),
-            ]),
-        ),
-        ("data", Yaml::Map(data)),
-    ])
+fn configmap(cell: &Cell, name: &str, data: Vec<(String, String)>) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(operator_namespace(cell).to_string()),
+            labels: Some(super::managed_labels()),
+            ..ObjectMeta::default()
+        },
+        data: Some(data.into_iter().collect()),
+        ..ConfigMap::default()
+    }
 }
 
 /// The mig-parted config document of a cell, or `None` when no pool has a MIG-capable GPU (every
@@ -155,7 +154,7 @@ pub fn device_plugin_document(pool: &Pool) -> Yaml {
 }
 
 /// The GPU Operator objects of a cell, as `(file, object)`.
-pub fn operator_objects(cell: &Cell, catalog: &Catalog) -> Vec<(String, Yaml)> {
+pub fn operator_objects(cell: &Cell, catalog: &Catalog) -> Vec<(String, ConfigMap)> {
     let mut objects = Vec::new();
     if let Some(document) = mig_parted_document(cell, catalog) {
         objects.push((
@@ -163,21 +162,18 @@ pub fn operator_objects(cell: &Cell, catalog: &Catalog) -> Vec<(String, Yaml)> {
             configmap(
                 cell,
                 MIG_PARTED_CONFIGMAP,
-                vec![(
-                    "config.yaml".to_string(),
-                    Yaml::Str(yaml::to_string(&document)),
-                )],
+                vec![("config.yaml".to_string(), yaml::to_string(&document))],
             ),
         ));
     }
     if !cell.pools.is_empty() {
-        let mut data: Vec<(String, Yaml)> = cell
+        let mut data: Vec<(String, String)> = cell
             .pools
             .iter()
             .map(|pool| {
                 (
                     pool.name.value.clone(),
-                    Yaml::Str(yaml::to_string(&device_plugin_document(pool))),
+                    yaml::to_string(&device_plugin_document(pool)),
                 )
             })
             .collect();

@@ -1,170 +1,203 @@
-//! Lowering: the validated fleet to Kubernetes objects.
+//! Lowering: the plan to Kubernetes objects.
 //!
-//! Consumes: a [`Fleet`] that validated without errors. Produces: a [`Manifest`] of objects,
-//! each placed in its kustomization folder: `<cell>/cluster/` for cluster-scoped objects of the
-//! cell, `<cell>/tenants/<tenant>/` for everything of one tenant (its namespaces included, so a
-//! tenant folder applies on its own).
+//! Consumes: a [`Plan`] (and, for the GPU Operator configs and the capacity report, the cells it
+//! was resolved from). Produces: a [`Manifest`] of typed objects serialized into the canonical
+//! YAML tree, each placed in its kustomization folder: `<cell>/cluster/` (PriorityClasses),
+//! `<cell>/kueue/` (ResourceFlavors, Topologies, Cohorts, WorkloadPriorityClasses),
+//! `<cell>/gpu-operator/`, `<cell>/tenants/<tenant>/` for everything of one tenant (its
+//! namespaces and ClusterQueue included, so a tenant folder applies on its own), and
+//! `<cell>/reports/`.
 //!
 //! Invariants:
-//! - Pure and deterministic: cells, tenants, workloads and map keys are iterated in sorted order.
+//! - A plain mapping: every number and name comes from the plan; nothing here recomputes
+//!   hardware offers or quotas.
+//! - Every object is a typed struct (`k8s-openapi` for core kinds, `kube::kueue` for Kueue), so
+//!   a misspelt field cannot compile.
+//! - Pure and deterministic: the plan is sorted, and so is every map here.
 //! - A tenant's objects depend only on that tenant's declaration and its cells, so editing one
-//!   tenant changes only files under that tenant's folders.
-//! - Quota keys are built only as `requests.<resource>` from the resources a cell's pools offer.
+//!   tenant changes only files under that tenant's folders, the root cohort (which holds the
+//!   capacity no tenant reserved) and the reports.
 
 pub mod gpu;
+mod kueue;
 mod tenant;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Serialize;
+
 use crate::catalog::Catalog;
 use crate::emit::yaml::Yaml;
-use crate::emit::{Extra, Manifest, Object};
+use crate::emit::{Extra, InternalError, Manifest, Object};
 use crate::hardware;
-use crate::model::{Cell, Fleet, Priority};
-use crate::source::SourceMap;
+use crate::model::Fleet;
+use crate::plan::{CellPlan, Plan, PriorityPlan};
 
 /// Label on every emitted object.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "tenantc");
 /// Label prefix of tenant metadata.
 pub const LABEL_PREFIX: &str = "tenant.platform";
+/// The default CPU request for containers that set none.
+pub const DEFAULT_CPU: &str = "100m";
+/// The default memory request for containers that set none.
+pub const DEFAULT_MEMORY: &str = "256Mi";
 
-/// Lowers the whole fleet.
-pub fn lower(fleet: &Fleet, sources: &SourceMap, base_catalog: &Catalog) -> Manifest {
+/// Lowers the whole plan.
+pub fn lower(
+    plan: &Plan,
+    fleet: &Fleet,
+    base_catalog: &Catalog,
+) -> Result<Manifest, InternalError> {
     let mut manifest = Manifest::default();
-    for cell in &fleet.cells {
+    for cell_plan in &plan.cells {
+        let Some(cell) = fleet
+            .cells
+            .iter()
+            .find(|cell| cell.name.value == cell_plan.name)
+        else {
+            return Err(InternalError(format!(
+                "the plan names cell `{}`, which the fleet does not hold",
+                cell_plan.name
+            )));
+        };
         let catalog = hardware::cell_catalog(cell, base_catalog);
         let catalog = catalog.as_ref();
-        let cell_source = sources.path(cell.file).to_string();
+        let cell_name = &cell_plan.name;
+        let cell_source = cell_plan.source.clone();
+        let cell_only = BTreeSet::from([cell_source.clone()]);
         let mut children = BTreeSet::new();
-        let mut child_sources = BTreeSet::from([cell_source.clone()]);
-        for priority in &cell.priorities {
+        let mut push = |folder: &str, file: String, sources: BTreeSet<String>, body: Yaml| {
             manifest.objects.push(Object {
-                folder: format!("{}/cluster", cell.name.value),
-                file: format!("priorityclass-{}.yaml", priority.name.value),
-                sources: BTreeSet::from([cell_source.clone()]),
-                body: priority_class(priority),
-            });
-        }
-        if !cell.priorities.is_empty() {
-            children.insert("cluster".to_string());
-        }
-        let operator_objects = gpu::operator_objects(cell, catalog);
-        if !operator_objects.is_empty() {
-            children.insert("gpu-operator".to_string());
-        }
-        for (file, body) in operator_objects {
-            manifest.objects.push(Object {
-                folder: format!("{}/gpu-operator", cell.name.value),
+                folder: format!("{cell_name}/{folder}"),
                 file,
-                sources: BTreeSet::from([cell_source.clone()]),
+                sources,
                 body,
             });
+        };
+        for priority in &cell_plan.priorities {
+            push(
+                "cluster",
+                format!("priorityclass-{}.yaml", priority.name),
+                cell_only.clone(),
+                to_yaml(&priority_class(priority))?,
+            );
         }
-        let tenants_here: Vec<&crate::model::Tenant> = fleet
-            .tenants
-            .iter()
-            .filter(|t| t.quota_in(&cell.name.value).is_some())
-            .collect();
-        let mut report_sources = BTreeSet::from([cell_source.clone()]);
-        report_sources.extend(
-            tenants_here
-                .iter()
-                .map(|t| sources.path(t.file).to_string()),
-        );
-        let (json_report, markdown) = gpu::capacity_report(cell, &tenants_here, catalog);
-        let header = crate::emit::header(&report_sources);
+        if !cell_plan.priorities.is_empty() {
+            children.insert("cluster".to_string());
+        }
+        for (file, body, tenants) in kueue::cell_objects(cell_plan)? {
+            let mut sources = cell_only.clone();
+            sources.extend(tenants);
+            push("kueue", file, sources, body);
+            children.insert("kueue".to_string());
+        }
+        for (file, body) in gpu::operator_objects(cell, catalog) {
+            push("gpu-operator", file, cell_only.clone(), to_yaml(&body)?);
+            children.insert("gpu-operator".to_string());
+        }
+        for tenant in &cell_plan.tenants {
+            let sources = BTreeSet::from([cell_source.clone(), tenant.source.clone()]);
+            let folder = format!("tenants/{}", tenant.name);
+            for (file, body) in tenant::objects(tenant, cell_plan)? {
+                push(&folder, file, sources.clone(), body);
+            }
+            for (file, body) in kueue::tenant_objects(tenant, cell_plan)? {
+                push(&folder, file, sources.clone(), body);
+            }
+            children.insert(folder);
+        }
+        reports(&mut manifest, cell_plan, cell, fleet, catalog);
+        // The cell folder lists its tenants; the header names the folder, not each file, so
+        // that editing a tenant never rewrites the cell's kustomization.
+        let child_sources = BTreeSet::from([cell_source, "tenants/".to_string()]);
+        manifest
+            .folders
+            .insert(cell_name.clone(), (children, child_sources));
+    }
+    Ok(manifest)
+}
+
+/// The cell's reports: capacity (from the cells) and quota (from the plan).
+fn reports(
+    manifest: &mut Manifest,
+    cell_plan: &CellPlan,
+    cell: &crate::model::Cell,
+    fleet: &Fleet,
+    catalog: &Catalog,
+) {
+    let tenants_here: Vec<&crate::model::Tenant> = fleet
+        .tenants
+        .iter()
+        .filter(|tenant| tenant.quota_in(&cell_plan.name).is_some())
+        .collect();
+    let mut report_sources = BTreeSet::from([cell_plan.source.clone()]);
+    report_sources.extend(cell_plan.tenants.iter().map(|t| t.source.clone()));
+    let header = crate::emit::header(&report_sources);
+    let comment = header.trim_start_matches("# ").trim_end().to_string();
+    let (json_report, markdown) = gpu::capacity_report(cell, &tenants_here, catalog);
+    let (quota_json, quota_markdown) = crate::report::quota(cell_plan);
+    for (name, json, markdown) in [
+        ("capacity", json_report, markdown),
+        ("quota", quota_json, quota_markdown),
+    ] {
         let mut json_text = serde_json::to_string_pretty(&serde_json::json!({
-            "$comment": header.trim_start_matches("# ").trim_end(),
-            "capacity": json_report,
+            "$comment": comment,
+            name: json,
         }))
         .unwrap_or_default();
         json_text.push('\n');
         manifest.extras.push(Extra {
-            path: format!("{}/reports/capacity.json", cell.name.value),
+            path: format!("{}/reports/{name}.json", cell_plan.name),
             contents: json_text.into_bytes(),
         });
         manifest.extras.push(Extra {
-            path: format!("{}/reports/capacity.md", cell.name.value),
-            contents: format!(
-                "<!-- {} -->\n{markdown}",
-                header.trim_start_matches("# ").trim_end()
-            )
-            .into_bytes(),
+            path: format!("{}/reports/{name}.md", cell_plan.name),
+            contents: format!("<!-- {comment} -->\n{markdown}").into_bytes(),
         });
-        for tenant in &fleet.tenants {
-            let Some(quota) = tenant.quota_in(&cell.name.value) else {
-                continue;
-            };
-            let tenant_source = sources.path(tenant.file).to_string();
-            let folder = format!("{}/tenants/{}", cell.name.value, tenant.name.value);
-            let object_sources = BTreeSet::from([cell_source.clone(), tenant_source]);
-            for (file, body) in tenant::objects(tenant, quota, cell, catalog) {
-                manifest.objects.push(Object {
-                    folder: folder.clone(),
-                    file,
-                    sources: object_sources.clone(),
-                    body,
-                });
+    }
+}
+
+/// Serializes a typed object into the canonical YAML tree.
+pub(crate) fn to_yaml<T: Serialize>(object: &T) -> Result<Yaml, InternalError> {
+    crate::emit::ser::to_yaml(object)
+        .map_err(|error| InternalError(format!("an object cannot be written: {error}")))
+}
+
+/// `app.kubernetes.io/managed-by: tenantc`.
+pub(crate) fn managed_labels() -> BTreeMap<String, String> {
+    BTreeMap::from([(MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string())])
+}
+
+/// Metadata of a cluster-scoped object managed by tenantc.
+pub(crate) fn cluster_meta(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_string()),
+        labels: Some(managed_labels()),
+        ..ObjectMeta::default()
+    }
+}
+
+fn priority_class(priority: &PriorityPlan) -> PriorityClass {
+    PriorityClass {
+        metadata: cluster_meta(&priority.name),
+        value: i32::try_from(priority.value).unwrap_or(i32::MAX),
+        preemption_policy: Some(
+            if priority.preempt {
+                "PreemptLowerPriority"
+            } else {
+                "Never"
             }
-            children.insert(format!("tenants/{}", tenant.name.value));
-        }
-        // The cell folder lists its tenants; the header names the folder, not each file, so
-        // that editing a tenant never rewrites the cell's kustomization.
-        child_sources.insert("tenants/".to_string());
-        manifest
-            .folders
-            .insert(cell.name.value.clone(), (children, child_sources));
-    }
-    manifest
-}
-
-/// Standard metadata: name, optional namespace, sorted labels.
-pub(crate) fn metadata(
-    name: &str,
-    namespace: Option<&str>,
-    labels: &BTreeMap<String, String>,
-) -> Yaml {
-    let mut pairs = vec![("name".to_string(), Yaml::str(name))];
-    if let Some(namespace) = namespace {
-        pairs.push(("namespace".to_string(), Yaml::str(namespace)));
-    }
-    pairs.push((
-        "labels".to_string(),
-        Yaml::string_map(labels.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
-    ));
-    Yaml::Map(pairs)
-}
-
-fn priority_class(priority: &Priority) -> Yaml {
-    let labels = BTreeMap::from([(MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string())]);
-    let mut pairs = vec![
-        ("apiVersion".to_string(), Yaml::str("scheduling.k8s.io/v1")),
-        ("kind".to_string(), Yaml::str("PriorityClass")),
-        (
-            "metadata".to_string(),
-            metadata(&priority.name.value, None, &labels),
+            .to_string(),
         ),
-        ("value".to_string(), Yaml::Int(priority.value.value)),
-        (
-            "preemptionPolicy".to_string(),
-            Yaml::str(match priority.preempt.as_ref().map(|p| p.value) {
-                Some(false) => "Never",
-                _ => "PreemptLowerPriority",
-            }),
-        ),
-        ("globalDefault".to_string(), Yaml::Bool(false)),
-    ];
-    if let Some(description) = &priority.description {
-        pairs.push((
-            "description".to_string(),
-            Yaml::str(description.value.clone()),
-        ));
+        global_default: Some(false),
+        description: priority.description.clone(),
     }
-    Yaml::Map(pairs)
 }
 
 /// The cell's Kubernetes minor version as `v1.NN`, for Pod Security version pins.
-pub(crate) fn kube_version(cell: &Cell) -> String {
-    let (major, minor) = cell.kubernetes.value;
+pub(crate) fn kube_version(cell: &CellPlan) -> String {
+    let (major, minor) = cell.kubernetes;
     format!("v{major}.{minor}")
 }

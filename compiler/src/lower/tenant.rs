@@ -1,122 +1,182 @@
-//! The objects of one tenant in one cell.
+//! The core objects of one tenant in one cell.
 //!
-//! Consumes: a tenant, its quota in the cell, and the cell. Produces: per workload kind a
-//! Namespace, a ServiceAccount, RoleBindings for the tenant's groups, one ResourceQuota and one
-//! LimitRange, each with its file path inside the tenant folder.
+//! Consumes: a tenant's plan in a cell. Produces: per workload namespace a Namespace, a
+//! ServiceAccount, RoleBindings for the tenant's groups, the ResourceQuota holding the
+//! namespace's part of the tenant's ceiling and its GPU reservations, the ResourceQuota that
+//! denies every priority class the namespace is not entitled to, and a LimitRange; each with its
+//! file path inside the tenant folder.
 //!
 //! Invariants:
 //! - The ResourceQuota lists every GPU and MIG resource the cell offers as `requests.<name>`,
 //!   zero where the tenant reserved nothing (deny by default), plus `requests.cpu`,
-//!   `requests.memory` and `pods`.
+//!   `requests.memory` and `pods`; over the tenant's namespaces these add up to its ceiling.
 //! - The LimitRange sets Container defaults for cpu and memory only, never for an extended
 //!   resource (a default there would inject GPU requests into every container).
 
 use std::collections::BTreeMap;
 
-use super::{LABEL_PREFIX, MANAGED_BY, kube_version, metadata};
-use crate::catalog::Catalog;
+use k8s_openapi::api::core::v1::{
+    LimitRange, LimitRangeItem, LimitRangeSpec, Namespace, ResourceQuota, ResourceQuotaSpec,
+    ScopeSelector, ScopedResourceSelectorRequirement, ServiceAccount,
+};
+use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::{LABEL_PREFIX, MANAGED_BY, kube_version, to_yaml};
+use crate::emit::InternalError;
 use crate::emit::yaml::Yaml;
-use crate::hardware::{self, GPU_RESOURCE};
-use crate::model::{Cell, Quota, Tenant, Workload};
-use crate::quantity::Quantity;
+use crate::plan::{CellPlan, NamespacePlan, TenantPlan};
 
-/// The default CPU request for containers that set none.
-pub const DEFAULT_CPU: &str = "100m";
-/// The default memory request for containers that set none.
-pub const DEFAULT_MEMORY: &str = "256Mi";
+/// The ResourceQuota of a namespace's share of the tenant ceiling and GPU reservations.
+pub const QUOTA_NAME: &str = "tenant-quota";
+/// The ResourceQuota that denies the priority classes a namespace is not entitled to.
+pub const PRIORITY_QUOTA_NAME: &str = "tenant-priorities";
 
-/// Every object of the tenant in the cell, as `(path in the tenant folder, object)`.
+/// Every core object of the tenant in the cell, as `(path in the tenant folder, object)`.
 pub(super) fn objects(
-    tenant: &Tenant,
-    quota: &Quota,
-    cell: &Cell,
-    catalog: &Catalog,
-) -> Vec<(String, Yaml)> {
-    let mut workloads: Vec<&Workload> = tenant.workloads.iter().collect();
-    workloads.sort_by_key(|workload| workload.kind.value);
+    tenant: &TenantPlan,
+    cell: &CellPlan,
+) -> Result<Vec<(String, Yaml)>, InternalError> {
     let mut objects = Vec::new();
-    for workload in workloads {
-        let kind = workload.kind.value.as_str();
-        // The one naming rule that `validate::namespaces` checks for collisions.
-        let namespace =
-            crate::validate::namespaces::namespace_name(&tenant.name.value, workload.kind.value);
-        let labels = tenant_labels(tenant);
+    let labels = tenant_labels(tenant);
+    for namespace in &tenant.namespaces {
+        let kind = namespace.workload;
+        let meta = |name: &str| ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.name.clone()),
+            labels: Some(labels.clone()),
+            ..ObjectMeta::default()
+        };
         objects.push((
             format!("{kind}/namespace.yaml"),
-            namespace_object(tenant, workload, cell, &namespace),
+            to_yaml(&namespace_object(tenant, namespace, cell))?,
         ));
         objects.push((
-            format!(
-                "{kind}/serviceaccount-{}.yaml",
-                workload.service_account.value
-            ),
-            Yaml::map([
-                ("apiVersion", Yaml::str("v1")),
-                ("kind", Yaml::str("ServiceAccount")),
-                (
-                    "metadata",
-                    metadata(&workload.service_account.value, Some(&namespace), &labels),
-                ),
-            ]),
+            format!("{kind}/serviceaccount-{}.yaml", namespace.service_account),
+            to_yaml(&ServiceAccount {
+                metadata: meta(&namespace.service_account),
+                ..ServiceAccount::default()
+            })?,
         ));
-        let groups = [
-            ("admin", "admin", &tenant.groups.admin),
-            ("member", "edit", &tenant.groups.member),
-            ("viewer", "view", &tenant.groups.viewer),
-        ];
-        for (role, cluster_role, group) in groups {
-            let Some(group) = group else { continue };
+        for (role, cluster_role) in [("admin", "admin"), ("member", "edit"), ("viewer", "view")] {
+            let Some(group) = tenant.groups.get(role) else {
+                continue;
+            };
             objects.push((
                 format!("{kind}/rolebinding-{role}.yaml"),
-                role_binding(
-                    &format!("tenant-{role}"),
-                    &namespace,
-                    cluster_role,
-                    &group.value,
-                    &labels,
-                ),
+                to_yaml(&RoleBinding {
+                    metadata: meta(&format!("tenant-{role}")),
+                    role_ref: RoleRef {
+                        api_group: "rbac.authorization.k8s.io".to_string(),
+                        kind: "ClusterRole".to_string(),
+                        name: cluster_role.to_string(),
+                    },
+                    subjects: Some(vec![Subject {
+                        api_group: Some("rbac.authorization.k8s.io".to_string()),
+                        kind: "Group".to_string(),
+                        name: group.clone(),
+                        namespace: None,
+                    }]),
+                })?,
             ));
         }
         objects.push((
             format!("{kind}/resourcequota.yaml"),
-            resource_quota(quota, cell, workload, &namespace, &labels, catalog),
+            to_yaml(&ResourceQuota {
+                metadata: meta(QUOTA_NAME),
+                spec: Some(ResourceQuotaSpec {
+                    hard: Some(quota_hard(namespace)),
+                    ..ResourceQuotaSpec::default()
+                }),
+                ..ResourceQuota::default()
+            })?,
         ));
         objects.push((
+            format!("{kind}/resourcequota-priorities.yaml"),
+            to_yaml(&ResourceQuota {
+                metadata: meta(PRIORITY_QUOTA_NAME),
+                spec: Some(ResourceQuotaSpec {
+                    hard: Some(BTreeMap::from([(
+                        "pods".to_string(),
+                        Quantity("0".to_string()),
+                    )])),
+                    scope_selector: Some(ScopeSelector {
+                        match_expressions: Some(vec![ScopedResourceSelectorRequirement {
+                            operator: "In".to_string(),
+                            scope_name: "PriorityClass".to_string(),
+                            values: Some(namespace.denied_priorities.clone()),
+                        }]),
+                    }),
+                    ..ResourceQuotaSpec::default()
+                }),
+                ..ResourceQuota::default()
+            })?,
+        ));
+        let (cpu, memory) = &tenant.container_defaults;
+        objects.push((
             format!("{kind}/limitrange.yaml"),
-            limit_range(tenant, &namespace, &labels),
+            to_yaml(&LimitRange {
+                metadata: meta("container-defaults"),
+                spec: Some(LimitRangeSpec {
+                    // Requests only: a default memory *limit* would also be given to containers
+                    // that request more memory without a limit, and the API server rejects a
+                    // limit below the request.
+                    limits: vec![LimitRangeItem {
+                        type_: "Container".to_string(),
+                        default_request: Some(BTreeMap::from([
+                            ("cpu".to_string(), Quantity(cpu.clone())),
+                            ("memory".to_string(), Quantity(memory.clone())),
+                        ])),
+                        ..LimitRangeItem::default()
+                    }],
+                }),
+            })?,
         ));
     }
-    objects
+    Ok(objects)
 }
 
-fn tenant_labels(tenant: &Tenant) -> BTreeMap<String, String> {
+/// The labels every object of the tenant carries.
+pub(super) fn tenant_labels(tenant: &TenantPlan) -> BTreeMap<String, String> {
     BTreeMap::from([
         (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
-        (format!("{LABEL_PREFIX}/org"), tenant.org.value.clone()),
-        (format!("{LABEL_PREFIX}/tenant"), tenant.name.value.clone()),
+        (format!("{LABEL_PREFIX}/org"), tenant.org.clone()),
+        (format!("{LABEL_PREFIX}/tenant"), tenant.name.clone()),
     ])
 }
 
-fn namespace_object(tenant: &Tenant, workload: &Workload, cell: &Cell, namespace: &str) -> Yaml {
+fn quota_hard(namespace: &NamespacePlan) -> BTreeMap<String, Quantity> {
+    let mut hard = BTreeMap::from([
+        ("requests.cpu".to_string(), Quantity(namespace.cpu.clone())),
+        (
+            "requests.memory".to_string(),
+            Quantity(namespace.memory.clone()),
+        ),
+        ("pods".to_string(), Quantity(namespace.pods.to_string())),
+    ]);
+    for (resource, count) in &namespace.gpu {
+        hard.insert(format!("requests.{resource}"), Quantity(count.to_string()));
+    }
+    hard
+}
+
+fn namespace_object(tenant: &TenantPlan, namespace: &NamespacePlan, cell: &CellPlan) -> Namespace {
     let mut labels = tenant_labels(tenant);
     let version = kube_version(cell);
-    let extra = [
+    labels.extend([
         (
             "kubernetes.io/metadata.name".to_string(),
-            namespace.to_string(),
+            namespace.name.clone(),
         ),
-        (format!("{LABEL_PREFIX}/team"), tenant.team.value.clone()),
-        (
-            format!("{LABEL_PREFIX}/trust"),
-            tenant.trust.value.as_str().to_string(),
-        ),
-        (format!("{LABEL_PREFIX}/cell"), cell.name.value.clone()),
+        (format!("{LABEL_PREFIX}/team"), tenant.team.clone()),
+        (format!("{LABEL_PREFIX}/trust"), tenant.trust.to_string()),
+        (format!("{LABEL_PREFIX}/cell"), cell.name.clone()),
         (
             format!("{LABEL_PREFIX}/workload"),
-            workload.kind.value.as_str().to_string(),
+            namespace.workload.to_string(),
         ),
-    ];
-    labels.extend(extra);
+    ]);
     for mode in ["enforce", "audit", "warn"] {
         labels.insert(
             format!("pod-security.kubernetes.io/{mode}"),
@@ -127,150 +187,12 @@ fn namespace_object(tenant: &Tenant, workload: &Workload, cell: &Cell, namespace
             version.clone(),
         );
     }
-    Yaml::map([
-        ("apiVersion", Yaml::str("v1")),
-        ("kind", Yaml::str("Namespace")),
-        ("metadata", metadata(namespace, None, &labels)),
-    ])
-}
-
-fn role_binding(
-    name: &str,
-    namespace: &str,
-    cluster_role: &str,
-    group: &str,
-    labels: &BTreeMap<String, String>,
-) -> Yaml {
-    Yaml::map([
-        ("apiVersion", Yaml::str("rbac.authorization.k8s.io/v1")),
-        ("kind", Yaml::str("RoleBinding")),
-        ("metadata", metadata(name, Some(namespace), labels)),
-        (
-            "roleRef",
-            Yaml::map([
-                ("apiGroup", Yaml::str("rbac.authorization.k8s.io")),
-                ("kind", Yaml::str("ClusterRole")),
-                ("name", Yaml::str(cluster_role)),
-            ]),
-        ),
-        (
-            "subjects",
-            Yaml::Seq(vec![Yaml::map([
-                ("apiGroup", Yaml::str("rbac.authorization.k8s.io")),
-                ("kind", Yaml::str("Group")),
-                ("name", Yaml::str(group)),
-            ])]),
-        ),
-    ])
-}
-
-/// Devices per resource that this workload's namespace may request in the cell.
-pub(crate) fn gpu_ceilings(
-    quota: &Quota,
-    cell: &Cell,
-    workload: &Workload,
-    catalog: &Catalog,
-) -> BTreeMap<String, i64> {
-    // Whole GPUs are always listed: a MIG-capable node whose MIG config is missing or failed
-    // advertises whole `nvidia.com/gpu`, which must stay denied unless reserved.
-    let mut ceilings: BTreeMap<String, i64> = BTreeMap::from([(GPU_RESOURCE.to_string(), 0)]);
-    ceilings.extend(
-        cell.pools
-            .iter()
-            .flat_map(|pool| hardware::offers(pool, catalog))
-            .map(|offer| (offer.resource, 0)),
-    );
-    for reservation in &quota.pools {
-        if reservation
-            .workload
-            .as_ref()
-            .is_some_and(|only| only.value != workload.kind.value)
-        {
-            continue;
-        }
-        let Some((_, offer)) = hardware::resolve(cell, reservation, catalog) else {
-            continue;
-        };
-        let amount = reservation
-            .reserved
-            .value
-            .saturating_add(reservation.burst.as_ref().map_or(0, |burst| burst.value));
-        let entry = ceilings.entry(offer.resource).or_insert(0);
-        *entry = entry.saturating_add(amount);
+    Namespace {
+        metadata: ObjectMeta {
+            name: Some(namespace.name.clone()),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
     }
-    ceilings
-}
-
-fn resource_quota(
-    quota: &Quota,
-    cell: &Cell,
-    workload: &Workload,
-    namespace: &str,
-    labels: &BTreeMap<String, String>,
-    catalog: &Catalog,
-) -> Yaml {
-    let mut hard: BTreeMap<String, String> = BTreeMap::new();
-    hard.insert("requests.cpu".into(), quota.cpu.value.to_string());
-    hard.insert("requests.memory".into(), quota.memory.value.to_string());
-    hard.insert(
-        "pods".into(),
-        Quantity::from_int(quota.pods.value).to_string(),
-    );
-    for (resource, count) in gpu_ceilings(quota, cell, workload, catalog) {
-        hard.insert(
-            format!("requests.{resource}"),
-            Quantity::from_int(count).to_string(),
-        );
-    }
-    Yaml::map([
-        ("apiVersion", Yaml::str("v1")),
-        ("kind", Yaml::str("ResourceQuota")),
-        (
-            "metadata",
-            metadata("tenant-quota", Some(namespace), labels),
-        ),
-        (
-            "spec",
-            Yaml::map([(
-                "hard",
-                Yaml::string_map(hard.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
-            )]),
-        ),
-    ])
-}
-
-fn limit_range(tenant: &Tenant, namespace: &str, labels: &BTreeMap<String, String>) -> Yaml {
-    let defaults = &tenant.container_defaults;
-    let cpu = defaults
-        .cpu
-        .as_ref()
-        .map_or_else(|| DEFAULT_CPU.to_string(), |cpu| cpu.value.to_string());
-    let memory = defaults.memory.as_ref().map_or_else(
-        || DEFAULT_MEMORY.to_string(),
-        |memory| memory.value.to_string(),
-    );
-    Yaml::map([
-        ("apiVersion", Yaml::str("v1")),
-        ("kind", Yaml::str("LimitRange")),
-        (
-            "metadata",
-            metadata("container-defaults", Some(namespace), labels),
-        ),
-        (
-            "spec",
-            Yaml::map([(
-                "limits",
-                // Requests only: a default memory *limit* would also be given to containers that
-                // request more memory without a limit, and the API server rejects a limit below
-                // the request.
-                Yaml::Seq(vec![Yaml::map([
-                    ("type", Yaml::str("Container")),
-                    (
-                        "defaultRequest",
-                        Yaml::map([("cpu", Yaml::str(cpu)), ("memory", Yaml::str(memory))]),
-                    ),
-                ])]),
-            )]),
-        ),
-    ])
 }

@@ -1,0 +1,181 @@
+//! Effective capacity: what a tenant can really get of each resource it reserves in a cell.
+//!
+//! Consumes: a cell plan whose tenants' queues are resolved, the cell and the fleet (for the
+//! declared gangs). Produces: per tenant, per reserved pool resource, the three terms and their
+//! minimum: `effective = min(quota, cell_admit, topology_fit)`.
+//!
+//! - `quota`: nominal plus borrowing limit, what the ClusterQueue admits at most.
+//! - `cell_admit`: the pool's capacity minus what the other tenants keep for themselves
+//!   (their nominal quota above their lending limit; all of it can be lent when they declare
+//!   no limit), what the cell could admit for this tenant while the others are idle.
+//! - `topology_fit`: for a reservation with a `gang`, the devices usable by whole gangs, each
+//!   inside one domain (the `within` level's nodes, else the NVLink domain, else one node);
+//!   the capacity otherwise.
+//!
+//! Invariant: the binding term is the first of quota, cell, topology that equals the minimum.
+
+use serde::Serialize;
+
+use super::CellPlan;
+use crate::model::{Cell, Fleet};
+
+/// The term of the minimum that binds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Term {
+    /// Nominal quota plus borrowing limit.
+    Quota,
+    /// What the cell can admit while other tenants keep what they may not lend.
+    CellAdmit,
+    /// What whole gangs can use, domain by domain.
+    TopologyFit,
+}
+
+impl Term {
+    /// The name shown in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Term::Quota => "quota",
+            Term::CellAdmit => "cell",
+            Term::TopologyFit => "topology",
+        }
+    }
+}
+
+/// A tenant's effective capacity of one resource on one pool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Effective {
+    /// The pool.
+    pub pool: String,
+    /// The resource.
+    pub resource: String,
+    /// Nominal quota (reserved).
+    pub nominal: i64,
+    /// Borrowing limit (burst).
+    pub borrowing: i64,
+    /// `nominal + borrowing`.
+    pub quota: i64,
+    /// The pool's capacity minus what the other tenants keep.
+    pub cell_admit: i64,
+    /// What whole gangs can use.
+    pub topology_fit: i64,
+    /// The largest declared gang, if any.
+    pub gang: Option<i64>,
+    /// The devices one gang domain holds, if a gang is declared.
+    pub domain: Option<i64>,
+    /// The minimum of the three terms.
+    pub effective: i64,
+    /// Which term binds.
+    pub binding: Term,
+}
+
+/// Fills every tenant's `capacity` in the cell plan.
+pub(super) fn fill(plan: &mut CellPlan, cell: &Cell, fleet: &Fleet) {
+    // What each tenant keeps of each (flavor, resource): nominal above the lending limit.
+    let mut kept: Vec<(String, String, String, i64)> = Vec::new();
+    for tenant in &plan.tenants {
+        for flavor in &tenant.queue.flavors {
+            for entitlement in &flavor.resources {
+                let keeps = entitlement.lending.map_or(0, |lending| {
+                    entitlement.nominal.saturating_sub(lending).max(0)
+                });
+                kept.push((
+                    tenant.name.clone(),
+                    flavor.pool.clone(),
+                    entitlement.resource.clone(),
+                    keeps,
+                ));
+            }
+        }
+    }
+    let pools = plan.pools.clone();
+    for tenant in &mut plan.tenants {
+        let declaration = fleet
+            .tenants
+            .iter()
+            .find(|declared| declared.name.value == tenant.name)
+            .and_then(|declared| declared.quota_in(&cell.name.value));
+        let mut rows = Vec::new();
+        for flavor in &tenant.queue.flavors {
+            let Some(pool) = pools.iter().find(|pool| pool.name == flavor.pool) else {
+                continue;
+            };
+            let pool_decl = cell.pools.iter().find(|decl| decl.name.value == pool.name);
+            for entitlement in &flavor.resources {
+                if entitlement.nominal == 0 && entitlement.borrowing == 0 {
+                    continue;
+                }
+                let capacity = pool
+                    .offers
+                    .iter()
+                    .find(|offer| offer.resource == entitlement.resource)
+                    .map_or(0, |offer| offer.capacity);
+                let others_keep: i64 = kept
+                    .iter()
+                    .filter(|(name, pool_name, resource, _)| {
+                        name != &tenant.name
+                            && pool_name == &pool.name
+                            && resource == &entitlement.resource
+                    })
+                    .map(|(_, _, _, keeps)| *keeps)
+                    .sum();
+                let quota = entitlement.nominal.saturating_add(entitlement.borrowing);
+                let cell_admit = capacity.saturating_sub(others_keep).max(0);
+                // The largest gang declared on this pool's reservations, with its domain.
+                let gang = declaration.and_then(|quota| {
+                    quota
+                        .pools
+                        .iter()
+                        .filter(|reservation| reservation.pool.value == pool.name)
+                        .filter_map(|reservation| {
+                            let gang = reservation.gang.as_ref()?.value;
+                            let domain = match &reservation.within {
+                                Some(level) => pool_decl
+                                    .and_then(|decl| decl.topology.as_ref())
+                                    .and_then(|topology| {
+                                        topology
+                                            .levels
+                                            .iter()
+                                            .find(|candidate| candidate.label.value == level.value)
+                                    })
+                                    .map(|level| {
+                                        level.nodes.value.saturating_mul(pool.gpus_per_node)
+                                    }),
+                                None => Some(pool.nvlink_domain.unwrap_or(pool.gpus_per_node)),
+                            }?;
+                            Some((gang, domain))
+                        })
+                        .max()
+                });
+                let topology_fit = match gang {
+                    Some((gang, domain)) if gang > 0 && domain > 0 => {
+                        (capacity / domain).saturating_mul(domain / gang * gang)
+                    }
+                    _ => capacity,
+                };
+                let effective = quota.min(cell_admit).min(topology_fit);
+                let binding = if quota == effective {
+                    super::Term::Quota
+                } else if cell_admit == effective {
+                    super::Term::CellAdmit
+                } else {
+                    super::Term::TopologyFit
+                };
+                rows.push(Effective {
+                    pool: pool.name.clone(),
+                    resource: entitlement.resource.clone(),
+                    nominal: entitlement.nominal,
+                    borrowing: entitlement.borrowing,
+                    quota,
+                    cell_admit,
+                    topology_fit,
+                    gang: gang.map(|(gang, _)| gang),
+                    domain: gang.map(|(_, domain)| domain),
+                    effective,
+                    binding,
+                });
+            }
+        }
+        tenant.capacity = rows;
+    }
+}

@@ -1,0 +1,840 @@
+//! Resolve: the validated fleet to a plan, the resolved model every later stage reads.
+//!
+//! Consumes: a [`Fleet`] that validated without errors, its sources and the catalog.
+//! Produces: a [`Plan`]: per cell, each pool's offers, node labels, taints, flavor and topology,
+//! the priority ladder and the cohort tree; per tenant and cell, its namespaces with their
+//! ResourceQuota parts, its ClusterQueue entitlements per flavor and resource, the pools it can
+//! reach and why, and its effective capacity; plus the diagnostics of the checks that need this
+//! resolved view (`pinning.rs`: no tenant can reach a pool its trust class or org forbids).
+//!
+//! Invariants:
+//! - Pure and deterministic: cells, pools, tenants and resources are in sorted order.
+//! - Every hardware fact is computed here once (`hardware::offers`), and `lower` maps the plan
+//!   to objects without recomputing any; `tenantc describe` and the quota reports read the plan.
+//! - A tenant's plan in a cell depends only on the tenant and the cell, except the fields named
+//!   `cell_*` or held by [`CellPlan`] (the cohort quota and the reports), which sum up tenants.
+
+mod capacity;
+mod pinning;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::catalog::Catalog;
+use crate::diag::Diagnostic;
+use crate::hardware::{self, GPU_RESOURCE, Offer};
+use crate::model::{Cell, Fleet, HOSTNAME_LABEL, Sharing, Tenant, Trust, WorkloadKind};
+use crate::quantity::Quantity;
+use crate::source::SourceMap;
+
+pub use capacity::{Effective, Term};
+
+/// The Kueue ResourceFlavor of a tenant's cpu, memory and pods ceiling, which matches every node.
+pub const CEILING_FLAVOR: &str = "tenant-ceiling";
+/// The root cohort of a cell.
+pub const ROOT_COHORT: &str = "root";
+/// The LocalQueue in every tenant namespace: Kueue uses a queue named `default` for jobs that
+/// name none.
+pub const LOCAL_QUEUE: &str = "default";
+/// Priority classes every cluster has, denied to tenant namespaces like any undeclared class.
+pub const SYSTEM_PRIORITIES: [&str; 2] = ["system-cluster-critical", "system-node-critical"];
+
+/// The whole resolved fleet.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    /// Cells, sorted by name.
+    pub cells: Vec<CellPlan>,
+}
+
+/// One cell, resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct CellPlan {
+    /// The cell name.
+    pub name: String,
+    /// The declaring file, relative.
+    pub source: String,
+    /// Kubernetes minor version `(1, NN)`.
+    pub kubernetes: (u32, u32),
+    /// Pools in declaration order.
+    pub pools: Vec<PoolPlan>,
+    /// Priority classes, sorted by name.
+    pub priorities: Vec<PriorityPlan>,
+    /// Org cohorts, sorted by org.
+    pub orgs: Vec<OrgPlan>,
+    /// Every GPU resource a pool of the cell offers, plus `nvidia.com/gpu`, sorted.
+    pub gpu_resources: Vec<String>,
+    /// Per pool flavor and resource, what no tenant reserved: the root cohort's nominal quota,
+    /// which every tenant with that flavor may borrow.
+    pub unreserved: BTreeMap<String, BTreeMap<String, i64>>,
+    /// The ratio by which reserved plus burst may exceed a pool's capacity.
+    pub oversubscribe: f64,
+    /// Tenants with a quota in the cell, sorted by name.
+    pub tenants: Vec<TenantPlan>,
+}
+
+/// A pool, resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct PoolPlan {
+    /// The pool name.
+    pub name: String,
+    /// The GPU model key.
+    pub gpu: String,
+    /// Sharing mode, as declared.
+    pub sharing: &'static str,
+    /// Nodes.
+    pub nodes: i64,
+    /// GPUs per node.
+    pub gpus_per_node: i64,
+    /// GPUs per NVLink domain, where declared.
+    pub nvlink_domain: Option<i64>,
+    /// What the pool offers the scheduler.
+    pub offers: Vec<OfferPlan>,
+    /// The Kueue ResourceFlavor name.
+    pub flavor: String,
+    /// The labels every node of the pool carries, sorted by key: the flavor's `nodeLabels`.
+    pub node_labels: BTreeMap<String, String>,
+    /// The pool's node taints.
+    pub taints: Vec<TaintPlan>,
+    /// The Kueue Topology of the pool, where it declares one.
+    pub topology: Option<TopologyPlan>,
+    /// The org whose tenants reserve in this shared (time-sliced or MPS) pool.
+    pub shared_org: Option<String>,
+}
+
+/// A resource a pool offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OfferPlan {
+    /// The MIG profile, for `mig` pools.
+    pub profile: Option<String>,
+    /// The extended resource name.
+    pub resource: String,
+    /// Devices of it in the pool.
+    pub capacity: i64,
+}
+
+/// A node taint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TaintPlan {
+    /// Key.
+    pub key: String,
+    /// Value.
+    pub value: Option<String>,
+    /// Effect.
+    pub effect: String,
+}
+
+impl TaintPlan {
+    /// Whether the taint keeps pods without a toleration off the node.
+    pub fn repels(&self) -> bool {
+        matches!(self.effect.as_str(), "NoSchedule" | "NoExecute")
+    }
+
+    /// `key=value:Effect`, as kubectl prints it.
+    pub fn display(&self) -> String {
+        match &self.value {
+            Some(value) => format!("{}={}:{}", self.key, value, self.effect),
+            None => format!("{}:{}", self.key, self.effect),
+        }
+    }
+}
+
+/// A Kueue Topology.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TopologyPlan {
+    /// The Topology name.
+    pub name: String,
+    /// Node labels, coarse to fine, `kubernetes.io/hostname` last.
+    pub levels: Vec<String>,
+}
+
+/// A priority class of a cell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PriorityPlan {
+    /// Name (also the WorkloadPriorityClass name).
+    pub name: String,
+    /// Value.
+    pub value: i64,
+    /// Whether pods of this class may preempt lower ones.
+    pub preempt: bool,
+    /// Description.
+    pub description: Option<String>,
+}
+
+/// An org cohort.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OrgPlan {
+    /// The org.
+    pub org: String,
+    /// The Cohort name.
+    pub cohort: String,
+    /// Fair-sharing weight, where declared.
+    pub weight: Option<i64>,
+    /// Its tenants in the cell, sorted.
+    pub tenants: Vec<String>,
+}
+
+/// A tenant in one cell, resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct TenantPlan {
+    /// Tenant name.
+    pub name: String,
+    /// The declaring file, relative.
+    pub source: String,
+    /// Org.
+    pub org: String,
+    /// Team.
+    pub team: String,
+    /// Trust class.
+    pub trust: &'static str,
+    /// Identity groups per role (`admin`, `member`, `viewer`).
+    pub groups: BTreeMap<String, String>,
+    /// Container default requests `(cpu, memory)`.
+    pub container_defaults: (String, String),
+    /// One namespace per workload, sorted by workload kind.
+    pub namespaces: Vec<NamespacePlan>,
+    /// The ClusterQueue.
+    pub queue: QueuePlan,
+    /// Every pool of the cell, with whether the tenant can reach it and why.
+    pub reach: Vec<Reach>,
+    /// Effective capacity per reserved pool resource.
+    pub capacity: Vec<Effective>,
+}
+
+/// One tenant namespace.
+#[derive(Debug, Clone, Serialize)]
+pub struct NamespacePlan {
+    /// The workload kind.
+    pub workload: &'static str,
+    /// The namespace name.
+    pub name: String,
+    /// The workload's ServiceAccount.
+    pub service_account: String,
+    /// The priority class its pods may use.
+    pub priority: Option<String>,
+    /// Priority classes its pods may not use: every other class of the cell and the system ones.
+    pub denied_priorities: Vec<String>,
+    /// Its part of the tenant's cpu ceiling.
+    pub cpu: String,
+    /// Its part of the tenant's memory ceiling.
+    pub memory: String,
+    /// Its part of the tenant's pods ceiling.
+    pub pods: i64,
+    /// Devices per GPU resource it may request (reserved plus burst of its reservations), every
+    /// GPU resource of the cell listed.
+    pub gpu: BTreeMap<String, i64>,
+}
+
+/// A tenant's ClusterQueue in a cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueuePlan {
+    /// The ClusterQueue name.
+    pub name: String,
+    /// The org cohort it belongs to.
+    pub cohort: String,
+    /// Fair-sharing weight, where declared.
+    pub weight: Option<i64>,
+    /// The tenant's cpu ceiling in the cell.
+    pub cpu: String,
+    /// The tenant's memory ceiling in the cell.
+    pub memory: String,
+    /// The tenant's pods ceiling in the cell.
+    pub pods: i64,
+    /// The GPU resources its flavors cover: every GPU resource of the cell, sorted.
+    pub gpu_resources: Vec<String>,
+    /// Per pool the tenant reserves in: the flavor and the entitlement per covered resource.
+    pub flavors: Vec<FlavorQuota>,
+    /// Whether a workload may preempt lower-priority workloads of the same queue.
+    pub preempt_within: bool,
+}
+
+/// A tenant's entitlement on one flavor.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlavorQuota {
+    /// The pool.
+    pub pool: String,
+    /// The ResourceFlavor.
+    pub flavor: String,
+    /// Per covered resource, in the order of [`QueuePlan::gpu_resources`].
+    pub resources: Vec<Entitlement>,
+}
+
+/// Nominal, borrowing and lending of one resource on one flavor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Entitlement {
+    /// The resource.
+    pub resource: String,
+    /// Kueue nominal quota: the sum of `reserved`.
+    pub nominal: i64,
+    /// Kueue borrowing limit: the sum of `burst`.
+    pub borrowing: i64,
+    /// Kueue lending limit: the sum of `lend`, when every reservation declares one.
+    pub lending: Option<i64>,
+}
+
+/// Whether a tenant reaches a pool, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reach {
+    /// The pool.
+    pub pool: String,
+    /// Whether its pods can be admitted there.
+    pub reachable: bool,
+    /// Why, in words.
+    pub why: String,
+}
+
+/// Resolves the fleet; returns the plan and the findings of the checks that need it.
+pub fn resolve(
+    fleet: &Fleet,
+    sources: &SourceMap,
+    base_catalog: &Catalog,
+) -> (Plan, Vec<Diagnostic>) {
+    let mut diagnostics = Vec::new();
+    let mut cells = Vec::new();
+    for cell in &fleet.cells {
+        let catalog = hardware::cell_catalog(cell, base_catalog);
+        let mut plan = cell_plan(cell, fleet, sources, catalog.as_ref());
+        diagnostics.extend(pinning::check(cell, fleet, &plan, catalog.as_ref()));
+        capacity::fill(&mut plan, cell, fleet);
+        cells.push(plan);
+    }
+    cells.sort_by(|left, right| left.name.cmp(&right.name));
+    (Plan { cells }, diagnostics)
+}
+
+/// The ResourceFlavor name of a pool.
+pub fn flavor_name(pool: &str) -> String {
+    format!("pool-{pool}")
+}
+
+/// The Cohort name of an org.
+pub fn org_cohort(org: &str) -> String {
+    format!("org-{org}")
+}
+
+fn cell_plan(cell: &Cell, fleet: &Fleet, sources: &SourceMap, catalog: &Catalog) -> CellPlan {
+    let groups = crate::lower::gpu::node_groups(cell, catalog);
+    let tenants_here: Vec<(&Tenant, &crate::model::Quota)> = fleet
+        .tenants
+        .iter()
+        .filter_map(|tenant| Some((tenant, tenant.quota_in(&cell.name.value)?)))
+        .collect();
+    let mut pools = Vec::new();
+    for pool in &cell.pools {
+        // The labels every node group of the pool carries.
+        let mut node_labels: Option<BTreeMap<String, String>> = None;
+        for group in groups.iter().filter(|group| group.pool == pool.name.value) {
+            node_labels = Some(match node_labels {
+                None => group.labels.clone(),
+                Some(common) => common
+                    .into_iter()
+                    .filter(|(key, value)| group.labels.get(key) == Some(value))
+                    .collect(),
+            });
+        }
+        let shared_org = if pool.sharing.value.is_shared() {
+            tenants_here
+                .iter()
+                .find(|(_, quota)| {
+                    quota
+                        .pools
+                        .iter()
+                        .any(|reservation| reservation.pool.value == pool.name.value)
+                })
+                .map(|(tenant, _)| tenant.org.value.clone())
+        } else {
+            None
+        };
+        pools.push(PoolPlan {
+            name: pool.name.value.clone(),
+            gpu: pool.gpu.value.clone(),
+            sharing: pool.sharing.value.as_str(),
+            nodes: pool.nodes.value,
+            gpus_per_node: pool.gpus_per_node.value,
+            nvlink_domain: pool.nvlink_domain.as_ref().map(|domain| domain.value),
+            offers: hardware::offers(pool, catalog)
+                .into_iter()
+                .map(
+                    |Offer {
+                         profile,
+                         resource,
+                         capacity,
+                     }| OfferPlan {
+                        profile,
+                        resource,
+                        capacity,
+                    },
+                )
+                .collect(),
+            flavor: flavor_name(&pool.name.value),
+            node_labels: node_labels.unwrap_or_default(),
+            taints: pool
+                .taints
+                .iter()
+                .map(|taint| TaintPlan {
+                    key: taint.key.value.clone(),
+                    value: taint.value.as_ref().map(|value| value.value.clone()),
+                    effect: taint.effect.value.clone(),
+                })
+                .collect(),
+            topology: pool.topology.as_ref().map(|topology| {
+                let mut levels: Vec<String> = topology
+                    .levels
+                    .iter()
+                    .map(|level| level.label.value.clone())
+                    .filter(|label| label != HOSTNAME_LABEL)
+                    .collect();
+                levels.push(HOSTNAME_LABEL.to_string());
+                TopologyPlan {
+                    name: flavor_name(&pool.name.value),
+                    levels,
+                }
+            }),
+            shared_org,
+        });
+    }
+    let mut gpu_resources: BTreeSet<String> = BTreeSet::from([GPU_RESOURCE.to_string()]);
+    for pool in &pools {
+        gpu_resources.extend(pool.offers.iter().map(|offer| offer.resource.clone()));
+    }
+    let gpu_resources: Vec<String> = gpu_resources.into_iter().collect();
+
+    let mut priorities: Vec<PriorityPlan> = cell
+        .priorities
+        .iter()
+        .map(|priority| PriorityPlan {
+            name: priority.name.value.clone(),
+            value: priority.value.value,
+            preempt: priority
+                .preempt
+                .as_ref()
+                .is_none_or(|preempt| preempt.value),
+            description: priority.description.as_ref().map(|d| d.value.clone()),
+        })
+        .collect();
+    priorities.sort_by(|left, right| left.name.cmp(&right.name));
+
+    let mut orgs: BTreeMap<String, OrgPlan> = BTreeMap::new();
+    for (tenant, _) in &tenants_here {
+        let org = &tenant.org.value;
+        orgs.entry(org.clone())
+            .or_insert_with(|| OrgPlan {
+                org: org.clone(),
+                cohort: org_cohort(org),
+                weight: cell
+                    .orgs
+                    .iter()
+                    .find(|decl| &decl.name.value == org)
+                    .and_then(|decl| decl.weight.as_ref().map(|weight| weight.value)),
+                tenants: Vec::new(),
+            })
+            .tenants
+            .push(tenant.name.value.clone());
+    }
+
+    let mut tenants: Vec<TenantPlan> = tenants_here
+        .iter()
+        .map(|(tenant, quota)| {
+            tenant_plan(
+                tenant,
+                quota,
+                cell,
+                &pools,
+                &gpu_resources,
+                &priorities,
+                sources,
+                catalog,
+            )
+        })
+        .collect();
+    tenants.sort_by(|left, right| left.name.cmp(&right.name));
+
+    let mut unreserved: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
+    for pool in &pools {
+        let per_resource = unreserved.entry(pool.flavor.clone()).or_default();
+        for offer in &pool.offers {
+            let reserved: i64 = tenants
+                .iter()
+                .flat_map(|tenant| &tenant.queue.flavors)
+                .filter(|flavor| flavor.flavor == pool.flavor)
+                .flat_map(|flavor| &flavor.resources)
+                .filter(|entitlement| entitlement.resource == offer.resource)
+                .map(|entitlement| entitlement.nominal)
+                .sum();
+            per_resource.insert(
+                offer.resource.clone(),
+                offer.capacity.saturating_sub(reserved).max(0),
+            );
+        }
+    }
+
+    CellPlan {
+        name: cell.name.value.clone(),
+        source: sources.path(cell.file).to_string(),
+        kubernetes: cell.kubernetes.value,
+        pools,
+        priorities,
+        orgs: orgs.into_values().collect(),
+        gpu_resources,
+        unreserved,
+        oversubscribe: cell.oversubscribe.as_ref().map_or(1.0, |ratio| ratio.value),
+        tenants,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn tenant_plan(
+    tenant: &Tenant,
+    quota: &crate::model::Quota,
+    cell: &Cell,
+    pools: &[PoolPlan],
+    gpu_resources: &[String],
+    priorities: &[PriorityPlan],
+    sources: &SourceMap,
+    catalog: &Catalog,
+) -> TenantPlan {
+    let mut workloads: Vec<&crate::model::Workload> = tenant.workloads.iter().collect();
+    workloads.sort_by_key(|workload| workload.kind.value);
+    let parts = split_ceilings(quota, &workloads);
+    let mut namespaces = Vec::new();
+    for (workload, (cpu, memory, pods)) in workloads.iter().zip(parts) {
+        let name =
+            crate::validate::namespaces::namespace_name(&tenant.name.value, workload.kind.value);
+        let mut gpu: BTreeMap<String, i64> = gpu_resources
+            .iter()
+            .map(|resource| (resource.clone(), 0))
+            .collect();
+        for reservation in &quota.pools {
+            if reservation
+                .workload
+                .as_ref()
+                .is_some_and(|only| only.value != workload.kind.value)
+            {
+                continue;
+            }
+            let Some((_, offer)) = hardware::resolve(cell, reservation, catalog) else {
+                continue;
+            };
+            let amount = reservation
+                .reserved
+                .value
+                .saturating_add(reservation.burst.as_ref().map_or(0, |burst| burst.value));
+            let entry = gpu.entry(offer.resource).or_insert(0);
+            *entry = entry.saturating_add(amount);
+        }
+        let priority = workload.priority.as_ref().map(|p| p.value.clone());
+        let mut denied: Vec<String> = priorities
+            .iter()
+            .map(|class| class.name.clone())
+            .filter(|name| Some(name) != priority.as_ref())
+            .chain(SYSTEM_PRIORITIES.iter().map(|name| name.to_string()))
+            .collect();
+        denied.sort();
+        namespaces.push(NamespacePlan {
+            workload: workload.kind.value.as_str(),
+            name,
+            service_account: workload.service_account.value.clone(),
+            priority,
+            denied_priorities: denied,
+            cpu: cpu.to_string(),
+            memory: memory.to_string(),
+            pods,
+            gpu,
+        });
+    }
+
+    // Entitlements per pool flavor and resource.
+    let mut per_pool: BTreeMap<&str, BTreeMap<String, Sums>> = BTreeMap::new();
+    for reservation in &quota.pools {
+        let Some((pool, offer)) = hardware::resolve(cell, reservation, catalog) else {
+            continue;
+        };
+        let entry = per_pool
+            .entry(pool.name.value.as_str())
+            .or_default()
+            .entry(offer.resource)
+            .or_insert((0, 0, Some(0)));
+        entry.0 = entry.0.saturating_add(reservation.reserved.value);
+        entry.1 = entry
+            .1
+            .saturating_add(reservation.burst.as_ref().map_or(0, |burst| burst.value));
+        entry.2 = match (entry.2, &reservation.lend) {
+            (Some(sum), Some(lend)) => Some(sum.saturating_add(lend.value)),
+            _ => None,
+        };
+    }
+    let flavors: Vec<FlavorQuota> = pools
+        .iter()
+        .filter_map(|pool| {
+            let reserved = per_pool.get(pool.name.as_str())?;
+            Some(FlavorQuota {
+                pool: pool.name.clone(),
+                flavor: pool.flavor.clone(),
+                resources: gpu_resources
+                    .iter()
+                    .map(|resource| {
+                        let (nominal, borrowing, lending) =
+                            reserved.get(resource).copied().unwrap_or((0, 0, None));
+                        Entitlement {
+                            resource: resource.clone(),
+                            nominal,
+                            borrowing,
+                            lending,
+                        }
+                    })
+                    .collect(),
+            })
+        })
+        .collect();
+
+    // Preemption inside the queue only when the tenant runs workloads at several priorities
+    // and a higher one may preempt.
+    let used: Vec<&PriorityPlan> = priorities
+        .iter()
+        .filter(|class| {
+            namespaces
+                .iter()
+                .any(|namespace| namespace.priority.as_deref() == Some(class.name.as_str()))
+        })
+        .collect();
+    let lowest = used.iter().map(|class| class.value).min();
+    let preempt_within = used
+        .iter()
+        .any(|class| class.preempt && Some(class.value) > lowest);
+
+    let reach = pools
+        .iter()
+        .map(|pool| reach(tenant, pool, &flavors, &namespaces))
+        .collect();
+
+    let mut groups = BTreeMap::new();
+    for (role, group) in [
+        ("admin", &tenant.groups.admin),
+        ("member", &tenant.groups.member),
+        ("viewer", &tenant.groups.viewer),
+    ] {
+        if let Some(group) = group {
+            groups.insert(role.to_string(), group.value.clone());
+        }
+    }
+    let defaults = &tenant.container_defaults;
+    TenantPlan {
+        name: tenant.name.value.clone(),
+        source: sources.path(tenant.file).to_string(),
+        org: tenant.org.value.clone(),
+        team: tenant.team.value.clone(),
+        trust: tenant.trust.value.as_str(),
+        groups,
+        container_defaults: (
+            defaults.cpu.as_ref().map_or_else(
+                || crate::lower::DEFAULT_CPU.to_string(),
+                |cpu| cpu.value.to_string(),
+            ),
+            defaults.memory.as_ref().map_or_else(
+                || crate::lower::DEFAULT_MEMORY.to_string(),
+                |memory| memory.value.to_string(),
+            ),
+        ),
+        namespaces,
+        queue: QueuePlan {
+            name: tenant.name.value.clone(),
+            cohort: org_cohort(&tenant.org.value),
+            weight: quota.weight.as_ref().map(|weight| weight.value),
+            cpu: quota.cpu.value.to_string(),
+            memory: quota.memory.value.to_string(),
+            pods: quota.pods.value,
+            gpu_resources: gpu_resources.to_vec(),
+            flavors,
+            preempt_within,
+        },
+        reach,
+        capacity: Vec::new(),
+    }
+}
+
+/// Reserved, burst and lend (when every reservation declares one) of one pool resource.
+type Sums = (i64, i64, Option<i64>);
+
+/// Whether the tenant's trust class or org forbids the pool, and why.
+pub(crate) fn forbidden(tenant: &Tenant, pool: &PoolPlan) -> Option<String> {
+    let sharing = match pool.sharing {
+        "exclusive" => Sharing::Exclusive,
+        "mig" => Sharing::Mig,
+        "mig-single" => Sharing::MigSingle,
+        "time-slice" => Sharing::TimeSlice,
+        _ => Sharing::Mps,
+    };
+    let trust = tenant.trust.value;
+    let by_trust = match trust {
+        Trust::Hard => sharing != Sharing::Exclusive,
+        Trust::Mig => sharing.is_shared(),
+        Trust::Soft => false,
+    };
+    if by_trust {
+        return Some(format!(
+            "trust `{}` forbids `{}` pools",
+            trust.as_str(),
+            pool.sharing
+        ));
+    }
+    match &pool.shared_org {
+        Some(org) if org != &tenant.org.value => Some(format!(
+            "the pool time-slices or MPS-shares its GPUs for org `{org}`"
+        )),
+        _ => None,
+    }
+}
+
+fn reach(
+    tenant: &Tenant,
+    pool: &PoolPlan,
+    flavors: &[FlavorQuota],
+    namespaces: &[NamespacePlan],
+) -> Reach {
+    if let Some(flavor) = flavors.iter().find(|flavor| flavor.pool == pool.name) {
+        let reserved: Vec<String> = flavor
+            .resources
+            .iter()
+            .filter(|entitlement| entitlement.nominal > 0 || entitlement.borrowing > 0)
+            .map(|entitlement| {
+                format!(
+                    "{} {} + {} burst",
+                    entitlement.resource, entitlement.nominal, entitlement.borrowing
+                )
+            })
+            .collect();
+        return Reach {
+            pool: pool.name.clone(),
+            reachable: true,
+            why: format!(
+                "flavor `{}` in its ClusterQueue: {}",
+                flavor.flavor,
+                reserved.join(", ")
+            ),
+        };
+    }
+    let quota_zero = pool.offers.iter().all(|offer| {
+        namespaces
+            .iter()
+            .all(|namespace| namespace.gpu.get(&offer.resource).copied().unwrap_or(0) == 0)
+    });
+    let taint = pool.taints.iter().find(|taint| taint.repels());
+    let blocked_by = match (quota_zero, taint) {
+        (true, _) => "its quota holds none of the pool's resources".to_string(),
+        (false, Some(taint)) => format!(
+            "the pool is tainted `{}` and no flavor of the tenant tolerates it",
+            taint.display()
+        ),
+        (false, None) => {
+            "no flavor in its ClusterQueue (pods that bypass Kueue could land here)".to_string()
+        }
+    };
+    let why = match forbidden(tenant, pool) {
+        Some(reason) => format!("{reason}; {blocked_by}"),
+        None => format!("not reserved; {blocked_by}"),
+    };
+    Reach {
+        pool: pool.name.clone(),
+        reachable: false,
+        why,
+    }
+}
+
+/// The tenant's cpu, memory and pods ceilings split over its workload namespaces (sorted by
+/// kind): the explicit `split` parts where declared, else by `share` (1 each by default), the
+/// smallest units rounded down and the remainder given to the first namespace, so the parts
+/// always add up to the ceiling exactly.
+pub fn split_ceilings(
+    quota: &crate::model::Quota,
+    workloads: &[&crate::model::Workload],
+) -> Vec<(Quantity, Quantity, i64)> {
+    if !quota.splits.is_empty() {
+        return workloads
+            .iter()
+            .map(|workload| {
+                quota
+                    .splits
+                    .iter()
+                    .find(|split| split.workload.value == workload.kind.value)
+                    .map_or((Quantity::from_int(0), Quantity::from_int(0), 0), |split| {
+                        (split.cpu.value, split.memory.value, split.pods.value)
+                    })
+            })
+            .collect();
+    }
+    let shares: Vec<i128> = workloads
+        .iter()
+        .map(|workload| {
+            i128::from(
+                workload
+                    .share
+                    .as_ref()
+                    .map_or(1, |share| share.value)
+                    .max(1),
+            )
+        })
+        .collect();
+    let cpu = split_units(quota.cpu.value.milli(), &shares, 1);
+    let memory = split_units(quota.memory.value.milli(), &shares, 1000);
+    let pods = split_units(i128::from(quota.pods.value), &shares, 1);
+    cpu.into_iter()
+        .zip(memory)
+        .zip(pods)
+        .map(|((cpu, memory), pods)| {
+            (
+                quota.cpu.value.with_milli(cpu),
+                quota.memory.value.with_milli(memory),
+                i64::try_from(pods).unwrap_or(i64::MAX),
+            )
+        })
+        .collect()
+}
+
+/// Splits `total` by `shares` in multiples of `unit`, the remainder to the first part.
+fn split_units(total: i128, shares: &[i128], unit: i128) -> Vec<i128> {
+    let sum: i128 = shares.iter().sum();
+    if sum <= 0 || unit <= 0 {
+        return shares.iter().map(|_| 0).collect();
+    }
+    let units = total / unit;
+    let mut parts: Vec<i128> = shares
+        .iter()
+        .map(|share| units * share / sum * unit)
+        .collect();
+    let given: i128 = parts.iter().sum();
+    if let Some(first) = parts.first_mut() {
+        *first += total - given;
+    }
+    parts
+}
+
+/// The workload kind of a namespace plan, for callers that need the enum.
+pub fn workload_kind(name: &str) -> Option<WorkloadKind> {
+    match name {
+        "train" => Some(WorkloadKind::Train),
+        "infer" => Some(WorkloadKind::Infer),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_always_add_up() {
+        let mut rng = crate::testing::Rng(7);
+        for _ in 0..2000 {
+            let total = rng.below(1_000_000) as i128;
+            let shares: Vec<i128> = (0..1 + rng.below(4))
+                .map(|_| 1 + rng.below(9) as i128)
+                .collect();
+            for unit in [1, 1000] {
+                let parts = split_units(total, &shares, unit);
+                assert_eq!(parts.iter().sum::<i128>(), total, "{total} {shares:?}");
+                assert!(parts.iter().all(|part| *part >= 0));
+                assert!(parts.iter().skip(1).all(|part| part % unit == 0));
+            }
+        }
+    }
+}

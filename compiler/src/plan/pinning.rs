@@ -1,0 +1,98 @@
+//! Pool pinning: no tenant reaches a pool its trust class or org forbids.
+//!
+//! Consumes: a cell, the fleet and the cell's plan. Produces: a `pool-reachable-by-forbidden-tenant`
+//! error for every (tenant, pool) pair that trust or org forbids and that nothing blocks.
+//!
+//! Invariant: a forbidden pair is blocked only when one of these holds, each enforced by the API
+//! server or the scheduler without any tenant's cooperation:
+//! - no namespace of the tenant has quota for any resource the pool offers (ResourceQuota denies
+//!   the pod), or
+//! - the pool carries a `NoSchedule` or `NoExecute` taint and the tenant has no flavor of the pool
+//!   (so Kueue never injects the toleration; the admission floor denies pods that bring their own).
+
+use super::{CellPlan, forbidden};
+use crate::catalog::Catalog;
+use crate::diag::{Code, Diagnostic};
+use crate::hardware;
+use crate::model::{Cell, Fleet};
+
+/// The pinning findings of one cell.
+pub(super) fn check(
+    cell: &Cell,
+    fleet: &Fleet,
+    plan: &CellPlan,
+    catalog: &Catalog,
+) -> Vec<Diagnostic> {
+    let mut diagnostics = Vec::new();
+    for tenant_plan in &plan.tenants {
+        let Some(tenant) = fleet
+            .tenants
+            .iter()
+            .find(|tenant| tenant.name.value == tenant_plan.name)
+        else {
+            continue;
+        };
+        let Some(quota) = tenant.quota_in(&cell.name.value) else {
+            continue;
+        };
+        for (pool, pool_decl) in plan.pools.iter().zip(&cell.pools) {
+            let Some(reason) = forbidden(tenant, pool) else {
+                continue;
+            };
+            let has_flavor = tenant_plan
+                .queue
+                .flavors
+                .iter()
+                .any(|flavor| flavor.pool == pool.name);
+            if pool.taints.iter().any(|taint| taint.repels()) && !has_flavor {
+                continue;
+            }
+            let open: Vec<&str> = pool
+                .offers
+                .iter()
+                .map(|offer| offer.resource.as_str())
+                .filter(|resource| {
+                    tenant_plan
+                        .namespaces
+                        .iter()
+                        .any(|namespace| namespace.gpu.get(*resource).copied().unwrap_or(0) > 0)
+                })
+                .collect();
+            if open.is_empty() {
+                continue;
+            }
+            let mut diagnostic = Diagnostic::error(
+                Code::PoolReachableByForbiddenTenant,
+                pool_decl.name.span,
+                format!(
+                    "tenant `{}` can reach pool `{}` of cell `{}`, which it may not use",
+                    tenant.name.value, pool.name, cell.name.value
+                ),
+            )
+            .with_label(format!(
+                "{reason}, but the pool is untainted and offers `{}`",
+                open.join("`, `")
+            ));
+            // Point at the reservations that give the tenant quota for those resources.
+            for reservation in &quota.pools {
+                let Some((_, offer)) = hardware::resolve(cell, reservation, catalog) else {
+                    continue;
+                };
+                if open.contains(&offer.resource.as_str()) {
+                    diagnostic = diagnostic.with_secondary(
+                        reservation.pool.span,
+                        format!(
+                            "gives `{}` quota for `{}` in pool `{}`",
+                            tenant.name.value, offer.resource, reservation.pool.value
+                        ),
+                    );
+                }
+            }
+            diagnostics.push(diagnostic.with_help(format!(
+                "taint the pool so only tenants with its Kueue flavor tolerate it, for example `taint \"tenantc.io/pool\" \"{}\" effect=\"NoSchedule\"` in pool `{}`",
+                pool.name, pool.name
+            )));
+        }
+    }
+    diagnostics
+}
