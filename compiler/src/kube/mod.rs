@@ -7,5 +7,7 @@
 //! `schema/crds/`, which a test checks by walking a maximal instance against the schema; core
 //! kinds come from `k8s-openapi`, never from here.
 
+pub mod kueue;
+
 #[cfg(test)]
 mod crd_schema;
