@@ -14,6 +14,7 @@ pub mod catalog;
 pub mod diag;
 pub mod emit;
 pub mod hardware;
+pub mod kube;
 pub mod limits;
 pub mod load;
 pub mod lower;

@@ -1,0 +1,13 @@
+//! Typed Kubernetes objects that `k8s-openapi` does not model: the CRD kinds tenantc emits.
+//!
+//! Consumes: nothing; `lower` builds these structs. Produces: values that serialize (through
+//! serde) to exactly the objects the API server and the CRD's controller accept.
+//!
+//! Invariant: every field of a struct here exists in the vendored CRD schema under
+//! `schema/crds/`, which a test checks by walking a maximal instance against the schema; core
+//! kinds come from `k8s-openapi`, never from here.
+
+pub mod kueue;
+
+#[cfg(test)]
+mod crd_schema;
