@@ -84,7 +84,7 @@ fn generate(seed: u64) -> (Vec<GenPool>, Vec<GenTenant>, Vec<InputFile>) {
     );
     for idx in 0..2 + rng.below(4) {
         let sharing = sharings[rng.below(sharings.len() as u64) as usize];
-        let tainted = rng.chance(40);
+        let tainted = rng.chance(25);
         let name = format!("p{idx}");
         cell.push_str(&format!(
             "  pool \"{name}\" {{\n    gpu \"H100-80GB-SXM\"\n    nodes 4 gpus-per-node=8\n    sharing \"{sharing}\"\n"
@@ -101,7 +101,9 @@ fn generate(seed: u64) -> (Vec<GenPool>, Vec<GenTenant>, Vec<InputFile>) {
                 vec![("nvidia.com/gpu".to_string(), None)]
             }
             "mig" => {
-                cell.push_str("    mig-layout \"l\" { profile \"3g.40gb\" 1; profile \"1g.10gb\" 4; }\n");
+                cell.push_str(
+                    "    mig-layout \"l\" { profile \"3g.40gb\" 1; profile \"1g.10gb\" 4; }\n",
+                );
                 vec![
                     ("nvidia.com/mig-1g.10gb".to_string(), Some("1g.10gb")),
                     ("nvidia.com/mig-3g.40gb".to_string(), Some("3g.40gb")),
@@ -149,10 +151,17 @@ fn generate(seed: u64) -> (Vec<GenPool>, Vec<GenTenant>, Vec<InputFile>) {
                     continue;
                 }
             }
-            let (resource, profile) = &pool.resources[rng.below(pool.resources.len() as u64) as usize];
+            let (resource, profile) =
+                &pool.resources[rng.below(pool.resources.len() as u64) as usize];
             let _ = resource;
             let workload = workloads[rng.below(workloads.len() as u64) as usize];
-            reservations.push((pool.name.clone(), *profile, 1 + rng.below(2) as i64, rng.below(2) as i64, workload));
+            reservations.push((
+                pool.name.clone(),
+                *profile,
+                1 + rng.below(2) as i64,
+                rng.below(2) as i64,
+                workload,
+            ));
         }
         let cpu = format!("{}", 1 + rng.below(999));
         let memory = format!("{}Mi", 1 + rng.below(99_999));
@@ -161,7 +170,9 @@ fn generate(seed: u64) -> (Vec<GenPool>, Vec<GenTenant>, Vec<InputFile>) {
             "tenant \"{name}\" {{\n  org \"{org}\"\n  team \"t\"\n  trust \"{trust}\"\n  groups admin=\"{name}-admins\"\n  quota cell=\"c1\" cpu=\"{cpu}\" memory=\"{memory}\" pods={pods} {{\n"
         );
         for (pool, profile, reserved, burst, workload) in &reservations {
-            text.push_str(&format!("    pool \"{pool}\" reserved={reserved} burst={burst} workload=\"{workload}\""));
+            text.push_str(&format!(
+                "    pool \"{pool}\" reserved={reserved} burst={burst} workload=\"{workload}\""
+            ));
             if let Some(profile) = profile {
                 text.push_str(&format!(" profile=\"{profile}\""));
             }
@@ -169,7 +180,11 @@ fn generate(seed: u64) -> (Vec<GenPool>, Vec<GenTenant>, Vec<InputFile>) {
         }
         text.push_str("  }\n");
         for workload in &workloads {
-            let priority = if *workload == "train" { "batch" } else { "serving" };
+            let priority = if *workload == "train" {
+                "batch"
+            } else {
+                "serving"
+            };
             text.push_str(&format!(
                 "  workload \"{workload}\" service-account=\"sa\" priority=\"{priority}\"\n"
             ));
@@ -256,7 +271,9 @@ fn read_emitted(tree: &tenantc::emit::OutputTree, cell: &str) -> Emitted {
         match (kind.as_str(), name.as_str()) {
             ("ResourceQuota", "tenant-quota") => {
                 let hard = get(get(&object, "spec").unwrap(), "hard").unwrap();
-                let Value::Map(map) = &hard.value else { panic!() };
+                let Value::Map(map) = &hard.value else {
+                    panic!()
+                };
                 for entry in &map.entries {
                     let (key, value) = (&entry.key, &entry.value);
                     if let Some(resource) = key.strip_prefix("requests.")
@@ -284,8 +301,11 @@ fn read_emitted(tree: &tenantc::emit::OutputTree, cell: &str) -> Emitted {
                         if flavor_name == "tenant-ceiling" {
                             let nominal = |idx: usize| {
                                 milli(&text(
-                                    get(&items(get(flavor, "resources").unwrap())[idx], "nominalQuota")
-                                        .unwrap(),
+                                    get(
+                                        &items(get(flavor, "resources").unwrap())[idx],
+                                        "nominalQuota",
+                                    )
+                                    .unwrap(),
                                 ))
                             };
                             emitted
@@ -383,16 +403,31 @@ fn no_tenant_reaches_a_pool_its_trust_or_org_forbids_and_ceilings_add_up() {
             let tree = compilation.output.as_ref().expect("an output tree");
             let emitted = read_emitted(tree, "c1");
             let reach = reachable_forbidden(&pools, &tenants, &emitted);
-            assert!(reach.is_empty(), "seed {seed}: forbidden pools reachable: {reach:?}");
+            assert!(
+                reach.is_empty(),
+                "seed {seed}: forbidden pools reachable: {reach:?}"
+            );
             for tenant in &tenants {
                 let parts = &emitted.parts[&tenant.name];
                 assert_eq!(parts.len(), tenant.workloads.len(), "seed {seed}");
                 let sum = parts.iter().fold((0, 0, 0), |acc, part| {
                     (acc.0 + part.0, acc.1 + part.1, acc.2 + part.2)
                 });
-                let declared = (milli(&tenant.cpu), milli(&tenant.memory), i128::from(tenant.pods) * 1000);
-                assert_eq!(sum, declared, "seed {seed}: {} parts {parts:?}", tenant.name);
-                assert_eq!(emitted.ceiling.get(&tenant.name), Some(&declared), "seed {seed}");
+                let declared = (
+                    milli(&tenant.cpu),
+                    milli(&tenant.memory),
+                    i128::from(tenant.pods) * 1000,
+                );
+                assert_eq!(
+                    sum, declared,
+                    "seed {seed}: {} parts {parts:?}",
+                    tenant.name
+                );
+                assert_eq!(
+                    emitted.ceiling.get(&tenant.name),
+                    Some(&declared),
+                    "seed {seed}"
+                );
             }
             compiled += 1;
         } else {
@@ -428,7 +463,10 @@ fn no_tenant_reaches_a_pool_its_trust_or_org_forbids_and_ceilings_add_up() {
         }
     }
     // The generator must exercise both outcomes, or the test proves nothing.
-    assert!(compiled >= 30 && refused >= 30, "compiled {compiled}, refused {refused}");
+    assert!(
+        compiled >= 30 && refused >= 30,
+        "compiled {compiled}, refused {refused}"
+    );
 }
 
 #[test]

@@ -31,6 +31,7 @@ use crate::kube::kueue::{
     ResourceFlavorSpec, ResourceGroup, ResourceQuota, Topology, TopologyLevel, TopologySpec,
     WithinClusterQueuePolicy, WorkloadPriorityClass,
 };
+use crate::kube::kueue::{KueueObject, webhook_violations};
 use crate::plan::{CEILING_FLAVOR, CellPlan, LOCAL_QUEUE, ROOT_COHORT, TenantPlan};
 
 /// The resources of the tenant ceiling, in the order the ClusterQueue covers them.
@@ -46,7 +47,7 @@ pub(super) fn cell_objects(
     ceiling.metadata.labels = Some(managed_labels());
     objects.push((
         format!("resourceflavor-{CEILING_FLAVOR}.yaml"),
-        to_yaml(&ceiling)?,
+        checked(&ceiling)?,
         none(),
     ));
     for pool in &cell.pools {
@@ -71,7 +72,14 @@ pub(super) fn cell_objects(
                     .iter()
                     .map(|taint| Toleration {
                         key: Some(taint.key.clone()),
-                        operator: Some(if taint.value.is_some() { "Equal" } else { "Exists" }.to_string()),
+                        operator: Some(
+                            if taint.value.is_some() {
+                                "Equal"
+                            } else {
+                                "Exists"
+                            }
+                            .to_string(),
+                        ),
                         value: taint.value.clone(),
                         effect: Some(taint.effect.clone()),
                         toleration_seconds: None,
@@ -83,7 +91,7 @@ pub(super) fn cell_objects(
         flavor.metadata.labels = Some(managed_labels());
         objects.push((
             format!("resourceflavor-{}.yaml", pool.flavor),
-            to_yaml(&flavor)?,
+            checked(&flavor)?,
             none(),
         ));
         if let Some(topology) = &pool.topology {
@@ -102,7 +110,7 @@ pub(super) fn cell_objects(
             object.metadata.labels = Some(managed_labels());
             objects.push((
                 format!("topology-{}.yaml", topology.name),
-                to_yaml(&object)?,
+                checked(&object)?,
                 none(),
             ));
         }
@@ -151,8 +159,11 @@ pub(super) fn cell_objects(
     root.metadata.labels = Some(managed_labels());
     objects.push((
         format!("cohort-{ROOT_COHORT}.yaml"),
-        to_yaml(&root)?,
-        cell.tenants.iter().map(|tenant| tenant.source.clone()).collect(),
+        checked(&root)?,
+        cell.tenants
+            .iter()
+            .map(|tenant| tenant.source.clone())
+            .collect(),
     ));
     for org in &cell.orgs {
         let mut cohort = Cohort::new(
@@ -174,7 +185,7 @@ pub(super) fn cell_objects(
             .collect();
         objects.push((
             format!("cohort-{}.yaml", org.cohort),
-            to_yaml(&cohort)?,
+            checked(&cohort)?,
             sources,
         ));
     }
@@ -187,7 +198,7 @@ pub(super) fn cell_objects(
         class.metadata.labels = Some(managed_labels());
         objects.push((
             format!("workloadpriorityclass-{}.yaml", priority.name),
-            to_yaml(&class)?,
+            checked(&class)?,
             none(),
         ));
     }
@@ -282,7 +293,7 @@ pub(super) fn tenant_objects(
         },
     );
     cluster_queue.metadata.labels = Some(labels.clone());
-    let mut objects = vec![("clusterqueue.yaml".to_string(), to_yaml(&cluster_queue)?)];
+    let mut objects = vec![("clusterqueue.yaml".to_string(), checked(&cluster_queue)?)];
     for namespace in &tenant.namespaces {
         let mut local = LocalQueue::new(
             namespace.name.clone(),
@@ -294,10 +305,23 @@ pub(super) fn tenant_objects(
         local.metadata.labels = Some(labels.clone());
         objects.push((
             format!("{}/localqueue-{LOCAL_QUEUE}.yaml", namespace.workload),
-            to_yaml(&local)?,
+            checked(&local)?,
         ));
     }
     Ok(objects)
+}
+
+/// The object as YAML, after Kueue's webhook rules (which the API server cannot check without
+/// Kueue running) found nothing wrong with it; a violation is a bug in tenantc.
+fn checked<T: KueueObject + serde::Serialize>(object: &T) -> Result<Yaml, InternalError> {
+    let violations = webhook_violations(object);
+    if !violations.is_empty() {
+        return Err(InternalError(format!(
+            "a Kueue object breaks Kueue's own rules: {}",
+            violations.join("; ")
+        )));
+    }
+    to_yaml(object)
 }
 
 /// A device or object count as a quantity.
