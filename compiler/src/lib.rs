@@ -11,6 +11,7 @@
 //! same bytes.
 
 pub mod catalog;
+pub mod describe;
 pub mod diag;
 pub mod emit;
 pub mod hardware;

@@ -30,7 +30,8 @@ const EXIT_FAILURE: u8 = 2;
 per-cell Kubernetes manifests under out/, checking every rule before anything is written.",
     after_help = "Examples:\n  tenantc build                  compile ./tenants and ./cells into ./out\n  \
 tenantc check                  fail if out/ is stale or any rule fails (for CI)\n  \
-tenantc build --format json    diagnostics as JSON on stdout\n\n\
+tenantc build --format json    diagnostics as JSON on stdout\n  \
+tenantc describe <tenant>      a tenant's namespaces, queue, capacity and pools per cell\n\n\
 Exit codes: 0 success, 1 errors in the declarations or a stale out/, 2 usage, IO or internal errors."
 )]
 struct Cli {
@@ -68,6 +69,50 @@ docs/diagnostics.md), or the list of every code when no code is given.",
         /// The code, such as `mig-layout-unplaceable`.
         code: Option<String>,
     },
+    /// Describe a tenant per cell: namespaces, ClusterQueue, effective capacity and pools.
+    #[command(
+        long_about = "Compile the declarations in memory and print what one tenant gets in each \
+cell it has a quota in: its org, team and trust class; its namespaces with their ResourceQuota \
+parts and the priority their pods may use; its Kueue ClusterQueue (cohort, flavors, nominal, \
+borrowing and lending limits per resource); its effective capacity per reserved pool resource, \
+min(quota, cell, topology), with the term that binds; and the pools it can and cannot reach, \
+with the reason. If any declaration has an error, the diagnostics are printed as `check` prints \
+them and nothing is described. `explain` is the reference of diagnostic codes; `describe` is the \
+tenant's view.",
+        after_help = "Examples:\n  tenantc describe acme-research\n  \
+tenantc describe acme-serving --cell us-east-1a\n  \
+tenantc describe globex-vision --format json\n  \
+tenantc describe acme-research --root fleet\n\n\
+Exit codes: 0 described, 1 errors in the declarations, 2 unknown tenant or cell, usage, IO or \
+internal errors."
+    )]
+    Describe(DescribeArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DescribeFormat {
+    /// Text for people (on stdout; diagnostics on stderr).
+    Human,
+    /// One JSON document with the tenant's plan per cell (on stdout).
+    Json,
+}
+
+#[derive(Debug, Args)]
+struct DescribeArgs {
+    /// The tenant, as named in its declaration.
+    tenant: String,
+    /// Describe the tenant in this cell only.
+    #[arg(long, value_name = "CELL")]
+    cell: Option<String>,
+    /// Project root holding tenants/ and cells/.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    root: PathBuf,
+    /// How to print the description.
+    #[arg(long, value_enum, default_value_t = DescribeFormat::Human)]
+    format: DescribeFormat,
+    /// When to colour diagnostics.
+    #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
+    color: ColorArg,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -110,15 +155,20 @@ impl CommonArgs {
     }
 
     fn color(&self) -> Color {
-        match self.color {
-            ColorArg::Always => Color::Always,
-            ColorArg::Never => Color::Never,
-            ColorArg::Auto => {
-                if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
-                    Color::Always
-                } else {
-                    Color::Never
-                }
+        color(self.color)
+    }
+}
+
+/// Whether to colour what goes to stderr.
+fn color(choice: ColorArg) -> Color {
+    match choice {
+        ColorArg::Always => Color::Always,
+        ColorArg::Never => Color::Never,
+        ColorArg::Auto => {
+            if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+                Color::Always
+            } else {
+                Color::Never
             }
         }
     }
@@ -130,6 +180,117 @@ fn main() -> ExitCode {
         Command::Build(args) => run(&args, Mode::Build),
         Command::Check(args) => run(&args, Mode::Check),
         Command::Explain { code } => explain(code.as_deref()),
+        Command::Describe(args) => describe(&args),
+    }
+}
+
+/// `tenantc describe`: compiles like `check`, then prints one tenant's plan per cell.
+fn describe(args: &DescribeArgs) -> ExitCode {
+    let json = args.format == DescribeFormat::Json;
+    let fatal = |message: &str, help: Option<String>| {
+        eprintln!("error: {message}");
+        if let Some(help) = &help {
+            eprintln!("  = help: {help}");
+        }
+        if json {
+            println!("{}", serde_json::json!({ "fatal": message, "help": help }));
+        }
+        ExitCode::from(EXIT_FAILURE)
+    };
+    let loaded = match load::load(&args.root) {
+        Ok(loaded) => loaded,
+        Err(error) => return fatal(&format!("cannot read declarations: {error}"), None),
+    };
+    let compilation = compile_loaded(&loaded);
+    let show_diagnostics = || {
+        if json {
+            print!(
+                "{}",
+                render::json(&compilation.diagnostics, &compilation.sources)
+            );
+        } else {
+            let text = render::human(
+                &compilation.diagnostics,
+                &compilation.sources,
+                color(args.color),
+            );
+            eprint!("{text}");
+            if !compilation.diagnostics.is_empty() {
+                eprintln!(
+                    "{}; `tenantc explain <code>` tells more about a code",
+                    render::summary(&compilation.diagnostics)
+                );
+            }
+        }
+    };
+    if let Some(error) = &compilation.internal_error {
+        show_diagnostics();
+        return fatal(
+            &format!("{error}; this is a bug in tenantc, please report it"),
+            None,
+        );
+    }
+    if compilation.has_errors() {
+        show_diagnostics();
+        return ExitCode::from(EXIT_ERRORS);
+    }
+    let Some(plan) = &compilation.plan else {
+        return fatal(
+            "the declarations have no error but were not resolved; this is a bug in tenantc, please report it",
+            None,
+        );
+    };
+    let view = match tenantc::describe::lookup(plan, &args.tenant, args.cell.as_deref()) {
+        Ok(view) => view,
+        Err(error) => return fatal(&error.message(), Some(error.help())),
+    };
+    if !json {
+        // Warnings still reach the user, on stderr.
+        show_diagnostics();
+        return print_out(&tenantc::describe::human(&view));
+    }
+    let mut document = match tenantc::describe::json(&view) {
+        Ok(document) => document,
+        Err(error) => {
+            return fatal(
+                &format!(
+                    "the plan cannot be written as JSON: {error}; this is a bug in tenantc, please report it"
+                ),
+                None,
+            );
+        }
+    };
+    // The warnings of the compilation, as `check --format json` lists them.
+    let report: serde_json::Value = serde_json::from_str(&render::json(
+        &compilation.diagnostics,
+        &compilation.sources,
+    ))
+    .unwrap_or_default();
+    if let serde_json::Value::Object(fields) = &mut document {
+        for key in ["diagnostics", "warnings"] {
+            let value = report.get(key).cloned().unwrap_or_default();
+            fields.insert(key.to_string(), value);
+        }
+    }
+    let mut text = serde_json::to_string_pretty(&document).unwrap_or_default();
+    text.push('\n');
+    print_out(&text)
+}
+
+/// Writes a description to stdout; a reader that stops early (`| head`) is not an error.
+fn print_out(text: &str) -> ExitCode {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: cannot write to stdout: {error}");
+            ExitCode::from(EXIT_FAILURE)
+        }
     }
 }
 

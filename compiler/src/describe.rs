@@ -1,0 +1,688 @@
+//! `tenantc describe`: one tenant's view of the plan, cell by cell.
+//!
+//! Consumes: a [`Plan`], a tenant name and optionally a cell name. Produces: a [`View`] of the
+//! tenant's plan in each cell it has a quota in (or a [`LookupError`] with a did-you-mean and the
+//! names it knows), rendered by [`human`] as text for people or by [`json`] as one JSON document
+//! of the plan structs: org, team and trust; the namespaces with their ResourceQuota parts and
+//! allowed priority; the ClusterQueue with its cohort and entitlements per flavor and resource;
+//! the effective capacity per pool resource with its three terms and the one that binds; and the
+//! pools the tenant can reach and cannot, each with the reason.
+//!
+//! Invariants: reads only the plan, never the emitted YAML; cells are in the plan's sorted order;
+//! the binding term shown is the plan's; names typed by the user are escaped before they are
+//! shown.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::diag::{did_you_mean, list_names};
+use crate::load::escape_str;
+use crate::plan::{CEILING_FLAVOR, CellPlan, Plan, TenantPlan};
+use crate::report::{TERMS, term_value};
+
+/// How many known names an unknown-name error lists before it counts the rest.
+const LISTED_NAMES: usize = 10;
+
+/// One tenant in the cells chosen, in the plan's order.
+#[derive(Debug, Clone)]
+pub struct View<'a> {
+    /// The tenant.
+    pub tenant: &'a str,
+    /// Each cell with the tenant's plan in it.
+    pub cells: Vec<(&'a CellPlan, &'a TenantPlan)>,
+}
+
+/// Why a tenant or a cell could not be found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LookupError {
+    /// No cell has a quota for the tenant.
+    UnknownTenant {
+        /// The name asked for, escaped.
+        tenant: String,
+        /// A close name, if any.
+        suggestion: Option<String>,
+        /// Every tenant with a quota somewhere, sorted.
+        tenants: Vec<String>,
+    },
+    /// No cell of that name.
+    UnknownCell {
+        /// The name asked for, escaped.
+        cell: String,
+        /// A close name, if any.
+        suggestion: Option<String>,
+        /// Every cell, sorted.
+        cells: Vec<String>,
+    },
+    /// The cell exists but the tenant has no quota in it.
+    NotInCell {
+        /// The tenant.
+        tenant: String,
+        /// The cell asked for.
+        cell: String,
+        /// The cells the tenant has a quota in, sorted.
+        cells: Vec<String>,
+    },
+}
+
+impl LookupError {
+    /// The error line, lowercase, with a did-you-mean where a name is close.
+    pub fn message(&self) -> String {
+        let hint = |suggestion: &Option<String>| {
+            suggestion
+                .as_ref()
+                .map(|close| format!("; did you mean `{close}`?"))
+                .unwrap_or_default()
+        };
+        match self {
+            LookupError::UnknownTenant {
+                tenant, suggestion, ..
+            } => format!(
+                "no cell has a quota for tenant `{tenant}`{}",
+                hint(suggestion)
+            ),
+            LookupError::UnknownCell {
+                cell, suggestion, ..
+            } => format!("cell `{cell}` is not declared{}", hint(suggestion)),
+            LookupError::NotInCell { tenant, cell, .. } => {
+                format!("tenant `{tenant}` has no quota in cell `{cell}`")
+            }
+        }
+    }
+
+    /// The help line: the names that exist.
+    pub fn help(&self) -> String {
+        match self {
+            LookupError::UnknownTenant { tenants, .. } if tenants.is_empty() => {
+                "no tenant has a quota in any cell; a tenant is described where it has a `quota`"
+                    .to_string()
+            }
+            LookupError::UnknownTenant { tenants, .. } => format!(
+                "tenants with a quota are {}",
+                list_some(tenants.iter().map(String::as_str))
+            ),
+            LookupError::UnknownCell { cells, .. } => format!(
+                "declared cells are {}",
+                list_some(cells.iter().map(String::as_str))
+            ),
+            LookupError::NotInCell { tenant, cells, .. } => format!(
+                "`{tenant}` has a quota in {}; leave out `--cell` to see every one",
+                list_some(cells.iter().map(String::as_str))
+            ),
+        }
+    }
+}
+
+/// At most [`LISTED_NAMES`] names as `a`, `b` and `c`, then how many more there are.
+fn list_some<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.into_iter().collect();
+    if names.len() <= LISTED_NAMES {
+        return list_names(names);
+    }
+    let shown: Vec<String> = names
+        .iter()
+        .take(LISTED_NAMES)
+        .map(|name| format!("`{name}`"))
+        .collect();
+    format!(
+        "{} and {} more",
+        shown.join(", "),
+        names.len().saturating_sub(LISTED_NAMES)
+    )
+}
+
+/// Finds the tenant in every cell it has a quota in, or only in `cell`.
+pub fn lookup<'a>(
+    plan: &'a Plan,
+    tenant: &str,
+    cell: Option<&str>,
+) -> Result<View<'a>, LookupError> {
+    let found: Vec<(&CellPlan, &TenantPlan)> = plan
+        .cells
+        .iter()
+        .filter_map(|cell_plan| {
+            let tenant_plan = cell_plan.tenants.iter().find(|t| t.name == tenant)?;
+            Some((cell_plan, tenant_plan))
+        })
+        .collect();
+    let Some((_, first)) = found.first() else {
+        let mut tenants: Vec<String> = plan
+            .cells
+            .iter()
+            .flat_map(|cell_plan| &cell_plan.tenants)
+            .map(|t| t.name.clone())
+            .collect();
+        tenants.sort();
+        tenants.dedup();
+        return Err(LookupError::UnknownTenant {
+            tenant: escape_str(tenant),
+            suggestion: did_you_mean(tenant, tenants.iter().map(String::as_str))
+                .map(str::to_string),
+            tenants,
+        });
+    };
+    let name = first.name.as_str();
+    let Some(wanted) = cell else {
+        return Ok(View {
+            tenant: name,
+            cells: found,
+        });
+    };
+    if !plan.cells.iter().any(|cell_plan| cell_plan.name == wanted) {
+        let cells: Vec<String> = plan.cells.iter().map(|c| c.name.clone()).collect();
+        return Err(LookupError::UnknownCell {
+            cell: escape_str(wanted),
+            suggestion: did_you_mean(wanted, cells.iter().map(String::as_str)).map(str::to_string),
+            cells,
+        });
+    }
+    let cells: Vec<String> = found.iter().map(|(c, _)| c.name.clone()).collect();
+    let chosen: Vec<(&CellPlan, &TenantPlan)> = found
+        .into_iter()
+        .filter(|(cell_plan, _)| cell_plan.name == wanted)
+        .collect();
+    if chosen.is_empty() {
+        return Err(LookupError::NotInCell {
+            tenant: name.to_string(),
+            cell: wanted.to_string(),
+            cells,
+        });
+    }
+    Ok(View {
+        tenant: name,
+        cells: chosen,
+    })
+}
+
+/// The view as one JSON document: `{"tenant", "cells": [{"cell", …the tenant's plan…}]}`.
+///
+/// Each capacity row names its binding term by the key of that term in the row (`quota`,
+/// `cell_admit` or `topology_fit`).
+pub fn json(view: &View<'_>) -> Result<Value, serde_json::Error> {
+    let mut cells = Vec::new();
+    for (cell, tenant) in &view.cells {
+        let mut object = serde_json::Map::new();
+        object.insert("cell".to_string(), Value::from(cell.name.clone()));
+        object.insert("cell_source".to_string(), Value::from(cell.source.clone()));
+        if let Value::Object(fields) = serde_json::to_value(tenant)? {
+            object.extend(fields);
+        }
+        cells.push(Value::Object(object));
+    }
+    Ok(serde_json::json!({ "tenant": view.tenant, "cells": cells }))
+}
+
+/// A table: columns separated by two spaces, the `right` ones right-aligned, no trailing spaces.
+fn table(indent: &str, header: &[&str], right: &[usize], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|title| title.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let header: Vec<String> = header.iter().map(|title| title.to_string()).collect();
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(rows) {
+        let mut line = String::from(indent);
+        for (idx, (cell, width)) in row.iter().zip(&widths).enumerate() {
+            if idx > 0 {
+                line.push_str("  ");
+            }
+            let pad = width.saturating_sub(cell.chars().count());
+            if right.contains(&idx) {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The view as text for people.
+pub fn human(view: &View<'_>) -> String {
+    let mut out = String::new();
+    let source = view
+        .cells
+        .first()
+        .map(|(_, tenant)| tenant.source.as_str())
+        .unwrap_or_default();
+    let _ = writeln!(out, "tenant `{}` ({source})", view.tenant);
+    for (cell, tenant) in &view.cells {
+        out.push('\n');
+        cell_text(&mut out, cell, tenant);
+    }
+    out
+}
+
+fn cell_text(out: &mut String, cell: &CellPlan, tenant: &TenantPlan) {
+    let _ = writeln!(out, "cell `{}` ({})", cell.name, cell.source);
+    let _ = writeln!(
+        out,
+        "  org `{}`, team `{}`, trust `{}`",
+        tenant.org, tenant.team, tenant.trust
+    );
+
+    out.push_str(
+        "\n  Namespaces: each ResourceQuota holds the namespace's part of the tenant's ceiling and \
+the GPUs of its reservations (reserved plus burst); pods may use only the allowed priority.\n",
+    );
+    let rows: Vec<Vec<String>> = tenant
+        .namespaces
+        .iter()
+        .map(|namespace| {
+            let gpus: Vec<String> = namespace
+                .gpu
+                .iter()
+                .filter(|(_, amount)| **amount != 0)
+                .map(|(resource, amount)| format!("{resource} {amount}"))
+                .collect();
+            vec![
+                namespace.name.clone(),
+                namespace.workload.to_string(),
+                namespace.service_account.clone(),
+                namespace
+                    .priority
+                    .clone()
+                    .unwrap_or_else(|| "-".to_string()),
+                namespace.cpu.clone(),
+                namespace.memory.clone(),
+                namespace.pods.to_string(),
+                if gpus.is_empty() {
+                    "none".to_string()
+                } else {
+                    gpus.join(", ")
+                },
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        "    ",
+        &[
+            "namespace",
+            "workload",
+            "service account",
+            "priority",
+            "cpu",
+            "memory",
+            "pods",
+            "GPUs",
+        ],
+        &[4, 5, 6],
+        &rows,
+    ));
+
+    let queue = &tenant.queue;
+    let weight = queue
+        .weight
+        .map(|weight| format!(", fair-sharing weight {weight}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "\n  ClusterQueue `{}` in cohort `{}`{weight}",
+        queue.name, queue.cohort
+    );
+    let _ = writeln!(
+        out,
+        "    ceiling across its namespaces: cpu {}, memory {}, pods {} (flavor `{CEILING_FLAVOR}`)",
+        queue.cpu, queue.memory, queue.pods
+    );
+    out.push_str(if queue.preempt_within {
+        "    preemption: a workload may preempt lower-priority workloads of this queue\n"
+    } else {
+        "    preemption: no workload preempts another of this queue\n"
+    });
+    let mut rows = Vec::new();
+    for flavor in &queue.flavors {
+        for entitlement in &flavor.resources {
+            if entitlement.nominal == 0
+                && entitlement.borrowing == 0
+                && entitlement.lending.is_none_or(|lending| lending == 0)
+            {
+                continue;
+            }
+            rows.push(vec![
+                flavor.flavor.clone(),
+                flavor.pool.clone(),
+                entitlement.resource.clone(),
+                entitlement.nominal.to_string(),
+                entitlement.borrowing.to_string(),
+                entitlement
+                    .lending
+                    .map_or_else(|| "-".to_string(), |lending| lending.to_string()),
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        out.push_str("    No GPU flavor: every GPU resource has a quota of 0.\n");
+    } else {
+        out.push_str(&table(
+            "    ",
+            &[
+                "flavor",
+                "pool",
+                "resource",
+                "nominal",
+                "borrowing",
+                "lending",
+            ],
+            &[3, 4, 5],
+            &rows,
+        ));
+        out.push_str(
+            "    Nominal is `reserved`, borrowing the `burst` limit; a lending limit of `-` lends \
+all of the nominal quota; every other GPU resource is 0.\n",
+        );
+    }
+
+    out.push_str(
+        "\n  Effective capacity = min(quota, cell, topology); `*` marks the term that binds.\n",
+    );
+    if tenant.capacity.is_empty() {
+        out.push_str("    No GPU reservation in this cell.\n");
+    } else {
+        let gangs = tenant.capacity.iter().any(|row| row.gang.is_some());
+        let rows: Vec<Vec<String>> = tenant
+            .capacity
+            .iter()
+            .map(|row| {
+                let mut cells = vec![row.pool.clone(), row.resource.clone()];
+                cells.extend(TERMS.iter().map(|term| {
+                    let mark = if *term == row.binding { "*" } else { " " };
+                    format!("{}{mark}", term_value(row, *term))
+                }));
+                cells.push(row.effective.to_string());
+                cells.push(row.binding.as_str().to_string());
+                if gangs {
+                    cells.push(match (row.gang, row.domain) {
+                        (Some(gang), Some(domain)) => format!("gangs of {gang} in {domain}"),
+                        _ => "-".to_string(),
+                    });
+                }
+                cells
+            })
+            .collect();
+        let mut header = vec![
+            "pool",
+            "resource",
+            "quota ",
+            "cell ",
+            "topology ",
+            "effective",
+            "binds",
+        ];
+        if gangs {
+            header.push("gang");
+        }
+        out.push_str(&table("    ", &header, &[2, 3, 4, 5], &rows));
+        out.push_str(
+            "    quota: reserved plus burst; cell: the pool's capacity minus what other tenants may \
+not lend; topology: what whole gangs can use, or the capacity.\n",
+        );
+    }
+
+    let (reachable, unreachable): (Vec<_>, Vec<_>) =
+        tenant.reach.iter().partition(|reach| reach.reachable);
+    for (title, reaches) in [
+        ("Pools it can reach", reachable),
+        ("Pools it cannot reach", unreachable),
+    ] {
+        let _ = writeln!(out, "\n  {title}:");
+        if reaches.is_empty() {
+            out.push_str("    none\n");
+        }
+        let width = reaches
+            .iter()
+            .map(|reach| reach.pool.chars().count())
+            .max()
+            .unwrap_or(0);
+        for reach in reaches {
+            let _ = writeln!(out, "    {:<width$}  {}", reach.pool, reach.why);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Effective, Term};
+    use crate::report::fixtures::{generated_fleet, plan_of};
+    use crate::testing::Rng;
+
+    /// The rows of the effective capacity table of one cell's text, split on runs of spaces.
+    fn effective_rows(text: &str) -> Vec<Vec<String>> {
+        text.lines()
+            .skip_while(|line| !line.starts_with("  Effective capacity"))
+            .skip(2)
+            .take_while(|line| line.starts_with("    ") && !line.starts_with("    quota:"))
+            .map(|line| line.split_whitespace().map(str::to_string).collect())
+            .collect()
+    }
+
+    /// Asserts that the text and the JSON mark, for every row, the term that is the minimum.
+    fn assert_marks_the_minimum(view: &View<'_>, context: &str) {
+        for (cell, tenant) in &view.cells {
+            let single = View {
+                tenant: view.tenant,
+                cells: vec![(*cell, *tenant)],
+            };
+            let text = human(&single);
+            let shown = effective_rows(&text);
+            assert_eq!(shown.len(), tenant.capacity.len(), "{context}\n{text}");
+            for (row, shown) in tenant.capacity.iter().zip(&shown) {
+                let minimum = row.quota.min(row.cell_admit).min(row.topology_fit);
+                // Columns: pool, resource, quota, cell, topology, effective, binds.
+                let marked: Vec<usize> = (2..5).filter(|idx| shown[*idx].ends_with('*')).collect();
+                assert_eq!(marked.len(), 1, "{context}: {shown:?}");
+                assert_eq!(
+                    shown[marked[0]].trim_end_matches('*'),
+                    minimum.to_string(),
+                    "{context}: {shown:?}"
+                );
+                assert_eq!(
+                    TERMS[marked[0] - 2].as_str(),
+                    shown[6],
+                    "{context}: {shown:?}"
+                );
+                assert_eq!(shown[5], minimum.to_string(), "{context}: {shown:?}");
+            }
+        }
+        let document = json(view).unwrap();
+        for cell in document["cells"].as_array().unwrap() {
+            for row in cell["capacity"].as_array().unwrap() {
+                let minimum = ["quota", "cell_admit", "topology_fit"]
+                    .iter()
+                    .map(|key| row[key].as_i64().unwrap())
+                    .min()
+                    .unwrap();
+                let binding = row["binding"].as_str().unwrap();
+                assert_eq!(row[binding].as_i64(), Some(minimum), "{context}: {row}");
+                assert_eq!(row["effective"].as_i64(), Some(minimum), "{context}: {row}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_binding_term_shown_is_the_minimum_over_generated_fleets() {
+        for seed in 1..=60 {
+            let plan = plan_of(&generated_fleet(&mut Rng(seed)));
+            let tenants: Vec<String> = plan.cells[0]
+                .tenants
+                .iter()
+                .map(|t| t.name.clone())
+                .collect();
+            for tenant in tenants {
+                let view = lookup(&plan, &tenant, None).unwrap();
+                assert_marks_the_minimum(&view, &format!("seed {seed}, {tenant}"));
+            }
+        }
+    }
+
+    #[test]
+    fn the_binding_term_shown_is_the_minimum_of_hand_made_rows() {
+        let mut rng = Rng(5);
+        let mut plan = plan_of(&generated_fleet(&mut Rng(3)));
+        for round in 0..300 {
+            for tenant in &mut plan.cells[0].tenants {
+                tenant.capacity = (0..rng.below(4))
+                    .map(|idx| {
+                        // Small values, so ties between the terms are frequent.
+                        let quota = rng.below(5) as i64;
+                        let cell_admit = rng.below(5) as i64;
+                        let topology_fit = rng.below(5) as i64;
+                        let effective = quota.min(cell_admit).min(topology_fit);
+                        let binding = [Term::Quota, Term::CellAdmit, Term::TopologyFit]
+                            .into_iter()
+                            .find(|term| {
+                                [quota, cell_admit, topology_fit][*term as usize] == effective
+                            })
+                            .unwrap();
+                        let gang = (rng.below(2) == 0).then_some(2);
+                        Effective {
+                            pool: format!("p{idx}"),
+                            resource: "nvidia.com/gpu".to_string(),
+                            nominal: quota,
+                            borrowing: 0,
+                            quota,
+                            cell_admit,
+                            topology_fit,
+                            gang,
+                            domain: gang.map(|_| 8),
+                            effective,
+                            binding,
+                        }
+                    })
+                    .collect();
+            }
+            for tenant in &plan.cells[0].tenants {
+                let view = lookup(&plan, &tenant.name, Some("c1")).unwrap();
+                assert_marks_the_minimum(&view, &format!("round {round}, {}", tenant.name));
+            }
+        }
+    }
+
+    fn fleet() -> Plan {
+        let cell = |name: &str| {
+            crate::InputFile {
+            path: format!("cells/{name}.kdl"),
+            contents: format!(
+                "cell \"{name}\" {{\n    cloud \"aws\" region=\"us-east-1\"\n    kubernetes \"1.33\"\n    driver \"570\"\n    priority \"batch\" value=1000\n    pool \"p\" {{\n        gpu \"H100-80GB-SXM\"\n        nodes 1 gpus-per-node=8\n        sharing \"exclusive\"\n    }}\n}}\n"
+            )
+            .into_bytes(),
+        }
+        };
+        let tenant = |name: &str, cells: &[&str]| {
+            let quotas: String = cells
+                .iter()
+                .map(|cell| {
+                    format!(
+                        "    quota cell=\"{cell}\" cpu=\"8\" memory=\"8Gi\" pods=10 {{\n        pool \"p\" reserved=4 burst=8\n    }}\n"
+                    )
+                })
+                .collect();
+            crate::InputFile {
+                path: format!("tenants/{name}.kdl"),
+                contents: format!(
+                    "tenant \"{name}\" {{\n    org \"o\"\n    team \"t\"\n    trust \"hard\"\n    groups admin=\"a\" member=\"m\"\n{quotas}    workload \"train\" service-account=\"sa\" priority=\"batch\"\n}}\n"
+                )
+                .into_bytes(),
+            }
+        };
+        plan_of(&[
+            cell("east"),
+            cell("west"),
+            tenant("research", &["east", "west"]),
+            tenant("serving", &["west"]),
+        ])
+    }
+
+    #[test]
+    fn finds_a_tenant_in_every_cell_or_in_the_one_asked_for() {
+        let plan = fleet();
+        let names = |view: View<'_>| -> Vec<String> {
+            view.cells
+                .iter()
+                .map(|(cell, _)| cell.name.clone())
+                .collect()
+        };
+        assert_eq!(
+            names(lookup(&plan, "research", None).unwrap()),
+            ["east", "west"]
+        );
+        assert_eq!(
+            names(lookup(&plan, "research", Some("west")).unwrap()),
+            ["west"]
+        );
+        assert_eq!(names(lookup(&plan, "serving", None).unwrap()), ["west"]);
+    }
+
+    #[test]
+    fn an_unknown_tenant_suggests_a_close_name_and_lists_the_known_ones() {
+        let plan = fleet();
+        let error = lookup(&plan, "reserch", None).unwrap_err();
+        assert_eq!(
+            error.message(),
+            "no cell has a quota for tenant `reserch`; did you mean `research`?"
+        );
+        assert_eq!(
+            error.help(),
+            "tenants with a quota are `research` and `serving`"
+        );
+        let error = lookup(&plan, "zzz\u{1b}[2J", None).unwrap_err();
+        assert_eq!(
+            error.message(),
+            "no cell has a quota for tenant `zzz\\u{1b}[2J`",
+            "typed names are escaped"
+        );
+    }
+
+    #[test]
+    fn an_unknown_cell_and_a_cell_without_the_tenant_are_errors() {
+        let plan = fleet();
+        let error = lookup(&plan, "serving", Some("wast")).unwrap_err();
+        assert_eq!(
+            error.message(),
+            "cell `wast` is not declared; did you mean `west`?"
+        );
+        assert_eq!(error.help(), "declared cells are `east` and `west`");
+        let error = lookup(&plan, "serving", Some("east")).unwrap_err();
+        assert_eq!(
+            error.message(),
+            "tenant `serving` has no quota in cell `east`"
+        );
+        assert_eq!(
+            error.help(),
+            "`serving` has a quota in `west`; leave out `--cell` to see every one"
+        );
+    }
+
+    #[test]
+    fn long_name_lists_are_cut() {
+        let names: Vec<String> = (0..12).map(|idx| format!("t{idx:02}")).collect();
+        assert_eq!(
+            list_some(names.iter().map(String::as_str)),
+            "`t00`, `t01`, `t02`, `t03`, `t04`, `t05`, `t06`, `t07`, `t08`, `t09` and 2 more"
+        );
+    }
+
+    #[test]
+    fn tables_align_without_trailing_spaces() {
+        let text = table(
+            "  ",
+            &["a", "number", "c"],
+            &[1],
+            &[
+                vec!["long".into(), "1".into(), String::new()],
+                vec!["x".into(), "200".into(), "z".into()],
+            ],
+        );
+        assert_eq!(
+            text,
+            "  a     number  c\n  long       1\n  x        200  z\n"
+        );
+    }
+}
