@@ -7,8 +7,9 @@
 //! example fleet and generated fleets compiled in-process with `tenantc::compile`, the CRDs
 //! vendored under `schema/crds/` and the fixtures under `tests/conformance/`.
 //! Produces: one line per check and a summary in libtest's format, plus the reports a reviewer
-//! reads: objects applied per kind, the RBAC access matrix, and the objects the API server
-//! refuses to update in place.
+//! reads: objects applied per kind, the RBAC access matrix, the objects the API server
+//! refuses to update in place, and the quota probes and ceiling sums of `conformance/quota.rs`
+//! (quota admission judging tenant pods against their GPU quotas, ceilings and priorities).
 //!
 //! Invariants:
 //! - The checks share one API server, so this binary has its own runner (`harness = false` in
@@ -31,6 +32,9 @@
 )] // A test runner prints its results, and a panic is a failed check.
 
 mod support;
+
+#[path = "conformance/quota.rs"]
+mod quota;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -215,6 +219,36 @@ const CHECKS: &[(&str, bool, Check)] = &[
         "harness_self_test_broken_objects_fail_the_apply_step",
         true,
         harness_self_test_broken_objects_fail_the_apply_step,
+    ),
+    (
+        "quota_quantities_parse_and_print_exactly",
+        false,
+        quota::quota_quantities_parse_and_print_exactly,
+    ),
+    (
+        "quota_admission_judges_server_side_dry_run_like_real_creates",
+        true,
+        quota::quota_admission_judges_server_side_dry_run_like_real_creates,
+    ),
+    (
+        "tenant_namespaces_may_use_only_their_own_priority_class",
+        true,
+        quota::tenant_namespaces_may_use_only_their_own_priority_class,
+    ),
+    (
+        "gpu_requests_beyond_the_namespace_quota_are_refused",
+        true,
+        quota::gpu_requests_beyond_the_namespace_quota_are_refused,
+    ),
+    (
+        "namespace_quotas_add_up_to_the_tenant_ceiling",
+        true,
+        quota::namespace_quotas_add_up_to_the_tenant_ceiling,
+    ),
+    (
+        "quota_self_test_tampered_quotas_fail_the_checks",
+        true,
+        quota::quota_self_test_tampered_quotas_fail_the_checks,
     ),
 ];
 

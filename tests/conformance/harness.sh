@@ -6,7 +6,10 @@
 # missing), openssl.
 # Produces: kube-apiserver and kube-controller-manager binaries cached outside the repository,
 # a running etcd + kube-apiserver + kube-controller-manager with generated certificates and
-# tokens, a kubeconfig and an env file.
+# tokens, a kubeconfig and an env file. kube-controller-manager runs only the controllers the
+# checks need: clusterrole aggregation (the admin, edit and view roles), service accounts (each
+# namespace's `default`) and resource quotas (quota admission enforces only the limits a quota's
+# status lists).
 # Invariants: everything listens on 127.0.0.1 only, on free ports chosen at start; all state
 # lives in one throw-away run folder; `run` always stops what it started (EXIT, INT, TERM).
 #
@@ -209,6 +212,16 @@ aggregated_roles_filled() {
     done
 }
 
+# Quota admission enforces only the limits a ResourceQuota's status lists, so a quota whose status
+# the resourcequota-controller has not computed limits nothing: every pod is admitted. A probe
+# quota in `default` shows that the controller runs; it is removed once its status is there.
+PROBE_QUOTA_URL_PATH=api/v1/namespaces/default/resourcequotas
+probe_quota_status_computed() {
+    curl -sf --cacert "$RUN_DIR/pki/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" \
+        "https://127.0.0.1:$API_PORT/$PROBE_QUOTA_URL_PATH/conformance-harness-probe" |
+        grep -q '"used"'
+}
+
 default_service_account_exists() {
     curl -sf --cacert "$RUN_DIR/pki/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" \
         "https://127.0.0.1:$API_PORT/api/v1/namespaces/default/serviceaccounts/default" >/dev/null
@@ -292,7 +305,7 @@ TOKENS
         --kubeconfig="$RUN_DIR/admin.kubeconfig" \
         --authentication-kubeconfig="$RUN_DIR/admin.kubeconfig" \
         --authorization-kubeconfig="$RUN_DIR/admin.kubeconfig" \
-        --controllers=clusterrole-aggregation-controller,serviceaccount-controller \
+        --controllers=clusterrole-aggregation-controller,serviceaccount-controller,resourcequota-controller \
         --leader-elect=false --bind-address=127.0.0.1 --secure-port=0 \
         --use-service-account-credentials=false \
         >"$RUN_DIR/logs/kube-controller-manager.log" 2>&1 &
@@ -301,6 +314,14 @@ TOKENS
         aggregated_roles_filled || { stop_dir "$RUN_DIR"; return 1; }
     wait_for "the default ServiceAccount" 60 kube-controller-manager \
         default_service_account_exists || { stop_dir "$RUN_DIR"; return 1; }
+    curl -sf --cacert "$RUN_DIR/pki/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" -H "Content-Type: application/json" \
+        -X POST "https://127.0.0.1:$API_PORT/$PROBE_QUOTA_URL_PATH" \
+        -d '{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"conformance-harness-probe"},"spec":{"hard":{"pods":"1k"}}}' \
+        >/dev/null || { log "could not create the probe ResourceQuota"; stop_dir "$RUN_DIR"; return 1; }
+    wait_for "the status of a ResourceQuota (resourcequota-controller)" 60 kube-controller-manager \
+        probe_quota_status_computed || { stop_dir "$RUN_DIR"; return 1; }
+    curl -sf --cacert "$RUN_DIR/pki/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" \
+        -X DELETE "https://127.0.0.1:$API_PORT/$PROBE_QUOTA_URL_PATH/conformance-harness-probe" >/dev/null || true
 
     # The plain user may impersonate anyone and nothing else.
     kubectl_admin apply --server-side --field-manager=conformance-harness -f - >/dev/null <<'RBAC' ||
