@@ -50,12 +50,7 @@ const QUOTA_STATUS_TIMEOUT: Duration = Duration::from_secs(60);
 /// Entitlement rules that today's output breaks, each with why; the priorities check fails when
 /// the observed gaps differ from this list in any way, also when one is closed, so the list
 /// shrinks with the fix.
-const EXPECTED_ENTITLEMENT_GAPS: &[(&str, &str)] = &[(
-    "undeclared-priority-class",
-    "expected to fail until tenant-priorities denies every class but the namespace's own \
-     (`Exists` and `NotIn [own]`, or `Exists` alone without one): its `In` list of the cell's \
-     classes admits any class created after the build",
-)];
+const EXPECTED_ENTITLEMENT_GAPS: &[(&str, &str)] = &[];
 
 // The example fleet -------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 //! Consumes: a tenant's plan in a cell. Produces: per workload namespace a Namespace, a
 //! ServiceAccount, RoleBindings for the tenant's groups, the ResourceQuota holding the
 //! namespace's part of the tenant's ceiling and its GPU reservations, the ResourceQuota that
-//! denies every priority class the namespace is not entitled to, and a LimitRange; each with its
+//! denies every priority class but the namespace's own (declared or not), and a LimitRange; each with its
 //! file path inside the tenant folder.
 //!
 //! Invariants:
@@ -102,11 +102,7 @@ pub(super) fn objects(
                         Quantity("0".to_string()),
                     )])),
                     scope_selector: Some(ScopeSelector {
-                        match_expressions: Some(vec![ScopedResourceSelectorRequirement {
-                            operator: "In".to_string(),
-                            scope_name: "PriorityClass".to_string(),
-                            values: Some(namespace.denied_priorities.clone()),
-                        }]),
+                        match_expressions: Some(priority_scope(namespace)),
                     }),
                     ..ResourceQuotaSpec::default()
                 }),
@@ -135,6 +131,25 @@ pub(super) fn objects(
         ));
     }
     Ok(objects)
+}
+
+/// The pods `tenant-priorities` counts (and, with `pods: 0`, denies): every pod with a priority
+/// class other than the namespace's own. `Exists` and `NotIn` are ANDed, so a class created after
+/// the build is denied too, and a pod without a class is not counted.
+fn priority_scope(namespace: &NamespacePlan) -> Vec<ScopedResourceSelectorRequirement> {
+    let mut scope = vec![ScopedResourceSelectorRequirement {
+        operator: "Exists".to_string(),
+        scope_name: "PriorityClass".to_string(),
+        values: None,
+    }];
+    if let Some(own) = &namespace.priority {
+        scope.push(ScopedResourceSelectorRequirement {
+            operator: "NotIn".to_string(),
+            scope_name: "PriorityClass".to_string(),
+            values: Some(vec![own.clone()]),
+        });
+    }
+    scope
 }
 
 /// The labels every object of the tenant carries.

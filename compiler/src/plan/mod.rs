@@ -212,7 +212,8 @@ pub struct NamespacePlan {
     pub service_account: String,
     /// The priority class its pods may use.
     pub priority: Option<String>,
-    /// Priority classes its pods may not use: every other class of the cell and the system ones.
+    /// Priority classes of the cell, and the system ones, that its pods may not use; the
+    /// `tenant-priorities` quota denies every class but its own, also classes created later.
     pub denied_priorities: Vec<String>,
     /// Its part of the tenant's cpu ceiling.
     pub cpu: String,
