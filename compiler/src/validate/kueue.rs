@@ -1578,7 +1578,7 @@ fn ratio_text(milli: i128) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::validate::test_support::{codes, fleet};
+    use crate::validate::test_support::{codes, example_files, fleet};
 
     /// A deterministic generator for the seeded property loops.
     struct Lcg(u64);
@@ -2256,6 +2256,60 @@ mod tests {
                 Err(FleetSplitError::PartAmbiguous(_)) => unreachable!("no entry is ambiguous"),
             }
         }
+    }
+
+    #[test]
+    fn the_example_fleet_splits_every_ceiling_and_fleet_reservation_exactly() {
+        let files = example_files();
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        assert_eq!(codes(&files), []);
+        let fleet = fleet(&files);
+        let mut checked = 0;
+        for tenant in &fleet.tenants {
+            for quota in &tenant.quotas {
+                let parts = split_ceilings(quota, &tenant.workloads);
+                assert_eq!(parts.len(), tenant.workloads.len(), "{}", tenant.name.value);
+                let cpu: i128 = parts.iter().map(|p| p.cpu.milli()).sum();
+                let memory: i128 = parts.iter().map(|p| p.memory.milli()).sum();
+                let pods: i64 = parts.iter().map(|p| p.pods).sum();
+                assert_eq!(cpu, quota.cpu.value.milli(), "{}", tenant.name.value);
+                assert_eq!(memory, quota.memory.value.milli(), "{}", tenant.name.value);
+                assert_eq!(pods, quota.pods.value, "{}", tenant.name.value);
+                checked += 1;
+            }
+            for reservation in &tenant.fleet {
+                let parts = fleet_cell_parts(reservation).unwrap();
+                assert_eq!(parts.iter().sum::<i64>(), reservation.gpus.value);
+                for (share, part) in reservation.cells.iter().zip(parts) {
+                    let cell = fleet
+                        .cells
+                        .iter()
+                        .find(|c| c.name.value == share.cell.value)
+                        .unwrap();
+                    let quota = tenant.quota_in(&share.cell.value).unwrap();
+                    assert_eq!(
+                        reserved_gpus_of_model(quota, cell, &reservation.gpu.value),
+                        part
+                    );
+                }
+            }
+        }
+        assert!(checked >= 6, "{checked}");
+        assert!(
+            fleet.tenants.iter().any(|t| !t.fleet.is_empty()),
+            "the example has no fleet reservation"
+        );
+        assert!(
+            fleet
+                .tenants
+                .iter()
+                .flat_map(|t| &t.quotas)
+                .any(|q| !q.splits.is_empty()),
+            "the example has no ceiling split"
+        );
     }
 
     #[test]
