@@ -18,6 +18,7 @@
 //! is exact (the parts add up to the whole in the smallest unit, with no rounding loss), so a
 //! fleet that passes these checks lowers to namespace quotas that add up to its ceilings.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalog::Catalog;
@@ -318,8 +319,22 @@ pub(super) fn check(fleet: &Fleet, catalog: &Catalog, diagnostics: &mut Vec<Diag
         .iter()
         .map(|cell| (cell.name.value.as_str(), cell))
         .collect();
+    // Built once per cell: a cell that declares GPU models gets a catalog of its own.
+    let catalogs: BTreeMap<&str, Cow<'_, Catalog>> = fleet
+        .cells
+        .iter()
+        .map(|cell| {
+            (
+                cell.name.value.as_str(),
+                hardware::cell_catalog(cell, catalog),
+            )
+        })
+        .collect();
     for cell in &fleet.cells {
-        check_cell(cell, catalog, diagnostics);
+        let cell_catalog = catalogs
+            .get(cell.name.value.as_str())
+            .map_or(catalog, |c| c);
+        check_cell(cell, cell_catalog, diagnostics);
     }
     // (cell, pool, resource) -> reservations, for the burst check.
     let mut drawn: BTreeMap<(&str, &str, String), Reservations<'_>> = BTreeMap::new();
@@ -342,13 +357,15 @@ pub(super) fn check(fleet: &Fleet, catalog: &Catalog, diagnostics: &mut Vec<Diag
                 }
                 continue;
             };
-            let cell_catalog = hardware::cell_catalog(cell, catalog);
+            let cell_catalog = catalogs
+                .get(cell.name.value.as_str())
+                .map_or(catalog, |c| c);
             for reservation in &quota.pools {
                 check_reservation(tenant, cell, reservation, diagnostics);
             }
             check_pool_count(tenant, cell, quota, diagnostics);
             for reservation in counted_reservations(quota) {
-                if let Some((pool, offer)) = hardware::resolve(cell, reservation, &cell_catalog) {
+                if let Some((pool, offer)) = hardware::resolve(cell, reservation, cell_catalog) {
                     drawn
                         .entry((
                             cell.name.value.as_str(),
@@ -363,11 +380,12 @@ pub(super) fn check(fleet: &Fleet, catalog: &Catalog, diagnostics: &mut Vec<Diag
         check_fleet(tenant, &cells, diagnostics);
     }
     for ((cell_name, pool_name, resource), reservations) in &drawn {
+        let cell_catalog = catalogs.get(cell_name).map_or(catalog, |c| c);
         check_burst(
             &cells,
             (cell_name, pool_name, resource),
             reservations,
-            catalog,
+            cell_catalog,
             diagnostics,
         );
     }
@@ -722,7 +740,8 @@ fn check_pool_count(
     }
 }
 
-fn check_cell(cell: &Cell, catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>) {
+/// The checks of one cell; `cell_catalog` is the catalog as the cell sees it.
+fn check_cell(cell: &Cell, cell_catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>) {
     duplicates(cell.orgs.iter().map(|org| &org.name), "org", diagnostics);
     for priority in &cell.priorities {
         let length = priority.name.value.len();
@@ -741,13 +760,12 @@ fn check_cell(cell: &Cell, catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>)
             );
         }
     }
-    let cell_catalog = hardware::cell_catalog(cell, catalog);
     let mut resources = BTreeSet::new();
     let mut over = false;
     for pool in &cell.pools {
         check_flavor_limits(pool, diagnostics);
         check_topology(pool, diagnostics);
-        for offer in hardware::offers(pool, &cell_catalog) {
+        for offer in hardware::offers(pool, cell_catalog) {
             resources.insert(offer.resource);
         }
         if !over && resources.len() > MAX_CELL_GPU_RESOURCES {
@@ -1463,7 +1481,7 @@ fn check_burst(
     cells: &BTreeMap<&str, &Cell>,
     (cell_name, pool_name, resource): (&str, &str, &str),
     reservations: &[(&Tenant, &PoolQuota)],
-    catalog: &Catalog,
+    cell_catalog: &Catalog,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     let Some(cell) = cells.get(cell_name).copied() else {
@@ -1472,8 +1490,7 @@ fn check_burst(
     let Some(pool) = cell.pools.iter().find(|p| p.name.value == pool_name) else {
         return;
     };
-    let cell_catalog = hardware::cell_catalog(cell, catalog);
-    let Some(offer) = hardware::offers(pool, &cell_catalog)
+    let Some(offer) = hardware::offers(pool, cell_catalog)
         .into_iter()
         .find(|offer| offer.resource == resource)
     else {
