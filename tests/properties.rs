@@ -75,10 +75,16 @@ fn changing_one_tenant_changes_only_that_tenants_files() {
         .find(|input| input.path == "tenants/acme-research.kdl")
         .expect("the example fleet has acme-research");
     let text = String::from_utf8(tenant.contents.clone()).unwrap();
-    let changed = text.replace(
-        "pool \"h100-train\" reserved=64 burst=32",
-        "pool \"h100-train\" reserved=72 burst=32",
-    );
+    // The tenant's fleet contract follows its reservation, as the README's tour says.
+    let changed = text
+        .replace(
+            "pool \"h100-train\" reserved=64 burst=32",
+            "pool \"h100-train\" reserved=72 burst=32",
+        )
+        .replace(
+            "fleet gpu=\"H100-80GB-SXM\" gpus=64",
+            "fleet gpu=\"H100-80GB-SXM\" gpus=72",
+        );
     assert_ne!(text, changed, "the edit must apply");
     tenant.contents = changed.into_bytes();
     let after = build(&edited);

@@ -64,11 +64,16 @@ const LISTS: &[(&str, &str, &str)] = &[
     ("tenant", "workload", "workloads"),
     ("tenant", "registry", "registries"),
     ("tenant", "model", "models"),
+    ("tenant", "fleet", "fleet"),
+    ("fleet", "cell", "cells"),
     ("quota", "pool", "pools"),
+    ("quota", "split", "splits"),
     ("cell", "pool", "pools"),
     ("cell", "priority", "priorities"),
     ("cell", "gpu-model", "gpu-models"),
     ("cell", "allow-group", "allow-groups"),
+    ("cell", "org", "orgs"),
+    ("topology", "level", "levels"),
     ("pool", "taint", "taints"),
     ("pool", "mig-layout", "mig-layouts"),
     ("mig", "profile", "profiles"),
@@ -101,7 +106,13 @@ const ARGS: &[(&str, &[&str])] = &[
     ("cloud", &["provider"]),
     ("nodes", &["count"]),
     ("taint", &["key", "value"]),
+    ("split", &["workload"]),
+    ("level", &["label"]),
 ];
+
+/// Positional arguments of a node that only has them under one parent: `org "<org>"` is a
+/// scalar in a tenant and a named item of `orgs` in a cell.
+const PARENT_ARGS: &[(&str, &str, &[&str])] = &[("cell", "org", &["name"])];
 
 fn list_key(parent: &str, child: &str) -> Option<&'static str> {
     LISTS
@@ -121,10 +132,16 @@ fn is_values(parent: &str, child: &str) -> bool {
     VALUES.iter().any(|(p, c)| *p == parent && *c == child)
 }
 
-fn arg_names(node: &str) -> Option<&'static [&'static str]> {
-    ARGS.iter()
-        .find(|(name, _)| *name == node)
-        .map(|(_, names)| *names)
+fn arg_names(parent: &str, node: &str) -> Option<&'static [&'static str]> {
+    PARENT_ARGS
+        .iter()
+        .find(|(p, name, _)| *p == parent && *name == node)
+        .map(|(_, _, names)| *names)
+        .or_else(|| {
+            ARGS.iter()
+                .find(|(name, _)| *name == node)
+                .map(|(_, names)| *names)
+        })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -190,9 +207,14 @@ fn yaml_to_json(node: &Node, at: &str) -> Result<Json, String> {
 
 /// A KDL node as the YAML form of the declaration: the mapping rules of `Obj`, driven by the
 /// tables above.
-fn kdl_object(name: &str, map: &Map, at: &str) -> Result<JsonMap<String, Json>, String> {
+fn kdl_object(
+    parent: &str,
+    name: &str,
+    map: &Map,
+    at: &str,
+) -> Result<JsonMap<String, Json>, String> {
     let mut object = JsonMap::new();
-    let names = arg_names(name).unwrap_or(&[]);
+    let names = arg_names(parent, name).unwrap_or(&[]);
     if map.args.len() > names.len() {
         return Err(format!(
             "{at}: `{name}` has {} positional values, the table knows {}",
@@ -217,7 +239,7 @@ fn kdl_object(name: &str, map: &Map, at: &str) -> Result<JsonMap<String, Json>, 
             continue;
         };
         if let Some(plural) = list_key(name, key) {
-            let item = kdl_child(key, child, &path)?;
+            let item = kdl_child(name, key, child, &path)?;
             match object
                 .entry(plural)
                 .or_insert_with(|| Json::Array(Vec::new()))
@@ -252,7 +274,7 @@ fn kdl_object(name: &str, map: &Map, at: &str) -> Result<JsonMap<String, Json>, 
                 .collect::<Result<Vec<_>, _>>()?;
             insert_once(&mut object, key, Json::Array(values), at)?;
         } else {
-            insert_once(&mut object, key, kdl_child(key, child, &path)?, at)?;
+            insert_once(&mut object, key, kdl_child(name, key, child, &path)?, at)?;
         }
     }
     Ok(object)
@@ -260,10 +282,14 @@ fn kdl_object(name: &str, map: &Map, at: &str) -> Result<JsonMap<String, Json>, 
 
 /// A KDL child node: a scalar field (one value, nothing else, no positional names in the
 /// table) or an object.
-fn kdl_child(name: &str, map: &Map, at: &str) -> Result<Json, String> {
-    match (arg_names(name), map.args.as_slice(), map.entries.is_empty()) {
+fn kdl_child(parent: &str, name: &str, map: &Map, at: &str) -> Result<Json, String> {
+    match (
+        arg_names(parent, name),
+        map.args.as_slice(),
+        map.entries.is_empty(),
+    ) {
         (None, [only], true) => scalar_to_json(&only.value, at),
-        _ => kdl_object(name, map, at).map(Json::Object),
+        _ => kdl_object(parent, name, map, at).map(Json::Object),
     }
 }
 
@@ -285,7 +311,7 @@ fn declaration_json(path: &Path) -> Result<Json, String> {
         .ok_or_else(|| format!("{}: declares nothing", path.display()))?;
     let at = path.display().to_string();
     match (&root.kind, &root.node.value) {
-        (Some((kind, _)), Value::Map(map)) => kdl_object(kind, map, &at).map(Json::Object),
+        (Some((kind, _)), Value::Map(map)) => kdl_object("", kind, map, &at).map(Json::Object),
         (None, _) => yaml_to_json(&root.node, &at),
         (Some(_), _) => Err(format!("{at}: the top-level node is not a node")),
     }
@@ -791,21 +817,41 @@ quotas:
     cpu: "64"
     memory: 512Gi
     pods: 200
+    weight: 2
     pools:
       - name: train
         reserved: 8
         burst: 8
+        lend: 4
+        gang: 16
+        within: example.com/rack
         workload: train
       - name: infer
         profile: 1g.10gb
         reserved: 4
         workload: infer
+      - name: x1
+        reserved: 4
+        workload: train
+    splits:
+      - {workload: train, cpu: "48", memory: 384Gi, pods: 150}
+      - {workload: infer, cpu: "16", memory: 128Gi, pods: 50}
 workloads:
   - kind: train
     service-account: trainer
     priority: batch
+    share: 2
   - kind: infer
     service-account: server
+fleet:
+  - gpu: H100-80GB-SXM
+    gpus: 8
+    cells:
+      - {name: c1, weight: 1}
+  - gpu: ACME-X1-96GB
+    gpus: 4
+    cells:
+      - {name: c1, gpus: 4}
 registries:
   - registry.acme.internal/research
   - localhost:5000
@@ -827,6 +873,9 @@ dns:
   selector: k8s-app=kube-dns
 gpu-operator:
   namespace: gpu-operator
+oversubscribe: 1.5
+orgs:
+  - {name: acme, weight: 2}
 priorities:
   - name: batch
     value: 1000
@@ -838,6 +887,9 @@ pools:
     nodes: {count: 4, gpus-per-node: 8}
     sharing: exclusive
     nvlink-domain: {gpus: 8}
+    topology:
+      levels:
+        - {label: example.com/rack, nodes: 2}
     labels:
       pool: train
       example.com/owner: platform
@@ -896,11 +948,30 @@ enum Change {
     Set(&'static str, Json),
     /// Removes the value at a JSON pointer.
     Remove(&'static str),
+    /// Several changes at once, for values that must agree (a ceiling and its splits).
+    All(Vec<Change>),
+}
+
+impl Change {
+    fn label(&self, kind: Kind) -> String {
+        match self {
+            Change::Set(pointer, value) => format!("{kind:?} {pointer} = {value}"),
+            Change::Remove(pointer) => format!("{kind:?} without {pointer}"),
+            Change::All(changes) => changes
+                .iter()
+                .map(|change| change.label(kind))
+                .collect::<Vec<_>>()
+                .join(" and "),
+        }
+    }
 }
 
 fn apply(mut instance: Json, change: &Change) -> Json {
     let pointer = match change {
         Change::Set(pointer, _) | Change::Remove(pointer) => *pointer,
+        Change::All(changes) => {
+            return changes.iter().fold(instance, apply);
+        }
     };
     let (parent, last) = pointer
         .rsplit_once('/')
@@ -964,10 +1035,7 @@ fn compile_with(kind: Kind, changed: &Json) -> Vec<String> {
 fn check_rejected(kind: Kind, change: &Change, expected: &[&str]) -> Result<(), String> {
     let changed = apply(base(kind), change);
     let errors = schema_errors(&validator(kind), &changed);
-    let label = match change {
-        Change::Set(pointer, value) => format!("{kind:?} {pointer} = {value}"),
-        Change::Remove(pointer) => format!("{kind:?} without {pointer}"),
-    };
+    let label = change.label(kind);
     if errors.is_empty() {
         return Err(format!("{label}: the schema accepts it"));
     }
@@ -1148,6 +1216,44 @@ fn invalid_tenant_values_are_rejected_by_schema_and_compiler() {
             Change::Set("/models/0/version", json!(1.0)),
             &["type-mismatch"],
         ),
+        (
+            Change::Set("/quotas/0/pools/0/within", json!("Example.com/rack")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/quotas/0/pools/0/gang", json!("16")),
+            &["type-mismatch"],
+        ),
+        (
+            Change::Set("/quotas/0/splits/0/workload", json!("serve")),
+            &["value-unknown"],
+        ),
+        (
+            Change::Remove("/quotas/0/splits/0/pods"),
+            &["field-missing"],
+        ),
+        (
+            Change::Set("/quotas/0/splits", json!({})),
+            &["type-mismatch"],
+        ),
+        (Change::Remove("/fleet/0/cells"), &["field-missing"]),
+        (Change::Set("/fleet/0/cells", json!([])), &["field-missing"]),
+        (
+            Change::Set("/fleet/0/cells/0", json!({"name": "c1"})),
+            &["field-missing"],
+        ),
+        (
+            Change::Set(
+                "/fleet/0/cells/0",
+                json!({"name": "c1", "gpus": 8, "weight": 1}),
+            ),
+            &["fleet-reservation-mismatch"],
+        ),
+        (Change::Remove("/fleet/1/gpu"), &["field-missing"]),
+        (
+            Change::Set("/workloads/0/share", json!(1.5)),
+            &["type-mismatch"],
+        ),
     ];
     assert_all_rejected(Kind::Tenant, cases);
 }
@@ -1326,6 +1432,35 @@ fn invalid_cell_values_are_rejected_by_schema_and_compiler() {
             Change::Remove("/gpu-models/0/mig/profiles/1/size"),
             &["field-missing"],
         ),
+        (
+            Change::Set("/oversubscribe", json!("1.5")),
+            &["type-mismatch"],
+        ),
+        (
+            Change::Set("/orgs/0/name", json!("Acme")),
+            &["name-invalid"],
+        ),
+        (Change::Set("/orgs", json!({"acme": 2})), &["type-mismatch"]),
+        (
+            Change::Set("/pools/0/topology/levels", json!([])),
+            &["field-missing"],
+        ),
+        (
+            Change::Set("/pools/0/topology", json!({})),
+            &["field-missing"],
+        ),
+        (
+            Change::Set("/pools/0/topology/levels/0/label", json!("rack!")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Remove("/pools/0/topology/levels/0/nodes"),
+            &["field-missing"],
+        ),
+        (
+            Change::Set("/pools/0/topology/depth", json!(2)),
+            &["field-unknown"],
+        ),
     ];
     assert_all_rejected(Kind::Cell, cases);
 }
@@ -1335,6 +1470,22 @@ const RANGES: &[(Kind, &str, f64, f64)] = &[
     (Kind::Tenant, "/quotas/0/pods", 0.0, 1_000_000.0),
     (Kind::Tenant, "/quotas/0/pools/0/reserved", 0.0, 1_000_000.0),
     (Kind::Tenant, "/quotas/0/pools/0/burst", 0.0, 1_000_000.0),
+    (Kind::Tenant, "/quotas/0/pools/0/lend", 0.0, 1_000_000.0),
+    (Kind::Tenant, "/quotas/0/pools/0/gang", 1.0, 1_000_000.0),
+    (Kind::Tenant, "/quotas/0/weight", 1.0, 1_000_000.0),
+    (Kind::Tenant, "/quotas/0/splits/0/pods", 0.0, 1_000_000.0),
+    (Kind::Tenant, "/workloads/0/share", 1.0, 1_000.0),
+    (Kind::Tenant, "/fleet/0/gpus", 1.0, 1_000_000.0),
+    (Kind::Tenant, "/fleet/0/cells/0/weight", 1.0, 1_000_000.0),
+    (Kind::Tenant, "/fleet/1/cells/0/gpus", 0.0, 1_000_000.0),
+    (Kind::Cell, "/oversubscribe", 1.0, 100.0),
+    (Kind::Cell, "/orgs/0/weight", 1.0, 1_000_000.0),
+    (
+        Kind::Cell,
+        "/pools/0/topology/levels/0/nodes",
+        1.0,
+        100_000.0,
+    ),
     (Kind::Cell, "/pools/0/nodes/count", 1.0, 100_000.0),
     (Kind::Cell, "/pools/0/nodes/gpus-per-node", 1.0, 16.0),
     (Kind::Cell, "/pools/0/nvlink-domain/gpus", 1.0, 1024.0),
@@ -1377,7 +1528,7 @@ const RANGES: &[(Kind, &str, f64, f64)] = &[
 #[test]
 fn numeric_ranges_have_the_same_bounds_in_schema_and_compiler() {
     for &(kind, pointer, min, max) in RANGES {
-        let is_number = pointer.ends_with("per-gpu-hour");
+        let is_number = pointer.ends_with("per-gpu-hour") || pointer.ends_with("oversubscribe");
         let step = if is_number { 0.5 } else { 1.0 };
         let as_json = |value: f64| {
             if is_number {
@@ -1463,7 +1614,41 @@ fn unusual_but_valid_values_are_accepted_by_schema_and_compiler() {
             Change::Set("/allow-groups", json!(["system:authenticated", "*"])),
         ),
         (Kind::Tenant, Change::Set("/org", json!(long_label.clone()))),
-        (Kind::Tenant, Change::Set("/quotas/0/pods", json!(0))),
+        (
+            Kind::Tenant,
+            Change::All(vec![
+                Change::Set("/quotas/0/pods", json!(0)),
+                Change::Set("/quotas/0/splits/0/pods", json!(0)),
+                Change::Set("/quotas/0/splits/1/pods", json!(0)),
+            ]),
+        ),
+        (Kind::Tenant, Change::Remove("/quotas/0/splits")),
+        (
+            Kind::Tenant,
+            Change::All(vec![
+                Change::Set("/quotas/0/pools/0/within", json!("kubernetes.io/hostname")),
+                Change::Set("/quotas/0/pools/0/gang", json!(8)),
+            ]),
+        ),
+        (
+            Kind::Tenant,
+            Change::Set("/fleet/0/cells/0", json!({"name": "c1", "gpus": 8})),
+        ),
+        (Kind::Cell, Change::Set("/oversubscribe", json!(2))),
+        (
+            Kind::Cell,
+            Change::Set("/orgs", json!([{"name": "globex"}])),
+        ),
+        (
+            Kind::Cell,
+            Change::Set(
+                "/pools/0/topology/levels",
+                json!([
+                    {"label": "example.com/rack", "nodes": 2},
+                    {"label": "kubernetes.io/hostname", "nodes": 1},
+                ]),
+            ),
+        ),
         (
             Kind::Tenant,
             Change::Set("/workloads/0/service-account", json!("a.b-c.d")),
@@ -1510,7 +1695,7 @@ fn unusual_but_valid_values_are_accepted_by_schema_and_compiler() {
         ),
         (
             Kind::Cell,
-            Change::Set("/pools/3/name", json!(long_label.clone())),
+            Change::Set("/pools/2/name", json!(long_label.clone())),
         ),
         (Kind::Cell, Change::Set("/pools/0/labels", json!({}))),
         (Kind::Cell, Change::Set("/pools/0/labels/empty", json!(""))),
@@ -1569,10 +1754,7 @@ fn unusual_but_valid_values_are_accepted_by_schema_and_compiler() {
     let mut failures = Vec::new();
     for (kind, change) in &cases {
         let changed = apply(base(kind.to_owned()), change);
-        let label = match change {
-            Change::Set(pointer, value) => format!("{kind:?} {pointer} = {value}"),
-            Change::Remove(pointer) => format!("{kind:?} without {pointer}"),
-        };
+        let label = change.label(*kind);
         let errors = schema_errors(&validator(*kind), &changed);
         if !errors.is_empty() {
             failures.push(format!("{label}: schema rejects it: {errors:?}"));

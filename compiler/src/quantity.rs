@@ -145,22 +145,27 @@ impl Quantity {
         })
     }
 
+    /// A quantity of `milli` thousandths, printed in the suffix family of `format`; `None`
+    /// outside the API's int64 range, which [`Quantity::parse`] also refuses.
+    pub fn from_milli(milli: i128, format: Format) -> Option<Self> {
+        (-MAX_MILLI..=MAX_MILLI)
+            .contains(&milli)
+            .then_some(Self { milli, format })
+    }
+
     /// The value in thousandths.
     pub fn milli(&self) -> i128 {
         self.milli
     }
 
+    /// The suffix family the quantity was written in, which its canonical form keeps.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
     /// Whether the value is a whole number.
     pub fn is_integer(&self) -> bool {
         self.milli % 1000 == 0
-    }
-
-    /// A quantity of `milli` thousandths in the format of `self` (for parts of a split).
-    pub fn with_milli(&self, milli: i128) -> Quantity {
-        Quantity {
-            milli: milli.clamp(-MAX_MILLI, MAX_MILLI),
-            format: self.format,
-        }
     }
 
     /// The sum of two quantities; the format of `self` is kept.
@@ -267,6 +272,33 @@ mod tests {
         assert_eq!(Quantity::parse("0.1m"), Err(QuantityError::TooPrecise));
         assert_eq!(Quantity::parse("100Ei"), Err(QuantityError::TooLarge));
         assert_eq!(Quantity::parse("1Gib"), Err(QuantityError::Syntax));
+    }
+
+    #[test]
+    fn builds_from_milli_units_in_the_written_suffix_family() {
+        let memory = Quantity::parse("12Ti").unwrap();
+        let half = Quantity::from_milli(memory.milli() / 2, memory.format()).unwrap();
+        assert_eq!(half.to_string(), "6Ti");
+        let third = Quantity::from_milli(memory.milli() / 3, memory.format()).unwrap();
+        assert_eq!(third.to_string(), "4Ti");
+        let cpu = Quantity::parse("1536").unwrap();
+        let part = Quantity::from_milli(cpu.milli() / 7, cpu.format()).unwrap();
+        assert_eq!(part.to_string(), "219428m");
+        assert_eq!(
+            Quantity::from_milli(1_536_000, Format::BinarySi)
+                .unwrap()
+                .to_string(),
+            "1536"
+        );
+        assert_eq!(
+            Quantity::from_milli(MAX_MILLI, Format::DecimalSi).map(|q| q.milli()),
+            Some(MAX_MILLI)
+        );
+        assert_eq!(Quantity::from_milli(MAX_MILLI + 1, Format::DecimalSi), None);
+        assert_eq!(
+            Quantity::from_milli(-MAX_MILLI - 1, Format::DecimalSi),
+            None
+        );
     }
 
     #[test]

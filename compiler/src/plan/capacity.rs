@@ -131,17 +131,12 @@ pub(super) fn fill(plan: &mut CellPlan, cell: &Cell, fleet: &Fleet) {
                             let gang = reservation.gang.as_ref()?.value;
                             let domain = match &reservation.within {
                                 Some(level) => pool_decl
-                                    .and_then(|decl| decl.topology.as_ref())
-                                    .and_then(|topology| {
-                                        topology
-                                            .levels
-                                            .iter()
-                                            .find(|candidate| candidate.label.value == level.value)
-                                    })
-                                    .map(|level| {
-                                        level.nodes.value.saturating_mul(pool.gpus_per_node)
-                                    }),
-                                None => Some(pool.nvlink_domain.unwrap_or(pool.gpus_per_node)),
+                                    .map(crate::validate::kueue::topology_levels)
+                                    .unwrap_or_default()
+                                    .into_iter()
+                                    .find(|candidate| candidate.label == level.value)
+                                    .map(|level| level.nodes.saturating_mul(pool.gpus_per_node)),
+                                None => pool_decl.map(crate::validate::kueue::nvlink_domain_gpus),
                             }?;
                             Some((gang, domain))
                         })

@@ -24,8 +24,7 @@ use serde::Serialize;
 use crate::catalog::Catalog;
 use crate::diag::Diagnostic;
 use crate::hardware::{self, GPU_RESOURCE, Offer};
-use crate::model::{Cell, Fleet, HOSTNAME_LABEL, Sharing, Tenant, Trust, WorkloadKind};
-use crate::quantity::Quantity;
+use crate::model::{Cell, Fleet, Sharing, Tenant, Trust};
 use crate::source::SourceMap;
 
 pub use capacity::{Effective, Term};
@@ -378,18 +377,12 @@ fn cell_plan(cell: &Cell, fleet: &Fleet, sources: &SourceMap, catalog: &Catalog)
                     effect: taint.effect.value.clone(),
                 })
                 .collect(),
-            topology: pool.topology.as_ref().map(|topology| {
-                let mut levels: Vec<String> = topology
-                    .levels
-                    .iter()
-                    .map(|level| level.label.value.clone())
-                    .filter(|label| label != HOSTNAME_LABEL)
-                    .collect();
-                levels.push(HOSTNAME_LABEL.to_string());
-                TopologyPlan {
-                    name: flavor_name(&pool.name.value),
-                    levels,
-                }
+            topology: pool.topology.as_ref().map(|_| TopologyPlan {
+                name: flavor_name(&pool.name.value),
+                levels: crate::validate::kueue::topology_levels(pool)
+                    .into_iter()
+                    .map(|level| level.label)
+                    .collect(),
             }),
             shared_org,
         });
@@ -496,9 +489,12 @@ fn tenant_plan(
 ) -> TenantPlan {
     let mut workloads: Vec<&crate::model::Workload> = tenant.workloads.iter().collect();
     workloads.sort_by_key(|workload| workload.kind.value);
-    let parts = split_ceilings(quota, &workloads);
+    workloads.dedup_by_key(|workload| workload.kind.value);
+    // Validation proved that explicit splits name every workload and add up.
+    let parts = crate::validate::kueue::split_ceilings(quota, &tenant.workloads);
     let mut namespaces = Vec::new();
-    for (workload, (cpu, memory, pods)) in workloads.iter().zip(parts) {
+    for (workload, part) in workloads.iter().zip(parts) {
+        let (cpu, memory, pods) = (part.cpu, part.memory, part.pods);
         let name =
             crate::validate::namespaces::namespace_name(&tenant.name.value, workload.kind.value);
         let mut gpu: BTreeMap<String, i64> = gpu_resources
@@ -738,104 +734,5 @@ fn reach(
         pool: pool.name.clone(),
         reachable: false,
         why,
-    }
-}
-
-/// The tenant's cpu, memory and pods ceilings split over its workload namespaces (sorted by
-/// kind): the explicit `split` parts where declared, else by `share` (1 each by default), the
-/// smallest units rounded down and the remainder given to the first namespace, so the parts
-/// always add up to the ceiling exactly.
-pub fn split_ceilings(
-    quota: &crate::model::Quota,
-    workloads: &[&crate::model::Workload],
-) -> Vec<(Quantity, Quantity, i64)> {
-    if !quota.splits.is_empty() {
-        return workloads
-            .iter()
-            .map(|workload| {
-                quota
-                    .splits
-                    .iter()
-                    .find(|split| split.workload.value == workload.kind.value)
-                    .map_or((Quantity::from_int(0), Quantity::from_int(0), 0), |split| {
-                        (split.cpu.value, split.memory.value, split.pods.value)
-                    })
-            })
-            .collect();
-    }
-    let shares: Vec<i128> = workloads
-        .iter()
-        .map(|workload| {
-            i128::from(
-                workload
-                    .share
-                    .as_ref()
-                    .map_or(1, |share| share.value)
-                    .max(1),
-            )
-        })
-        .collect();
-    let cpu = split_units(quota.cpu.value.milli(), &shares, 1);
-    let memory = split_units(quota.memory.value.milli(), &shares, 1000);
-    let pods = split_units(i128::from(quota.pods.value), &shares, 1);
-    cpu.into_iter()
-        .zip(memory)
-        .zip(pods)
-        .map(|((cpu, memory), pods)| {
-            (
-                quota.cpu.value.with_milli(cpu),
-                quota.memory.value.with_milli(memory),
-                i64::try_from(pods).unwrap_or(i64::MAX),
-            )
-        })
-        .collect()
-}
-
-/// Splits `total` by `shares` in multiples of `unit`, the remainder to the first part.
-fn split_units(total: i128, shares: &[i128], unit: i128) -> Vec<i128> {
-    let sum: i128 = shares.iter().sum();
-    if sum <= 0 || unit <= 0 {
-        return shares.iter().map(|_| 0).collect();
-    }
-    let units = total / unit;
-    let mut parts: Vec<i128> = shares
-        .iter()
-        .map(|share| units * share / sum * unit)
-        .collect();
-    let given: i128 = parts.iter().sum();
-    if let Some(first) = parts.first_mut() {
-        *first += total - given;
-    }
-    parts
-}
-
-/// The workload kind of a namespace plan, for callers that need the enum.
-pub fn workload_kind(name: &str) -> Option<WorkloadKind> {
-    match name {
-        "train" => Some(WorkloadKind::Train),
-        "infer" => Some(WorkloadKind::Infer),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splits_always_add_up() {
-        let mut rng = crate::testing::Rng(7);
-        for _ in 0..2000 {
-            let total = rng.below(1_000_000) as i128;
-            let shares: Vec<i128> = (0..1 + rng.below(4))
-                .map(|_| 1 + rng.below(9) as i128)
-                .collect();
-            for unit in [1, 1000] {
-                let parts = split_units(total, &shares, unit);
-                assert_eq!(parts.iter().sum::<i128>(), total, "{total} {shares:?}");
-                assert!(parts.iter().all(|part| *part >= 0));
-                assert!(parts.iter().skip(1).all(|part| part % unit == 0));
-            }
-        }
     }
 }

@@ -16,9 +16,10 @@ use reader::{Ctx, Obj, boolean, choice, integer, number, string};
 
 use crate::diag::{Code, Diagnostic};
 use crate::model::{
-    Cell, ContainerDefaults, Dns, GpuModelDecl, Groups, MigLayout, MigProfileDecl, MigTableDecl,
-    ModelWeights, Pool, PoolQuota, Priority, Quota, Sharing, Spanned, Taint, Tenant, Trust,
-    Workload, WorkloadKind,
+    CeilingSplit, Cell, ContainerDefaults, Dns, FleetCellShare, FleetReservation, GpuModelDecl,
+    Groups, MigLayout, MigProfileDecl, MigTableDecl, ModelWeights, OrgDecl, Pool, PoolQuota,
+    Priority, Quota, Sharing, Spanned, Taint, Tenant, Topology, TopologyLevel, Trust, Workload,
+    WorkloadKind,
 };
 use crate::names;
 use crate::parse::{Document, Node};
@@ -250,6 +251,11 @@ fn tenant(ctx: &Ctx, node: &Node, document: &Document) -> Option<Tenant> {
         .into_iter()
         .map(|node| model_weights(ctx, node))
         .collect();
+    let fleet: Vec<Option<FleetReservation>> = obj
+        .items("fleet", "fleet")
+        .into_iter()
+        .map(|node| fleet_reservation(ctx, node))
+        .collect();
     obj.finish();
 
     // From here on, a part that could not be read is left out (its error is reported) and the
@@ -284,6 +290,7 @@ fn tenant(ctx: &Ctx, node: &Node, document: &Document) -> Option<Tenant> {
     let quotas = keep_read(quotas, &mut complete);
     let workloads = keep_read(workloads, &mut complete);
     let models = keep_read(models, &mut complete);
+    let fleet = keep_read(fleet, &mut complete);
     if quota_parts_missing {
         complete = false;
     }
@@ -299,7 +306,7 @@ fn tenant(ctx: &Ctx, node: &Node, document: &Document) -> Option<Tenant> {
         workloads,
         registries,
         models,
-        fleet: Vec::new(),
+        fleet,
         complete,
     })
 }
@@ -440,18 +447,29 @@ fn quota(ctx: &Ctx, node: &Node) -> Option<Quota> {
     let cell = obj.req_str("cell", "quota cell=\"<cell>\" { … }");
     let cpu = obj.req_quantity("cpu", "cpu=\"64\"");
     let memory = obj.req_quantity("memory", "memory=\"512Gi\"");
-    let pods = obj.req_int("pods", 0..=1_000_000, "pods=200");
+    let pods = obj.req_int("pods", 0..=MAX_PODS, "pods=200");
     let pools: Vec<Option<PoolQuota>> = obj
         .items("pool", "pools")
         .into_iter()
         .map(|node| pool_quota(ctx, node))
         .collect();
+    let weight = obj.opt_int("weight", 1..=MAX_WEIGHT);
+    let splits: Vec<Option<CeilingSplit>> = obj
+        .items("split", "splits")
+        .into_iter()
+        .map(|node| ceiling_split(ctx, node))
+        .collect();
     let span = obj.span;
     obj.finish();
     // An unreadable ceiling is reported and replaced by zero, so the quota's reservations are
-    // still checked in this run; the quota is marked incomplete and nothing is emitted.
-    let complete =
-        cpu.is_some() && memory.is_some() && pods.is_some() && pools.iter().all(Option::is_some);
+    // still checked in this run; the quota is marked incomplete and nothing is emitted. An
+    // unreadable split marks it incomplete too, so the splits that were read are not reported
+    // as not adding up.
+    let complete = cpu.is_some()
+        && memory.is_some()
+        && pods.is_some()
+        && pools.iter().all(Option::is_some)
+        && splits.iter().all(Option::is_some);
     let zero = Spanned::new(crate::quantity::Quantity::from_int(0), span);
     Some(Quota {
         span,
@@ -461,13 +479,105 @@ fn quota(ctx: &Ctx, node: &Node) -> Option<Quota> {
         pods: pods.unwrap_or(Spanned::new(0, span)),
         complete,
         pools: pools.into_iter().flatten().collect(),
-        weight: None,
-        splits: Vec::new(),
+        weight,
+        splits: splits.into_iter().flatten().collect(),
     })
 }
 
 /// The largest device count a quota or pool may declare.
 const MAX_DEVICES: i64 = 1_000_000;
+/// The largest Kueue fair-sharing weight of a ClusterQueue or cohort, and of a fleet cell.
+const MAX_WEIGHT: i64 = 1_000_000;
+/// The largest pod count of a quota or a split.
+const MAX_PODS: i64 = 1_000_000;
+
+fn ceiling_split(ctx: &Ctx, node: &Node) -> Option<CeilingSplit> {
+    let mut obj = Obj::new(ctx, node, "split")?;
+    let workload = match obj.arg(0, "workload") {
+        Some(node) => choice(ctx, node, "workload", WORKLOAD),
+        None => {
+            obj.missing_arg(
+                "workload",
+                "split \"train\" cpu=\"48\" memory=\"384Gi\" pods=150",
+            );
+            None
+        }
+    };
+    let cpu = obj.req_quantity("cpu", "cpu=\"48\"");
+    let memory = obj.req_quantity("memory", "memory=\"384Gi\"");
+    let pods = obj.req_int("pods", 0..=MAX_PODS, "pods=150");
+    let span = obj.span;
+    obj.finish();
+    Some(CeilingSplit {
+        span,
+        workload: workload?,
+        cpu: cpu?,
+        memory: memory?,
+        pods: pods?,
+    })
+}
+
+fn fleet_reservation(ctx: &Ctx, node: &Node) -> Option<FleetReservation> {
+    let mut obj = Obj::new(ctx, node, "fleet")?;
+    let gpu = obj.req_str("gpu", "gpu=\"H100-80GB-SXM\"");
+    let gpus = obj.req_int("gpus", 1..=MAX_DEVICES, "gpus=128");
+    let cell_nodes = obj.items("cell", "cells");
+    if cell_nodes.is_empty() {
+        obj.missing("cell", "cells", "cell \"<cell>\" weight=1");
+    }
+    let cells: Vec<Option<FleetCellShare>> = cell_nodes
+        .into_iter()
+        .map(|node| fleet_cell(ctx, node))
+        .collect();
+    let span = obj.span;
+    obj.finish();
+    Some(FleetReservation {
+        span,
+        gpu: gpu?,
+        gpus: gpus?,
+        cells: cells.into_iter().collect::<Option<_>>()?,
+    })
+}
+
+fn fleet_cell(ctx: &Ctx, node: &Node) -> Option<FleetCellShare> {
+    let mut obj = Obj::new(ctx, node, "fleet cell")?;
+    let cell = obj.req_arg_str(0, "name", "cell \"<cell>\" gpus=64");
+    let gpus_node = obj.field("gpus");
+    let weight_node = obj.field("weight");
+    let gpus = gpus_node.and_then(|node| integer(ctx, node, "gpus", 0..=MAX_DEVICES));
+    let weight = weight_node.and_then(|node| integer(ctx, node, "weight", 1..=MAX_WEIGHT));
+    let span = obj.span;
+    if gpus_node.is_none() && weight_node.is_none() {
+        // Each is optional alone, but one of the two is required.
+        ctx.push(
+            Diagnostic::error(
+                Code::FieldMissing,
+                span,
+                "fleet cell has neither `gpus` nor `weight`",
+            )
+            .with_label("a fixed part or a weight is required here")
+            .with_help(match obj.format() {
+                crate::parse::Format::Kdl => {
+                    "add `gpus=<n>` for a fixed part, or `weight=<n>` for a share of the rest"
+                }
+                crate::parse::Format::Yaml => {
+                    "add `gpus: <n>` for a fixed part, or `weight: <n>` for a share of the rest"
+                }
+            }),
+        );
+    }
+    obj.finish();
+    let cell = cell?;
+    // Both given is a contradiction between fields, reported by `validate::kueue`.
+    let read =
+        (gpus_node.is_none() || gpus.is_some()) && (weight_node.is_none() || weight.is_some());
+    (read && (gpus.is_some() || weight.is_some())).then_some(FleetCellShare {
+        span,
+        cell,
+        gpus,
+        weight,
+    })
+}
 
 fn pool_quota(ctx: &Ctx, node: &Node) -> Option<PoolQuota> {
     let mut obj = Obj::new(ctx, node, "pool quota")?;
@@ -478,19 +588,35 @@ fn pool_quota(ctx: &Ctx, node: &Node) -> Option<PoolQuota> {
     let workload = obj
         .field("workload")
         .and_then(|node| choice(ctx, node, "workload", WORKLOAD));
+    let lend_node = obj.field("lend");
+    let lend = lend_node.and_then(|node| integer(ctx, node, "lend", 0..=MAX_DEVICES));
+    let gang_node = obj.field("gang");
+    let gang = gang_node.and_then(|node| integer(ctx, node, "gang", 1..=MAX_DEVICES));
+    let within_node = obj.field("within");
+    let within = within_node.and_then(|node| string(ctx, node, "within"));
     let span = obj.span;
     obj.finish();
-    Some(PoolQuota {
+    // A Kueue field that was written but refused leaves the reservation out (its error is
+    // reported), so no check runs on a reservation without the limit its author meant.
+    let within_ok = match &within {
+        Some(within) => check_label(ctx, within, names::qualified_name, "topology level"),
+        None => within_node.is_none(),
+    };
+    let kueue_read = (lend_node.is_none() || lend.is_some())
+        && (gang_node.is_none() || gang.is_some())
+        && within_ok;
+    let reservation = PoolQuota {
         span,
         pool: pool?,
         profile,
         reserved: reserved?,
         burst,
         workload,
-        lend: None,
-        gang: None,
-        within: None,
-    })
+        lend,
+        gang,
+        within,
+    };
+    kueue_read.then_some(reservation)
 }
 
 fn workload(ctx: &Ctx, node: &Node) -> Option<Workload> {
@@ -504,9 +630,15 @@ fn workload(ctx: &Ctx, node: &Node) -> Option<Workload> {
     };
     let service_account = obj.req_str("service-account", "service-account=\"<name>\"");
     let priority = obj.opt_str("priority");
+    let share_node = obj.field("share");
+    let share = share_node.and_then(|node| integer(ctx, node, "share", 1..=MAX_SHARE));
     let span = obj.span;
     obj.finish();
     let service_account = service_account?;
+    if share_node.is_some() && share.is_none() {
+        // Left out, rather than read as the default share, so no split is computed from it.
+        return None;
+    }
     // An invalid name is reported; the workload stays, so references to it still resolve.
     check_name(
         ctx,
@@ -519,9 +651,12 @@ fn workload(ctx: &Ctx, node: &Node) -> Option<Workload> {
         kind: kind?,
         service_account,
         priority,
-        share: None,
+        share,
     })
 }
+
+/// The largest share of a workload namespace in its tenant's ceilings.
+const MAX_SHARE: i64 = 1_000;
 
 fn model_weights(ctx: &Ctx, node: &Node) -> Option<ModelWeights> {
     let mut obj = Obj::new(ctx, node, "model")?;
@@ -612,6 +747,20 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         .into_iter()
         .map(|node| string(ctx, node, "allow-group").filter(|group| check_group_name(ctx, group)))
         .collect();
+    let oversubscribe_node = obj.field("oversubscribe");
+    let oversubscribe = oversubscribe_node.and_then(|node| {
+        number(
+            ctx,
+            node,
+            "oversubscribe",
+            MIN_OVERSUBSCRIBE..=MAX_OVERSUBSCRIBE,
+        )
+    });
+    let orgs: Vec<Option<OrgDecl>> = obj
+        .items("org", "orgs")
+        .into_iter()
+        .map(|node| org_decl(ctx, node))
+        .collect();
     obj.finish();
     // As for tenants: unreadable parts are left out and the cell is marked incomplete.
     let name = name?;
@@ -638,6 +787,12 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
     let pools = keep_read(pools, &mut complete);
     let priorities = keep_read(priorities, &mut complete);
     let allow_groups = keep_read(allow_groups, &mut complete);
+    let orgs = keep_read(orgs, &mut complete);
+    if oversubscribe_node.is_some() && oversubscribe.is_none() {
+        // An unreadable ratio is not replaced by the default: the cell's bursts are then not
+        // checked against a ratio its author did not mean.
+        complete = false;
+    }
     Some(Cell {
         file: document.file,
         name,
@@ -655,10 +810,31 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         gpu_models_complete,
         pools,
         priorities,
-        oversubscribe: None,
-        orgs: Vec::new(),
+        oversubscribe,
+        orgs,
         complete,
     })
+}
+
+/// The smallest oversubscription ratio a cell may declare: bursts within capacity.
+pub const MIN_OVERSUBSCRIBE: f64 = 1.0;
+/// The largest oversubscription ratio a cell may declare.
+pub const MAX_OVERSUBSCRIBE: f64 = 100.0;
+
+fn org_decl(ctx: &Ctx, node: &Node) -> Option<OrgDecl> {
+    let mut obj = Obj::new(ctx, node, "org")?;
+    let name = obj.req_arg_str(0, "name", "org \"<org>\" weight=2");
+    let weight_node = obj.field("weight");
+    let weight = weight_node.and_then(|node| integer(ctx, node, "weight", 1..=MAX_WEIGHT));
+    let span = obj.span;
+    obj.finish();
+    let name = name?;
+    if !check_name(ctx, &name, "org", names::dns_label)
+        || (weight_node.is_some() && weight.is_none())
+    {
+        return None;
+    }
+    Some(OrgDecl { span, name, weight })
 }
 
 fn cloud(ctx: &Ctx, node: &Node) -> Option<(Spanned<String>, Spanned<String>)> {
@@ -870,10 +1046,17 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
         .into_iter()
         .map(|node| mig_layout(ctx, node))
         .collect();
+    let topology_node = obj.field("topology");
+    let topology = topology_node.and_then(|node| topology(ctx, node));
     let span = obj.span;
     obj.finish();
     let name = name?;
     if !check_name(ctx, &name, "pool", names::dns_label) {
+        return None;
+    }
+    if topology_node.is_some() && topology.is_none() {
+        // Like a MIG layout: a pool whose topology could not be read is left out, so no gang
+        // is checked against levels its author did not mean.
         return None;
     }
     // A bad label or taint is reported and left out; the pool stays, so references to it resolve.
@@ -895,7 +1078,44 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
         price_per_gpu_hour: price,
         replicas,
         mig_layouts: mig_layouts.into_iter().collect::<Option<_>>()?,
-        topology: None,
+        topology,
+    })
+}
+
+fn topology(ctx: &Ctx, node: &Node) -> Option<Topology> {
+    let mut obj = Obj::new(ctx, node, "topology")?;
+    let level_nodes = obj.items("level", "levels");
+    if level_nodes.is_empty() {
+        obj.missing(
+            "level",
+            "levels",
+            "level \"topology.kubernetes.io/zone\" nodes=16",
+        );
+    }
+    let levels: Vec<Option<TopologyLevel>> = level_nodes
+        .into_iter()
+        .map(|node| topology_level(ctx, node))
+        .collect();
+    let span = obj.span;
+    obj.finish();
+    let levels: Vec<TopologyLevel> = levels.into_iter().collect::<Option<_>>()?;
+    (!levels.is_empty()).then_some(Topology { span, levels })
+}
+
+fn topology_level(ctx: &Ctx, node: &Node) -> Option<TopologyLevel> {
+    let mut obj = Obj::new(ctx, node, "topology level")?;
+    let label = obj.req_arg_str(0, "label", "level \"<node label>\" nodes=4");
+    let nodes = obj.req_int("nodes", 1..=100_000, "nodes=4");
+    let span = obj.span;
+    obj.finish();
+    let label = label?;
+    if !check_label(ctx, &label, names::qualified_name, "topology level label") {
+        return None;
+    }
+    Some(TopologyLevel {
+        span,
+        label,
+        nodes: nodes?,
     })
 }
 
@@ -1184,5 +1404,130 @@ pub fn declaration_span(declaration: &Declaration) -> Span {
     match declaration {
         Declaration::Tenant(tenant) => tenant.name.span,
         Declaration::Cell(cell) => cell.name.span,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::Fleet;
+    use crate::validate::test_support::fleet;
+
+    /// The declaration files under `tests/twins/<syntax>/`, as `(path, text)`.
+    fn twin_files(syntax: &str) -> Vec<(String, String)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/twins")
+            .join(syntax);
+        let mut files = Vec::new();
+        for folder in ["tenants", "cells"] {
+            let mut paths: Vec<_> = std::fs::read_dir(root.join(folder))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|entry| entry.path())
+                .collect();
+            paths.sort();
+            for path in paths {
+                let name = path.file_name().unwrap_or_default().to_string_lossy();
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                files.push((format!("{folder}/{name}"), text));
+            }
+        }
+        files
+    }
+
+    /// The issue-7 fields of a fleet without their spans, one line per value.
+    fn kueue_fields(fleet: &Fleet) -> Vec<String> {
+        let mut lines = Vec::new();
+        for cell in &fleet.cells {
+            let name = &cell.name.value;
+            lines.push(format!(
+                "{name} oversubscribe {:?}",
+                cell.oversubscribe.as_ref().map(|r| r.value)
+            ));
+            for org in &cell.orgs {
+                let weight = org.weight.as_ref().map(|w| w.value);
+                lines.push(format!("{name} org {} {weight:?}", org.name.value));
+            }
+            for pool in &cell.pools {
+                for level in pool.topology.iter().flat_map(|t| &t.levels) {
+                    lines.push(format!(
+                        "{name} {} level {} {}",
+                        pool.name.value, level.label.value, level.nodes.value
+                    ));
+                }
+            }
+        }
+        for tenant in &fleet.tenants {
+            let name = &tenant.name.value;
+            for workload in &tenant.workloads {
+                let share = workload.share.as_ref().map(|s| s.value);
+                lines.push(format!("{name} {:?} share {share:?}", workload.kind.value));
+            }
+            for quota in &tenant.quotas {
+                let cell = &quota.cell.value;
+                let weight = quota.weight.as_ref().map(|w| w.value);
+                lines.push(format!("{name} {cell} weight {weight:?}"));
+                for split in &quota.splits {
+                    lines.push(format!(
+                        "{name} {cell} split {:?} {} {} {}",
+                        split.workload.value, split.cpu.value, split.memory.value, split.pods.value
+                    ));
+                }
+                for reservation in &quota.pools {
+                    lines.push(format!(
+                        "{name} {cell} {} lend {:?} gang {:?} within {:?}",
+                        reservation.pool.value,
+                        reservation.lend.as_ref().map(|l| l.value),
+                        reservation.gang.as_ref().map(|g| g.value),
+                        reservation.within.as_ref().map(|w| &w.value)
+                    ));
+                }
+            }
+            for reservation in &tenant.fleet {
+                for share in &reservation.cells {
+                    lines.push(format!(
+                        "{name} fleet {} {} {} {:?} {:?}",
+                        reservation.gpu.value,
+                        reservation.gpus.value,
+                        share.cell.value,
+                        share.gpus.as_ref().map(|g| g.value),
+                        share.weight.as_ref().map(|w| w.value)
+                    ));
+                }
+            }
+        }
+        lines
+    }
+
+    #[test]
+    fn kdl_and_yaml_twins_read_the_kueue_fields_alike() {
+        let read = |syntax: &str| {
+            let files = twin_files(syntax);
+            let files: Vec<(&str, &str)> = files
+                .iter()
+                .map(|(path, text)| (path.as_str(), text.as_str()))
+                .collect();
+            kueue_fields(&fleet(&files))
+        };
+        let from_kdl = read("kdl");
+        assert_eq!(from_kdl, read("yaml"));
+        // The twins exercise every field, so an unread field shows up as a missing line.
+        for expected in [
+            "oversubscribe Some(1.25)",
+            "org acme Some(2)",
+            "org initech None",
+            "level cloud.example.com/rack 4",
+            "Infer share Some(3)",
+            "weight Some(2)",
+            "split Infer 192 1536Gi 800",
+            "lend Some(8)",
+            "gang Some(16) within Some(\"cloud.example.com/rack\")",
+            "fleet H100-80GB-SXM 16 us-east-1a Some(16) None",
+        ] {
+            assert!(
+                from_kdl.iter().any(|line| line.contains(expected)),
+                "{expected} not in {from_kdl:#?}"
+            );
+        }
     }
 }

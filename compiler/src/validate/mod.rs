@@ -5,7 +5,9 @@
 //! with its own tests: `cells` (pools against the hardware catalog), `tenants` (references from
 //! tenants to cells, pools, profiles and priorities, and reserved capacity), `namespaces` (tenant
 //! namespaces against platform namespaces and each other), `groups` (reserved RBAC groups against
-//! the cells that allow them).
+//! the cells that allow them), `kueue` (what the cells' Kueue objects are made from: lending,
+//! bursts, topologies, gangs, NVLink domains, ceiling splits, fleet reservations and Kueue's
+//! limits).
 //!
 //! Invariant: validation never stops at the first finding; `lower` runs only on a fleet that
 //! produced no error, so it may rely on every reference resolving.
@@ -13,6 +15,7 @@
 mod cells;
 mod cells_placement;
 pub mod groups;
+pub mod kueue;
 pub mod namespaces;
 mod tenants;
 
@@ -70,6 +73,7 @@ pub fn validate(
         cells::check(cell, catalog, &mut diagnostics);
     }
     tenants::check(&fleet, unreadable, catalog, &mut diagnostics);
+    kueue::check(&fleet, catalog, &mut diagnostics);
     namespaces::check(&fleet, &mut diagnostics);
     groups::check(&fleet, &mut diagnostics);
     (fleet, diagnostics)
@@ -115,6 +119,48 @@ pub(crate) mod test_support {
             .iter()
             .map(|d| d.code)
             .collect()
+    }
+
+    /// The validated fleet of `(path, text)` files, as `lower` would get it.
+    pub fn fleet(files: &[(&str, &str)]) -> crate::model::Fleet {
+        let mut sources = crate::source::SourceMap::new();
+        let mut declarations = Vec::new();
+        for (path, text) in files {
+            let file = sources.add(path.to_string(), text.to_string());
+            let Some((kind, Some(format))) = crate::classify(path) else {
+                continue;
+            };
+            let (document, _) = crate::parse::parse(file, text, format);
+            let (declaration, _) = crate::schema::read(&document, kind, &sources);
+            declarations.extend(declaration);
+        }
+        super::validate(
+            declarations,
+            &super::Unreadable::default(),
+            crate::catalog::Catalog::builtin(),
+        )
+        .0
+    }
+
+    /// The declaration files of the repository's example fleet, as `(path, text)`.
+    pub fn example_files() -> Vec<(String, String)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        for folder in ["tenants", "cells"] {
+            let mut paths: Vec<_> = std::fs::read_dir(root.join(folder))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|entry| entry.path())
+                .collect();
+            paths.sort();
+            for path in paths {
+                let name = path.file_name().unwrap_or_default().to_string_lossy();
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                files.push((format!("{folder}/{name}"), text));
+            }
+        }
+        files
     }
 
     /// Compiles `(path, text)` files.
