@@ -379,6 +379,21 @@ all of the nominal quota; every other GPU resource is 0.\n",
         );
     }
 
+    for share in &tenant.fleet {
+        let split: Vec<String> = share
+            .parts
+            .iter()
+            .map(|(cell, part)| format!("{cell} {part}"))
+            .collect();
+        out.push_str(&format!(
+            "\n  Fleet contract: {} `{}` GPUs across the fleet ({}); this cell's part {}, reserved here {}.\n",
+            share.total,
+            share.gpu,
+            split.join(", "),
+            share.part,
+            share.reserved
+        ));
+    }
     out.push_str(
         "\n  Effective capacity = min(quota, cell, topology); `*` marks the term that binds.\n",
     );

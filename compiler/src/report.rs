@@ -188,6 +188,13 @@ fn quota_json(cell: &CellPlan) -> Value {
                     "pods": namespace.pods,
                 })).collect::<Vec<_>>(),
                 "capacity": tenant.capacity.iter().map(|row| capacity_json(tenant, row)).collect::<Vec<_>>(),
+                "fleet": tenant.fleet.iter().map(|share| json!({
+                    "gpu": share.gpu,
+                    "total": share.total,
+                    "part": share.part,
+                    "reserved": share.reserved,
+                    "parts": share.parts.iter().map(|(cell, part)| json!({"cell": cell, "gpus": part})).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -412,6 +419,42 @@ hundredths.\n",
             used.unreserved,
             used.ceiling(),
         );
+    }
+
+    let fleet: Vec<(&str, &crate::plan::FleetShare)> = cell
+        .tenants
+        .iter()
+        .flat_map(|tenant| {
+            tenant
+                .fleet
+                .iter()
+                .map(move |share| (tenant.name.as_str(), share))
+        })
+        .collect();
+    if !fleet.is_empty() {
+        out.push_str("\n## Fleet contracts\n\n");
+        out.push_str(
+            "Fleet-level reservations of whole GPUs and this cell's part of each; the build fails \
+unless the tenant's reservations in the cell match its part.\n\n",
+        );
+        out.push_str("| tenant | GPU | fleet total | split | this cell | reserved here |\n");
+        out.push_str("|---|---|---:|---|---:|---:|\n");
+        for (tenant, share) in fleet {
+            let split: Vec<String> = share
+                .parts
+                .iter()
+                .map(|(cell, part)| format!("{cell} {part}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "| {tenant} | `{}` | {} | {} | {} | {} |",
+                share.gpu,
+                share.total,
+                split.join(", "),
+                share.part,
+                share.reserved
+            );
+        }
     }
 
     out.push_str("\n## Cohorts\n\n");

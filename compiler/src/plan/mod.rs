@@ -198,6 +198,24 @@ pub struct TenantPlan {
     pub reach: Vec<Reach>,
     /// Effective capacity per reserved pool resource.
     pub capacity: Vec<Effective>,
+    /// The tenant's fleet reservations, with this cell's part.
+    pub fleet: Vec<FleetShare>,
+}
+
+/// One fleet reservation of a tenant as one cell sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FleetShare {
+    /// The GPU model.
+    pub gpu: String,
+    /// Whole GPUs across the fleet.
+    pub total: i64,
+    /// The cells of the reservation, with their parts, in declaration order.
+    pub parts: Vec<(String, i64)>,
+    /// This cell's part.
+    pub part: i64,
+    /// Whole GPUs of the model the tenant reserves in this cell (validation proved it equals
+    /// the part).
+    pub reserved: i64,
 }
 
 /// One tenant namespace.
@@ -646,7 +664,40 @@ fn tenant_plan(
         },
         reach,
         capacity: Vec::new(),
+        fleet: fleet_shares(tenant, quota, cell),
     }
+}
+
+/// The tenant's fleet reservations that name this cell.
+fn fleet_shares(tenant: &Tenant, quota: &crate::model::Quota, cell: &Cell) -> Vec<FleetShare> {
+    tenant
+        .fleet
+        .iter()
+        .filter_map(|reservation| {
+            let parts = crate::validate::kueue::fleet_cell_parts(reservation).ok()?;
+            let parts: Vec<(String, i64)> = reservation
+                .cells
+                .iter()
+                .map(|share| share.cell.value.clone())
+                .zip(parts)
+                .collect();
+            let part = parts
+                .iter()
+                .find(|(name, _)| name == &cell.name.value)
+                .map(|(_, part)| *part)?;
+            Some(FleetShare {
+                gpu: reservation.gpu.value.clone(),
+                total: reservation.gpus.value,
+                parts,
+                part,
+                reserved: crate::validate::kueue::reserved_gpus_of_model(
+                    quota,
+                    cell,
+                    &reservation.gpu.value,
+                ),
+            })
+        })
+        .collect()
 }
 
 /// Reserved, burst and lend (when every reservation declares one) of one pool resource.
