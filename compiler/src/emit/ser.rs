@@ -14,7 +14,7 @@
 
 use serde::ser::{self, Serialize};
 
-use super::yaml::Yaml;
+use super::yaml::{Key, Yaml};
 
 /// A value that the canonical YAML tree cannot hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,7 +142,7 @@ impl ser::Serializer for Serializer {
         let inner = value.serialize(Serializer)?;
         Ok(Some(Yaml::Map(
             inner
-                .map(|inner| (variant.to_string(), inner))
+                .map(|inner| (Key::Borrowed(variant), inner))
                 .into_iter()
                 .collect(),
         )))
@@ -246,12 +246,12 @@ impl ser::SerializeTupleStruct for SeqBuilder {
 
 /// Builds a mapping; absent values are left out.
 struct MapBuilder {
-    pairs: Vec<(String, Yaml)>,
+    pairs: Vec<(Key, Yaml)>,
     key: Option<String>,
 }
 
 impl MapBuilder {
-    fn insert<T: Serialize + ?Sized>(&mut self, key: String, value: &T) -> Result<(), Error> {
+    fn insert<T: Serialize + ?Sized>(&mut self, key: Key, value: &T) -> Result<(), Error> {
         if let Some(value) = value.serialize(Serializer)? {
             self.pairs.push((key, value));
         }
@@ -273,7 +273,7 @@ impl ser::SerializeMap for MapBuilder {
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
         match self.key.take() {
-            Some(key) => self.insert(key, value),
+            Some(key) => self.insert(Key::Owned(key), value),
             None => unsupported("a mapping value without a key"),
         }
     }
@@ -290,7 +290,7 @@ impl ser::SerializeStruct for MapBuilder {
         key: &'static str,
         value: &T,
     ) -> Result<(), Error> {
-        self.insert(key.to_string(), value)
+        self.insert(Key::Borrowed(key), value)
     }
     fn end(self) -> Result<Self::Ok, Error> {
         Ok(Some(Yaml::Map(self.pairs)))

@@ -17,6 +17,9 @@
 //!   saphyr (1.2) read every string back unchanged (property tests below).
 //! - Output is `\n`-terminated lines with two-space indentation and no trailing spaces.
 
+/// A mapping key.
+pub type Key = std::borrow::Cow<'static, str>;
+
 /// A YAML value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Yaml {
@@ -28,8 +31,9 @@ pub enum Yaml {
     Bool(bool),
     /// A sequence.
     Seq(Vec<Yaml>),
-    /// A mapping, in the order given.
-    Map(Vec<(String, Yaml)>),
+    /// A mapping, in the order given. Keys are borrowed when they are static (struct field
+    /// names), so serializing a typed object allocates only for the keys of free-form maps.
+    Map(Vec<(Key, Yaml)>),
 }
 
 impl Yaml {
@@ -39,7 +43,7 @@ impl Yaml {
     }
 
     /// A mapping from `(key, value)` pairs.
-    pub fn map<K: Into<String>>(pairs: impl IntoIterator<Item = (K, Yaml)>) -> Self {
+    pub fn map<K: Into<Key>>(pairs: impl IntoIterator<Item = (K, Yaml)>) -> Self {
         Yaml::Map(
             pairs
                 .into_iter()
@@ -50,9 +54,9 @@ impl Yaml {
 
     /// A mapping of strings to strings, sorted by key.
     pub fn string_map<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
-        let mut pairs: Vec<(String, Yaml)> = pairs
+        let mut pairs: Vec<(Key, Yaml)> = pairs
             .into_iter()
-            .map(|(key, value)| (key.to_string(), Yaml::str(value)))
+            .map(|(key, value)| (Key::Owned(key.to_string()), Yaml::str(value)))
             .collect();
         pairs.sort_by(|left, right| left.0.cmp(&right.0));
         pairs.dedup_by(|left, right| left.0 == right.0);
@@ -180,7 +184,7 @@ fn indent(out: &mut String, level: usize) {
     }
 }
 
-fn write_map(out: &mut String, pairs: &[(String, Yaml)], level: usize, first_inline: bool) {
+fn write_map(out: &mut String, pairs: &[(Key, Yaml)], level: usize, first_inline: bool) {
     for (idx, (key, value)) in pairs.iter().enumerate() {
         if !(idx == 0 && first_inline) {
             indent(out, level);

@@ -102,7 +102,7 @@ pub fn mig_parted_document(cell: &Cell, catalog: &Catalog) -> Option<Yaml> {
                     Yaml::map(
                         devices
                             .into_iter()
-                            .map(|(name, count)| (name, Yaml::Int(count))),
+                            .map(|(name, count)| (name.to_string(), Yaml::Int(count))),
                     ),
                 ),
             ]);
@@ -112,7 +112,7 @@ pub fn mig_parted_document(cell: &Cell, catalog: &Catalog) -> Option<Yaml> {
     configs.sort_by(|a, b| a.0.cmp(&b.0));
     Some(Yaml::map([
         ("version", Yaml::str("v1")),
-        ("mig-configs", Yaml::Map(configs)),
+        ("mig-configs", Yaml::map(configs)),
     ]))
 }
 
@@ -150,7 +150,7 @@ pub fn device_plugin_document(pool: &Pool) -> Yaml {
         Sharing::Mps => pairs.push(("sharing".to_string(), Yaml::map([("mps", resources)]))),
         _ => {}
     }
-    Yaml::Map(pairs)
+    Yaml::map(pairs)
 }
 
 /// The GPU Operator objects of a cell, as `(file, object)`.
