@@ -4,8 +4,9 @@
 //! The oracle here knows each generated pool's sharing mode, taints and resources and each
 //! tenant's trust class and org, and reads only the emitted objects (ResourceQuotas,
 //! ClusterQueues, ResourceFlavors). A tenant reaches a pool when one of its namespaces has quota
-//! for a resource the pool offers and the pool is untainted or the tenant's ClusterQueue lists
-//! the pool's flavor (the only source of a toleration). Properties:
+//! for a resource the pool's nodes can advertise (its offers, and whole GPUs on a pool that is
+//! not exclusive) and the pool is untainted or a toleration Kueue injects for one of the tenant's
+//! flavors (the only source of a toleration) tolerates its taint. Properties:
 //! - a fleet that compiles lets no tenant reach a pool its trust class or org forbids;
 //! - a fleet where the oracle finds such a pair does not compile, and the compiler names
 //!   exactly the pairs the oracle finds (`pool-reachable-by-forbidden-tenant`);
@@ -50,7 +51,8 @@ impl Rng {
 struct GenPool {
     name: String,
     sharing: &'static str,
-    tainted: bool,
+    /// Its taint `(key, value)`, all `NoSchedule`.
+    taint: Option<(String, Option<String>)>,
     /// Resources and whether a reservation names a profile.
     resources: Vec<(String, Option<&'static str>)>,
 }
@@ -84,15 +86,29 @@ fn generate(seed: u64) -> (Vec<GenPool>, Vec<GenTenant>, Vec<InputFile>) {
     );
     for idx in 0..2 + rng.below(4) {
         let sharing = sharings[rng.below(sharings.len() as u64) as usize];
-        let tainted = rng.chance(25);
         let name = format!("p{idx}");
+        // Unique taints, and taints whose key (and sometimes value) other pools share, so that
+        // one pool's toleration may also tolerate another pool.
+        let taint = match rng.below(8) {
+            0 => Some(("tenantc.io/pool".to_string(), Some(name.clone()))),
+            1 => Some(("dedicated".to_string(), None)),
+            2 => Some((
+                "dedicated".to_string(),
+                Some(["a", "b"][rng.below(2) as usize].to_string()),
+            )),
+            _ => None,
+        };
         cell.push_str(&format!(
             "  pool \"{name}\" {{\n    gpu \"H100-80GB-SXM\"\n    nodes 4 gpus-per-node=8\n    sharing \"{sharing}\"\n"
         ));
-        if tainted {
-            cell.push_str(&format!(
-                "    taint \"tenantc.io/pool\" \"{name}\" effect=\"NoSchedule\"\n"
-            ));
+        match &taint {
+            Some((key, Some(value))) => cell.push_str(&format!(
+                "    taint \"{key}\" \"{value}\" effect=\"NoSchedule\"\n"
+            )),
+            Some((key, None)) => {
+                cell.push_str(&format!("    taint \"{key}\" effect=\"NoSchedule\"\n"))
+            }
+            None => {}
         }
         let resources = match sharing {
             "exclusive" => vec![("nvidia.com/gpu".to_string(), None)],
@@ -118,7 +134,7 @@ fn generate(seed: u64) -> (Vec<GenPool>, Vec<GenTenant>, Vec<InputFile>) {
         pools.push(GenPool {
             name,
             sharing,
-            tainted,
+            taint,
             resources,
         });
     }
@@ -351,17 +367,38 @@ fn reachable_forbidden(
             if !forbidden(tenant.trust, pool.sharing) && !by_org {
                 continue;
             }
-            let has_quota = pool.resources.iter().any(|(resource, _)| {
+            // Non-exclusive nodes whose MIG or device-plugin config failed advertise whole GPUs.
+            let mut resources: Vec<&str> = pool
+                .resources
+                .iter()
+                .map(|(resource, _)| resource.as_str())
+                .collect();
+            if pool.sharing != "exclusive" {
+                resources.push("nvidia.com/gpu");
+            }
+            let has_quota = resources.iter().any(|resource| {
                 emitted
                     .quota_resources
                     .get(&tenant.name)
-                    .is_some_and(|set| set.contains(resource))
+                    .is_some_and(|set| set.contains(*resource))
             });
-            let tolerated = !pool.tainted
-                || emitted
-                    .flavors
-                    .get(&tenant.name)
-                    .is_some_and(|set| set.contains(&format!("pool-{}", pool.name)));
+            // Kueue injects, for each flavor of the tenant, a toleration of that pool's taint:
+            // `Equal` with its value, `Exists` without one.
+            let tolerated = match &pool.taint {
+                None => true,
+                Some((key, value)) => pools.iter().any(|flavor_pool| {
+                    emitted
+                        .flavors
+                        .get(&tenant.name)
+                        .is_some_and(|set| set.contains(&format!("pool-{}", flavor_pool.name)))
+                        && flavor_pool
+                            .taint
+                            .as_ref()
+                            .is_some_and(|(other_key, other_value)| {
+                                other_key == key && (other_value.is_none() || other_value == value)
+                            })
+                }),
+            };
             if has_quota && tolerated {
                 found.insert((tenant.name.clone(), pool.name.clone()));
             }

@@ -901,6 +901,8 @@ pools:
     gpu: H100-80GB-SXM
     nodes: {count: 2, gpus-per-node: 8}
     sharing: mig
+    taints:
+      - {key: tenantc.io/pool, value: infer, effect: NoSchedule}
     mig-layouts:
       - name: small
         profiles: {1g.10gb: 7}
@@ -909,6 +911,8 @@ pools:
     nodes: {count: 2, gpus-per-node: 1}
     sharing: time-slice
     replicas: 4
+    taints:
+      - {key: tenantc.io/pool, value: shared, effect: NoSchedule}
   - name: x1
     gpu: ACME-X1-96GB
     nodes: {count: 1, gpus-per-node: 4}

@@ -1,7 +1,7 @@
 //! The Kueue objects of a cell and of each tenant in it.
 //!
 //! Consumes: the cell plan and a tenant's plan. Produces: per cell, a ResourceFlavor per pool
-//! plus the ceiling flavor, a Topology per pool that declares one, the Cohort tree (a root that
+//! plus the ceiling flavor, the Cohort tree (a root that
 //! holds what no tenant reserved, and one cohort per org) and a WorkloadPriorityClass per
 //! priority; per tenant, its ClusterQueue and one LocalQueue named `default` in each of its
 //! namespaces.
@@ -28,8 +28,8 @@ use crate::emit::yaml::Yaml;
 use crate::kube::kueue::{
     ClusterQueue, ClusterQueuePreemption, ClusterQueueSpec, Cohort, CohortSpec, FairSharing,
     FlavorQuotas, LocalQueue, LocalQueueSpec, ReclaimWithinCohortPolicy, ResourceFlavor,
-    ResourceFlavorSpec, ResourceGroup, ResourceQuota, Topology, TopologyLevel, TopologySpec,
-    WithinClusterQueuePolicy, WorkloadPriorityClass,
+    ResourceFlavorSpec, ResourceGroup, ResourceQuota, WithinClusterQueuePolicy,
+    WorkloadPriorityClass,
 };
 use crate::kube::kueue::{KueueObject, webhook_violations};
 use crate::plan::{CEILING_FLAVOR, CellPlan, LOCAL_QUEUE, ROOT_COHORT, TenantPlan};
@@ -85,7 +85,11 @@ pub(super) fn cell_objects(
                         toleration_seconds: None,
                     })
                     .collect(),
-                topology_name: pool.topology.as_ref().map(|topology| topology.name.clone()),
+                // Not set yet: Kueue's topology-aware scheduling needs every resource of a pod
+                // set on the one topology flavor, but the tenant ceiling (cpu, memory, pods)
+                // sits on the ceiling flavor so that it holds once across flavors; a flavor
+                // with `topologyName` would make every GPU job of the pool unadmittable.
+                topology_name: None,
             },
         );
         flavor.metadata.labels = Some(managed_labels());
@@ -94,26 +98,6 @@ pub(super) fn cell_objects(
             checked(&flavor)?,
             none(),
         ));
-        if let Some(topology) = &pool.topology {
-            let mut object = Topology::new(
-                topology.name.clone(),
-                TopologySpec {
-                    levels: topology
-                        .levels
-                        .iter()
-                        .map(|label| TopologyLevel {
-                            node_label: label.clone(),
-                        })
-                        .collect(),
-                },
-            );
-            object.metadata.labels = Some(managed_labels());
-            objects.push((
-                format!("topology-{}.yaml", topology.name),
-                checked(&object)?,
-                none(),
-            ));
-        }
     }
 
     // The root cohort holds what no tenant reserved, so every tenant with the flavor can
@@ -160,10 +144,9 @@ pub(super) fn cell_objects(
     objects.push((
         format!("cohort-{ROOT_COHORT}.yaml"),
         checked(&root)?,
-        cell.tenants
-            .iter()
-            .map(|tenant| tenant.source.clone())
-            .collect(),
+        // It sums up every tenant of the cell; the header names the folder, not each file, so
+        // adding a tenant without reservations does not rewrite it.
+        BTreeSet::from(["tenants/".to_string()]),
     ));
     for org in &cell.orgs {
         let mut cohort = Cohort::new(
@@ -177,12 +160,7 @@ pub(super) fn cell_objects(
             },
         );
         cohort.metadata.labels = Some(managed_labels());
-        let sources = cell
-            .tenants
-            .iter()
-            .filter(|tenant| tenant.org == org.org)
-            .map(|tenant| tenant.source.clone())
-            .collect();
+        let sources = BTreeSet::from(["tenants/".to_string()]);
         objects.push((
             format!("cohort-{}.yaml", org.cohort),
             checked(&cohort)?,

@@ -183,14 +183,10 @@ fn priority_class(priority: &PriorityPlan) -> PriorityClass {
     PriorityClass {
         metadata: cluster_meta(&priority.name),
         value: i32::try_from(priority.value).unwrap_or(i32::MAX),
-        preemption_policy: Some(
-            if priority.preempt {
-                "PreemptLowerPriority"
-            } else {
-                "Never"
-            }
-            .to_string(),
-        ),
+        // Never, whatever the cell declares: kube-scheduler would otherwise preempt other
+        // tenants' pods on shared nodes. Preemption follows the Kueue settings only (the
+        // cell's `preempt` decides `withinClusterQueue` of each tenant's ClusterQueue).
+        preemption_policy: Some("Never".to_string()),
         global_default: Some(false),
         description: priority.description.clone(),
     }

@@ -101,6 +101,40 @@ pub struct PoolPlan {
     pub shared_org: Option<String>,
 }
 
+impl PoolPlan {
+    /// Every resource a pod could be scheduled with on the pool's nodes: what it offers, and
+    /// whole GPUs (`nvidia.com/gpu`) on any pool that is not `exclusive`, because a node whose
+    /// MIG config failed or whose device-plugin config label is missing advertises its GPUs
+    /// whole.
+    pub fn reachable_resources(&self) -> Vec<&str> {
+        let mut resources: Vec<&str> = self
+            .offers
+            .iter()
+            .map(|offer| offer.resource.as_str())
+            .collect();
+        if self.sharing != "exclusive" && !resources.contains(&GPU_RESOURCE) {
+            resources.push(GPU_RESOURCE);
+        }
+        resources
+    }
+
+    /// The repelling taint of this pool that no toleration from `flavor_pools` (the pools whose
+    /// flavors a tenant's ClusterQueue lists) tolerates, if any: pods of that tenant can never
+    /// land here.
+    pub fn untolerated_taint<'a>(&'a self, flavor_pools: &[&PoolPlan]) -> Option<&'a TaintPlan> {
+        self.taints
+            .iter()
+            .filter(|taint| taint.repels())
+            .find(|taint| {
+                !flavor_pools.iter().any(|pool| {
+                    pool.taints
+                        .iter()
+                        .any(|other| taint.tolerated_by_toleration_of(other))
+                })
+            })
+    }
+}
+
 /// A resource a pool offers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OfferPlan {
@@ -127,6 +161,14 @@ impl TaintPlan {
     /// Whether the taint keeps pods without a toleration off the node.
     pub fn repels(&self) -> bool {
         matches!(self.effect.as_str(), "NoSchedule" | "NoExecute")
+    }
+
+    /// Whether the toleration Kueue injects for `other` (the pool flavor's toleration of its own
+    /// taint: `Equal` with a value, `Exists` without) also tolerates this taint.
+    pub fn tolerated_by_toleration_of(&self, other: &TaintPlan) -> bool {
+        self.key == other.key
+            && self.effect == other.effect
+            && (other.value.is_none() || other.value == self.value)
     }
 
     /// `key=value:Effect`, as kubectl prints it.
@@ -286,7 +328,8 @@ pub struct Entitlement {
     pub nominal: i64,
     /// Kueue borrowing limit: the sum of `burst`.
     pub borrowing: i64,
-    /// Kueue lending limit: the sum of `lend`, when every reservation declares one.
+    /// Kueue lending limit: the sum of each reservation's `lend` (all of `reserved` where none
+    /// is declared), when any reservation of the resource declares one.
     pub lending: Option<i64>,
 }
 
@@ -568,15 +611,19 @@ fn tenant_plan(
             .entry(pool.name.value.as_str())
             .or_default()
             .entry(offer.resource)
-            .or_insert((0, 0, Some(0)));
+            .or_insert((0, 0, 0, false));
         entry.0 = entry.0.saturating_add(reservation.reserved.value);
         entry.1 = entry
             .1
             .saturating_add(reservation.burst.as_ref().map_or(0, |burst| burst.value));
-        entry.2 = match (entry.2, &reservation.lend) {
-            (Some(sum), Some(lend)) => Some(sum.saturating_add(lend.value)),
-            _ => None,
-        };
+        // A reservation without `lend` lends all of it; the limit is set when any declares one.
+        entry.2 = entry.2.saturating_add(
+            reservation
+                .lend
+                .as_ref()
+                .map_or(reservation.reserved.value, |lend| lend.value),
+        );
+        entry.3 |= reservation.lend.is_some();
     }
     let flavors: Vec<FlavorQuota> = pools
         .iter()
@@ -588,8 +635,9 @@ fn tenant_plan(
                 resources: gpu_resources
                     .iter()
                     .map(|resource| {
-                        let (nominal, borrowing, lending) =
-                            reserved.get(resource).copied().unwrap_or((0, 0, None));
+                        let (nominal, borrowing, lending, limited) =
+                            reserved.get(resource).copied().unwrap_or((0, 0, 0, false));
+                        let lending = limited.then_some(lending);
                         Entitlement {
                             resource: resource.clone(),
                             nominal,
@@ -619,7 +667,7 @@ fn tenant_plan(
 
     let reach = pools
         .iter()
-        .map(|pool| reach(tenant, pool, &flavors, &namespaces))
+        .map(|pool| reach(tenant, pool, pools, &flavors, &namespaces))
         .collect();
 
     let mut groups = BTreeMap::new();
@@ -700,8 +748,9 @@ fn fleet_shares(tenant: &Tenant, quota: &crate::model::Quota, cell: &Cell) -> Ve
         .collect()
 }
 
-/// Reserved, burst and lend (when every reservation declares one) of one pool resource.
-type Sums = (i64, i64, Option<i64>);
+/// Reserved, burst, lendable (each reservation's `lend`, or all of it without one) and whether
+/// any reservation of one pool resource declares `lend`.
+type Sums = (i64, i64, i64, bool);
 
 /// Whether the tenant's trust class or org forbids the pool, and why.
 pub(crate) fn forbidden(tenant: &Tenant, pool: &PoolPlan) -> Option<String> {
@@ -736,6 +785,7 @@ pub(crate) fn forbidden(tenant: &Tenant, pool: &PoolPlan) -> Option<String> {
 fn reach(
     tenant: &Tenant,
     pool: &PoolPlan,
+    pools: &[PoolPlan],
     flavors: &[FlavorQuota],
     namespaces: &[NamespacePlan],
 ) -> Reach {
@@ -761,14 +811,17 @@ fn reach(
             ),
         };
     }
-    let quota_zero = pool.offers.iter().all(|offer| {
+    let quota_zero = pool.reachable_resources().into_iter().all(|resource| {
         namespaces
             .iter()
-            .all(|namespace| namespace.gpu.get(&offer.resource).copied().unwrap_or(0) == 0)
+            .all(|namespace| namespace.gpu.get(resource).copied().unwrap_or(0) == 0)
     });
-    let taint = pool.taints.iter().find(|taint| taint.repels());
-    let blocked_by = match (quota_zero, taint) {
-        (true, _) => "its quota holds none of the pool's resources".to_string(),
+    let flavor_pools: Vec<&PoolPlan> = pools
+        .iter()
+        .filter(|candidate| flavors.iter().any(|flavor| flavor.pool == candidate.name))
+        .collect();
+    let blocked_by = match (quota_zero, pool.untolerated_taint(&flavor_pools)) {
+        (true, _) => "its quota holds none of the resources its nodes can advertise".to_string(),
         (false, Some(taint)) => format!(
             "the pool is tainted `{}` and no flavor of the tenant tolerates it",
             taint.display()

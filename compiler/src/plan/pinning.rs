@@ -7,8 +7,13 @@
 //! server or the scheduler without any tenant's cooperation:
 //! - no namespace of the tenant has quota for any resource the pool offers (ResourceQuota denies
 //!   the pod), or
-//! - the pool carries a `NoSchedule` or `NoExecute` taint and the tenant has no flavor of the pool
-//!   (so Kueue never injects the toleration; the admission floor denies pods that bring their own).
+//! - the pool carries a `NoSchedule` or `NoExecute` taint that no toleration of the tenant's
+//!   flavors tolerates (Kueue injects only those; the admission floor denies pods that bring
+//!   their own).
+//!
+//! A pool's resources include whole GPUs (`nvidia.com/gpu`) on every pool that is not
+//! `exclusive`: a node whose MIG config failed, or that lacks its device-plugin config label,
+//! advertises its GPUs whole.
 
 use super::{CellPlan, forbidden};
 use crate::catalog::Catalog;
@@ -39,18 +44,23 @@ pub(super) fn check(
             let Some(reason) = forbidden(tenant, pool) else {
                 continue;
             };
-            let has_flavor = tenant_plan
-                .queue
-                .flavors
+            let flavor_pools: Vec<&super::PoolPlan> = plan
+                .pools
                 .iter()
-                .any(|flavor| flavor.pool == pool.name);
-            if pool.taints.iter().any(|taint| taint.repels()) && !has_flavor {
+                .filter(|candidate| {
+                    tenant_plan
+                        .queue
+                        .flavors
+                        .iter()
+                        .any(|flavor| flavor.pool == candidate.name)
+                })
+                .collect();
+            if pool.untolerated_taint(&flavor_pools).is_some() {
                 continue;
             }
             let open: Vec<&str> = pool
-                .offers
-                .iter()
-                .map(|offer| offer.resource.as_str())
+                .reachable_resources()
+                .into_iter()
                 .filter(|resource| {
                     tenant_plan
                         .namespaces
@@ -69,10 +79,21 @@ pub(super) fn check(
                     tenant.name.value, pool.name, cell.name.value
                 ),
             )
-            .with_label(format!(
-                "{reason}, but the pool is untainted and offers `{}`",
-                open.join("`, `")
-            ));
+            .with_label(match pool.taints.iter().find(|taint| taint.repels()) {
+                Some(taint) => format!(
+                    "{reason}, but its taint `{}` is tolerated by the toleration of the tenant's flavor of pool `{}`, and its nodes can advertise `{}`",
+                    taint.display(),
+                    flavor_pools
+                        .iter()
+                        .find(|other| other.taints.iter().any(|t| taint.tolerated_by_toleration_of(t)))
+                        .map_or("?", |other| other.name.as_str()),
+                    open.join("`, `")
+                ),
+                None => format!(
+                    "{reason}, but the pool is untainted and its nodes can advertise `{}`",
+                    open.join("`, `")
+                ),
+            });
             // Point at the reservations that give the tenant quota for those resources.
             for reservation in &quota.pools {
                 let Some((_, offer)) = hardware::resolve(cell, reservation, catalog) else {
@@ -89,7 +110,7 @@ pub(super) fn check(
                 }
             }
             diagnostics.push(diagnostic.with_help(format!(
-                "taint the pool so only tenants with its Kueue flavor tolerate it, for example `taint \"tenantc.io/pool\" \"{}\" effect=\"NoSchedule\"` in pool `{}`",
+                "give the pool a taint of its own, so only tenants with its Kueue flavor tolerate it, for example `taint \"tenantc.io/pool\" \"{}\" effect=\"NoSchedule\"` in pool `{}`",
                 pool.name, pool.name
             )));
         }

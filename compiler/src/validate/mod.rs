@@ -190,6 +190,7 @@ pub(crate) mod test_support {
         gpu "H100-80GB-SXM"
         nodes 2 gpus-per-node=8
         sharing "mig"
+        taint "tenantc.io/pool" "infer" effect="NoSchedule"
         mig-layout "balanced" {
             profile "3g.40gb" 1
             profile "2g.20gb" 1
