@@ -1973,7 +1973,7 @@ fn ratio_text(milli: i128) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::validate::test_support::{codes, example_files, fleet};
+    use crate::validate::test_support::{codes, compile_files, example_files, fleet};
 
     /// A deterministic generator for the seeded property loops.
     struct Lcg(u64);
@@ -2275,6 +2275,85 @@ mod tests {
         };
         assert_eq!(topology_codes(1 << 15, 4, &levels(15)), []);
         assert_eq!(topology_codes(1 << 16, 4, &levels(16)), not_tree);
+    }
+
+    /// The codes of a cell whose exclusive pool has the given nodes of 8 GPUs and NVLink domain,
+    /// without topology, and a tenant reserving `reserved` in it.
+    fn nvlink_codes(nodes: i64, nvlink: i64, reserved: i64) -> Vec<Code> {
+        let cell = format!(
+            "cell \"c1\" {{\n    cloud \"aws\" region=\"r\"\n    kubernetes \"1.33\"\n    driver \"570\"\n    pool \"p\" {{\n        gpu \"H100-80GB-SXM\"\n        nodes {nodes} gpus-per-node=8\n        sharing \"exclusive\"\n        nvlink-domain gpus={nvlink}\n    }}\n}}\n"
+        );
+        let tenant = format!(
+            "tenant \"t\" {{\n    org \"o\"\n    team \"t\"\n    trust \"hard\"\n    groups admin=\"a\"\n    workload \"train\" service-account=\"s\"\n    quota cell=\"c1\" cpu=\"1\" memory=\"1Gi\" pods=1 {{\n        pool \"p\" reserved={reserved}\n    }}\n}}\n"
+        );
+        codes(&[("cells/c1.kdl", &cell), ("tenants/t.kdl", &tenant)])
+    }
+
+    #[test]
+    fn rejects_nvlink_domains_the_pool_cannot_hold() {
+        // Whole nodes, or a divisor of a node, over a whole number of domains.
+        assert_eq!(nvlink_codes(2, 16, 16), []);
+        assert_eq!(nvlink_codes(2, 4, 16), []);
+        assert_eq!(nvlink_codes(9, 72, 72), []);
+        // Larger than the pool: no `reserve 72` warning beside the error.
+        assert_eq!(nvlink_codes(2, 72, 16), [Code::TopologyNotTree]);
+        // A node and a half, a domain that does not divide a node, 3 nodes of 2-node domains.
+        assert_eq!(nvlink_codes(4, 12, 16), [Code::TopologyNotTree]);
+        assert_eq!(nvlink_codes(2, 3, 16), [Code::TopologyNotTree]);
+        assert_eq!(nvlink_codes(3, 16, 16), [Code::TopologyNotTree]);
+    }
+
+    #[test]
+    fn warns_when_a_share_split_leaves_a_namespace_nothing() {
+        let with = |props: &str| {
+            check_codes(
+                "",
+                &[
+                    tenant("t0", "", r#"pool "train" reserved=8 workload="train""#, "")
+                        .replace(r#"cpu="64" memory="256Gi" pods=100"#, props),
+                ],
+            )
+        };
+        assert_eq!(with(r#"cpu="2m" memory="2" pods=2"#), []);
+        // Two workloads of share 1: `infer` gets nothing of 1m, of 1 byte, of 1 pod.
+        assert_eq!(
+            with(r#"cpu="1m" memory="1Gi" pods=2"#),
+            [Code::CeilingSplitMismatch]
+        );
+        assert_eq!(
+            with(r#"cpu="1" memory="1" pods=1"#),
+            [Code::CeilingSplitMismatch; 2]
+        );
+        let found = compile_files(&[
+            ("cells/c1.kdl", &cell("")),
+            (
+                "tenants/t0.kdl",
+                &tenant("t0", "", r#"pool "train" reserved=8 workload="train""#, "").replace(
+                    r#"cpu="64" memory="256Gi" pods=100"#,
+                    r#"cpu="1m" memory="1Gi" pods=2"#,
+                ),
+            ),
+        ]);
+        let warning = found.diagnostics.first().unwrap();
+        assert!(!warning.is_error());
+        assert_eq!(
+            warning.help,
+            "raise the `cpu` ceiling to at least 2m, give `infer` a larger `share`, or split the ceilings explicitly with `split`"
+        );
+        // Explicit splits are the user's own: only their sums are checked.
+        let explicit = r#"pool "train" reserved=8 workload="train"
+        split "train" cpu="1m" memory="1Gi" pods=2
+        split "infer" cpu="0" memory="0" pods=0"#;
+        assert_eq!(
+            check_codes(
+                "",
+                &[tenant("t0", "", explicit, "").replace(
+                    r#"cpu="64" memory="256Gi" pods=100"#,
+                    r#"cpu="1m" memory="1Gi" pods=2"#
+                )]
+            ),
+            []
+        );
     }
 
     #[test]
