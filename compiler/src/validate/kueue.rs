@@ -10,8 +10,9 @@
 //! It also holds the arithmetic that lowering and reports share with these checks:
 //! [`split_ceilings`] and [`split_by_shares`] (a tenant's ceilings over its namespaces),
 //! [`fleet_split`] and [`fleet_cell_parts`] (a fleet reservation over its cells),
-//! [`topology_levels`] (a pool's levels with the implied hostname level) and
-//! [`nvlink_domain_gpus`].
+//! [`topology_levels`] (a pool's levels with the implied hostname level),
+//! [`nvlink_domain_gpus`] and [`nvlink_domain_fits`], and [`flavor_node_labels`] (the node labels
+//! of each pool's ResourceFlavor, from the same node groups the plan intersects).
 //!
 //! Invariants: pure; a reservation is counted against exactly the pool resource
 //! [`hardware::resolve`] maps it to, as `validate::tenants` and `lower` count it; every split
@@ -33,15 +34,21 @@ use crate::source::Span;
 
 use super::duplicates;
 
-/// The node labels a pool may declare: a Kueue ResourceFlavor holds at most 8, and tenantc adds
-/// `nvidia.com/device-plugin.config` to the pool's.
-pub const MAX_POOL_LABELS: usize = 7;
+/// The node labels of a Kueue ResourceFlavor: the pool's own plus those tenantc adds (see
+/// [`flavor_node_labels`]).
+pub const MAX_FLAVOR_LABELS: usize = crate::kube::kueue::MAX_FLAVOR_NODE_ITEMS;
 /// The taints a pool may declare: a ResourceFlavor holds at most 8 `nodeTaints`.
-pub const MAX_POOL_TAINTS: usize = 8;
-/// The distinct GPU resources a cell may offer: a ClusterQueue resource group covers at most 64.
-pub const MAX_CELL_GPU_RESOURCES: usize = 64;
+pub const MAX_POOL_TAINTS: usize = crate::kube::kueue::MAX_FLAVOR_NODE_ITEMS;
+/// The distinct GPU resources of a cell, `nvidia.com/gpu` included: every ClusterQueue's GPU
+/// resource group and the root Cohort's cover them all, and a group covers at most 64.
+pub const MAX_CELL_GPU_RESOURCES: usize = crate::kube::kueue::MAX_RESOURCES_PER_GROUP;
+/// The pools of one cell: the root Cohort lists each pool's flavor in one resource group, which
+/// holds at most 64 flavors.
+pub const MAX_CELL_POOLS: usize = crate::kube::kueue::MAX_FLAVORS_PER_GROUP;
 /// The pools of one cell a tenant may reserve in: a resource group holds at most 64 flavors.
-pub const MAX_TENANT_POOLS: usize = 64;
+pub const MAX_TENANT_POOLS: usize = crate::kube::kueue::MAX_FLAVORS_PER_GROUP;
+/// The (flavor, resource) pairs of one resource group: pools times the cell's GPU resources.
+pub const MAX_GROUP_PAIRS: usize = crate::kube::kueue::MAX_PAIRS_PER_GROUP;
 /// The levels of a Kueue Topology, `kubernetes.io/hostname` included.
 pub const MAX_TOPOLOGY_LEVELS: usize = 16;
 /// The longest priority name: it becomes a WorkloadPriorityClass, named in a label value.
@@ -291,6 +298,39 @@ pub fn nvlink_domain_gpus(pool: &Pool) -> i64 {
         .map_or(pool.gpus_per_node.value, |domain| domain.value)
 }
 
+/// The node labels of each pool's Kueue ResourceFlavor, by pool name: the labels every node
+/// group of the pool carries ([`crate::lower::gpu::node_groups`]), which are the pool's own
+/// labels, `nvidia.com/device-plugin.config`, and `nvidia.com/mig.config` when all its nodes
+/// share one MIG config (`all-disabled` on a MIG-capable model that is not shared by MIG, the
+/// layout's config on a MIG pool with exactly one layout). The plan's `node_labels` are these.
+pub fn flavor_node_labels(
+    cell: &Cell,
+    cell_catalog: &Catalog,
+) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut common: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for group in crate::lower::gpu::node_groups(cell, cell_catalog) {
+        match common.get_mut(&group.pool) {
+            None => {
+                common.insert(group.pool.clone(), group.labels);
+            }
+            Some(labels) => labels.retain(|key, value| group.labels.get(key) == Some(value)),
+        }
+    }
+    common
+}
+
+/// Whether a pool's NVLink domain fits its hardware: the pool's GPUs are a whole number of
+/// domains, and a domain is either a divisor of one node's GPUs or a whole number of nodes.
+pub fn nvlink_domain_fits(pool: &Pool) -> bool {
+    let domain = nvlink_domain_gpus(pool);
+    let per_node = pool.gpus_per_node.value;
+    let gpus = pool.nodes.value.saturating_mul(per_node);
+    domain > 0
+        && per_node > 0
+        && gpus % domain == 0
+        && (per_node % domain == 0 || domain % per_node == 0)
+}
+
 /// The whole GPUs of `gpu` a tenant reserves in a cell: the sum of `reserved` over its
 /// reservations in the cell's `exclusive` pools of that model (a repeated reservation counts
 /// once, as in the capacity check).
@@ -349,6 +389,7 @@ pub(super) fn check(fleet: &Fleet, catalog: &Catalog, diagnostics: &mut Vec<Diag
                 continue;
             }
             check_splits(tenant, quota, diagnostics);
+            check_empty_shares(tenant, quota, diagnostics);
             let Some(cell) = cells.get(quota.cell.value.as_str()).filter(|c| c.complete) else {
                 // Unknown cells are reported by `validate::tenants`; an incomplete cell may be
                 // missing the pool a reservation names.
@@ -674,6 +715,10 @@ fn check_domain_split(
     let Some(domain) = &pool.nvlink_domain else {
         return;
     };
+    if !nvlink_domain_fits(pool) {
+        // A domain the pool cannot hold is `topology-not-tree`; no reservation is whole in it.
+        return;
+    }
     let size = domain.value.max(1);
     let reserved = reservation.reserved.value;
     let partial = reserved % size;
@@ -760,11 +805,35 @@ fn check_cell(cell: &Cell, cell_catalog: &Catalog, diagnostics: &mut Vec<Diagnos
             );
         }
     }
-    let mut resources = BTreeSet::new();
+    let flavor_labels = flavor_node_labels(cell, cell_catalog);
+    // Every tenant's GPU resource group and the root Cohort's cover `nvidia.com/gpu` and every
+    // resource a pool offers.
+    let mut resources = BTreeSet::from([hardware::GPU_RESOURCE.to_string()]);
     let mut over = false;
-    for pool in &cell.pools {
-        check_flavor_limits(pool, diagnostics);
+    for (idx, pool) in cell.pools.iter().enumerate() {
+        if idx == MAX_CELL_POOLS {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::KueueLimitExceeded,
+                    pool.name.span,
+                    format!(
+                        "cell `{}` has {} pools, more than the {MAX_CELL_POOLS} flavors a Kueue resource group holds",
+                        cell.name.value,
+                        cell.pools.len()
+                    ),
+                )
+                .with_label(format!("pool number {}", MAX_CELL_POOLS + 1))
+                .with_note("each pool is a Kueue ResourceFlavor, and the cell's root Cohort lists every flavor in one resource group")
+                .with_help(format!(
+                    "declare at most {MAX_CELL_POOLS} pools in cell `{}`: merge pools of the same hardware, or move some to a cell of their own",
+                    cell.name.value
+                )),
+            );
+        }
+        let labels = flavor_labels.get(&pool.name.value);
+        check_flavor_limits(pool, labels, diagnostics);
         check_topology(pool, diagnostics);
+        check_nvlink_domain(pool, diagnostics);
         for offer in hardware::offers(pool, cell_catalog) {
             resources.insert(offer.resource);
         }
@@ -779,34 +848,75 @@ fn check_cell(cell: &Cell, cell_catalog: &Catalog, diagnostics: &mut Vec<Diagnos
                         cell.name.value
                     ),
                 )
-                .with_label(format!("{} distinct resources up to here", resources.len()))
-                .with_note("every tenant's ClusterQueue covers each GPU resource of the cell, and a resource group covers at most 64")
+                .with_label(format!("{} distinct resources up to here, `{}` included", resources.len(), hardware::GPU_RESOURCE))
+                .with_note("every tenant's ClusterQueue covers each GPU resource of the cell and `nvidia.com/gpu`, and a resource group covers at most 64")
                 .with_help("use fewer distinct MIG profiles across the cell's pools"),
             );
         }
     }
+    let pools = cell.pools.len();
+    let pairs = pools.saturating_mul(resources.len());
+    if !over && pools <= MAX_CELL_POOLS && pairs > MAX_GROUP_PAIRS {
+        let most_pools = MAX_GROUP_PAIRS / resources.len().max(1);
+        diagnostics.push(
+            Diagnostic::error(
+                Code::KueueLimitExceeded,
+                cell.name.span,
+                format!(
+                    "cell `{}` has {pools} pools and {} GPU resources: {pairs} (flavor, resource) pairs in one Kueue resource group, more than {MAX_GROUP_PAIRS}",
+                    cell.name.value,
+                    resources.len()
+                ),
+            )
+            .with_label(format!("{pools} pools x {} resources = {pairs}", resources.len()))
+            .with_note("the cell's root Cohort lists every pool's flavor with every GPU resource of the cell, `nvidia.com/gpu` included, and a tenant's ClusterQueue each pool it reserves in; Kueue allows at most 512 pairs in a resource group")
+            .with_help(format!(
+                "keep pools x GPU resources at most {MAX_GROUP_PAIRS}: with {} resources, at most {most_pools} pools; or use fewer distinct MIG profiles",
+                resources.len()
+            )),
+        );
+    }
 }
 
-/// A pool's ResourceFlavor carries its labels and taints, at most 8 of each.
-fn check_flavor_limits(pool: &Pool, diagnostics: &mut Vec<Diagnostic>) {
+/// A pool's ResourceFlavor carries its node labels (the pool's own and those tenantc adds) and
+/// its taints, at most 8 of each, and no two taints with the same key and effect.
+fn check_flavor_limits(
+    pool: &Pool,
+    flavor_labels: Option<&BTreeMap<String, String>>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
     // In source order, so the finding points at the label written past the limit.
     let mut labels: Vec<&Spanned<String>> = pool.labels.iter().map(|(key, _)| key).collect();
     labels.sort_by_key(|key| key.span.start);
-    if let Some(extra) = labels.get(MAX_POOL_LABELS) {
+    let total = flavor_labels.map_or(labels.len(), BTreeMap::len);
+    let added: Vec<&str> = flavor_labels
+        .into_iter()
+        .flat_map(BTreeMap::keys)
+        .filter(|key| !labels.iter().any(|label| &label.value == *key))
+        .map(String::as_str)
+        .collect();
+    let allowed = MAX_FLAVOR_LABELS.saturating_sub(added.len());
+    if total > MAX_FLAVOR_LABELS
+        && let Some(extra) = labels.get(allowed)
+    {
         diagnostics.push(
             Diagnostic::error(
                 Code::KueueLimitExceeded,
                 extra.span,
                 format!(
-                    "pool `{}` has {} labels; its Kueue ResourceFlavor takes at most {MAX_POOL_LABELS}",
-                    pool.name.value,
-                    labels.len()
+                    "pool `{}` gives its Kueue ResourceFlavor {total} node labels, more than {MAX_FLAVOR_LABELS}",
+                    pool.name.value
                 ),
             )
-            .with_label(format!("label number {}", MAX_POOL_LABELS + 1))
-            .with_note("a ResourceFlavor holds at most 8 node labels, and tenantc adds `nvidia.com/device-plugin.config`")
+            .with_label(format!("label number {}", allowed + 1))
+            .with_note(format!(
+                "every node of the pool carries these {} labels, the flavor's nodeLabels: the pool's {} plus {}; a ResourceFlavor holds at most {MAX_FLAVOR_LABELS}",
+                total,
+                labels.len(),
+                list_names(added.iter().copied())
+            ))
             .with_help(format!(
-                "keep at most {MAX_POOL_LABELS} labels that tell the pool's nodes apart"
+                "keep at most {allowed} labels that tell the pool's nodes apart"
             )),
         );
     }
@@ -826,6 +936,91 @@ fn check_flavor_limits(pool: &Pool, diagnostics: &mut Vec<Diagnostic>) {
             .with_help(format!("keep at most {MAX_POOL_TAINTS} taints on the pool's nodes")),
         );
     }
+    let mut seen: BTreeMap<(&str, &str), Span> = BTreeMap::new();
+    for taint in &pool.taints {
+        let key = (taint.key.value.as_str(), taint.effect.value.as_str());
+        let Some(first) = seen.get(&key) else {
+            seen.insert(key, taint.key.span);
+            continue;
+        };
+        diagnostics.push(
+            Diagnostic::error(
+                Code::KueueLimitExceeded,
+                taint.key.span,
+                format!(
+                    "pool `{}` repeats the taint key `{}` with effect `{}`",
+                    pool.name.value, taint.key.value, taint.effect.value
+                ),
+            )
+            .with_label("same key and effect as an earlier taint")
+            .with_secondary(*first, "first taint with this key and effect")
+            .with_note("a node holds one taint per key and effect, and Kueue's webhook refuses a ResourceFlavor whose nodeTaints repeat one")
+            .with_help(format!(
+                "keep one `{}` taint with effect `{}`, or give the other a different key or effect",
+                taint.key.value, taint.effect.value
+            )),
+        );
+    }
+}
+
+/// An NVLink domain fits the pool's GPUs: see [`nvlink_domain_fits`].
+fn check_nvlink_domain(pool: &Pool, diagnostics: &mut Vec<Diagnostic>) {
+    let Some(domain) = &pool.nvlink_domain else {
+        return;
+    };
+    if nvlink_domain_fits(pool) {
+        return;
+    }
+    let name = &pool.name.value;
+    let per_node = pool.gpus_per_node.value;
+    let gpus = pool.nodes.value.saturating_mul(per_node);
+    let (message, help) = if domain.value > gpus {
+        (
+            format!(
+                "an NVLink domain of {} GPUs is larger than pool `{name}` ({} nodes x {per_node} GPUs = {gpus})",
+                domain.value, pool.nodes.value
+            ),
+            format!(
+                "check `nvlink-domain gpus=` against the hardware: a domain holds at most the pool's {gpus} GPUs; declare the pool's full node count, or the domain's real size"
+            ),
+        )
+    } else if domain.value > per_node && domain.value % per_node != 0 {
+        (
+            format!(
+                "an NVLink domain of {} GPUs is not a whole number of pool `{name}`'s nodes of {per_node} GPUs",
+                domain.value
+            ),
+            "check `nvlink-domain gpus=` against the hardware: a multi-node NVLink domain is made of whole nodes".to_string(),
+        )
+    } else if domain.value < per_node && per_node % domain.value.max(1) != 0 {
+        (
+            format!(
+                "an NVLink domain of {} GPUs does not divide pool `{name}`'s nodes of {per_node} GPUs",
+                domain.value
+            ),
+            format!(
+                "check `nvlink-domain gpus=` against the hardware: a domain inside a node is a divisor of its {per_node} GPUs"
+            ),
+        )
+    } else {
+        (
+            format!(
+                "pool `{name}` ({gpus} GPUs) is not a whole number of its NVLink domains of {} GPUs",
+                domain.value
+            ),
+            format!(
+                "make the pool's node count a whole number of NVLink domains ({} nodes each)",
+                domain.value / per_node.max(1)
+            ),
+        )
+    };
+    diagnostics.push(
+        topology_error(domain.span, message)
+            .with_label(format!("{} GPUs per NVLink domain", domain.value))
+            .with_secondary(pool.nodes.span, format!("{} nodes x {per_node} GPUs", pool.nodes.value))
+            .with_note("gangs, whole-domain reservations and topology levels are counted in NVLink domains, so a domain the pool cannot hold makes every one of them wrong")
+            .with_help(help),
+    );
 }
 
 fn topology_error(span: Span, message: String) -> Diagnostic {
@@ -1006,22 +1201,11 @@ fn check_nvlink_level(
     if domain.value <= per_node {
         return;
     }
-    let name = &pool.name.value;
-    if domain.value % per_node != 0 {
-        diagnostics.push(
-            topology_error(
-                domain.span,
-                format!(
-                    "an NVLink domain of {} GPUs is not a whole number of pool `{name}`'s nodes of {per_node} GPUs",
-                    domain.value
-                ),
-            )
-            .with_label("no topology level can hold it exactly")
-            .with_secondary(pool.gpus_per_node.span, "GPUs per node")
-            .with_help("check `nvlink-domain gpus=` against the hardware: a multi-node NVLink domain is made of whole nodes"),
-        );
+    if !nvlink_domain_fits(pool) {
+        // Reported by `check_nvlink_domain`.
         return;
     }
+    let name = &pool.name.value;
     let domain_nodes = domain.value / per_node;
     if chain.iter().any(|(_, nodes)| nodes.value == domain_nodes) {
         return;
@@ -1216,6 +1400,135 @@ fn check_splits(tenant: &Tenant, quota: &Quota, diagnostics: &mut Vec<Diagnostic
     }
 }
 
+/// One ceiling as [`check_empty_shares`] reads it: its field, span and text, each namespace's
+/// part in units, the unit in thousandths, and a printer of thousandths.
+type ShareField<'a> = (
+    &'static str,
+    Span,
+    String,
+    Vec<i128>,
+    i128,
+    &'a dyn Fn(i128) -> String,
+);
+
+/// A ceiling split by shares gives every workload namespace some cpu, memory and pods: a
+/// namespace with none of one can run no pod at all (a warning, since the split itself adds
+/// up).
+fn check_empty_shares(tenant: &Tenant, quota: &Quota, diagnostics: &mut Vec<Diagnostic>) {
+    if !quota.splits.is_empty() || !quota.complete || !tenant.complete {
+        return;
+    }
+    let mut kinds: Vec<&Workload> = tenant.workloads.iter().collect();
+    kinds.sort_by_key(|workload| workload.kind.value);
+    kinds.dedup_by_key(|workload| workload.kind.value);
+    let shares: Vec<i64> = kinds
+        .iter()
+        .map(|workload| {
+            workload
+                .share
+                .as_ref()
+                .map_or(1, |share| share.value)
+                .max(1)
+        })
+        .collect();
+    let share_sum: i128 = shares.iter().map(|share| i128::from(*share)).sum();
+    let parts = split_ceilings(quota, &tenant.workloads);
+    let cpu_format = quota.cpu.value.format();
+    let memory_format = quota.memory.value.format();
+    let fields: [ShareField<'_>; 3] = [
+        (
+            "cpu",
+            quota.cpu.span,
+            quota.cpu.value.to_string(),
+            parts.iter().map(|part| part.cpu.milli()).collect(),
+            1,
+            &|milli| {
+                Quantity::from_milli(milli, cpu_format)
+                    .map_or_else(|| format!("{milli}m"), |q| q.to_string())
+            },
+        ),
+        (
+            "memory",
+            quota.memory.span,
+            quota.memory.value.to_string(),
+            parts
+                .iter()
+                .map(|part| part.memory.milli() / 1000)
+                .collect(),
+            1000,
+            &|milli| {
+                Quantity::from_milli(milli, memory_format)
+                    .map_or_else(|| format!("{}", milli / 1000), |q| q.to_string())
+            },
+        ),
+        (
+            "pods",
+            quota.pods.span,
+            quota.pods.value.to_string(),
+            parts.iter().map(|part| i128::from(part.pods)).collect(),
+            1000,
+            &|milli| (milli / 1000).to_string(),
+        ),
+    ];
+    for (field, span, ceiling, units, unit, show) in fields {
+        let empty: Vec<(usize, &Workload)> = units
+            .iter()
+            .zip(&kinds)
+            .enumerate()
+            .filter(|(_, (part, _))| **part <= 0)
+            .map(|(idx, (_, workload))| (idx, *workload))
+            .collect();
+        let Some((_, first)) = empty.first() else {
+            continue;
+        };
+        // The smallest ceiling (in units) whose split by shares gives each of these at least
+        // one unit: `units * share >= share_sum` for a part after the first, and one unit for
+        // the first, which gets the remainder.
+        let needed: i128 = empty
+            .iter()
+            .map(|(idx, _)| {
+                let share = i128::from(shares.get(*idx).copied().unwrap_or(1));
+                if *idx == 0 {
+                    1
+                } else {
+                    (share_sum + share - 1) / share
+                }
+            })
+            .max()
+            .unwrap_or(1);
+        let names: Vec<&str> = empty.iter().map(|(_, w)| w.kind.value.as_str()).collect();
+        let mut diagnostic = Diagnostic::warning(
+            Code::CeilingSplitMismatch,
+            span,
+            format!(
+                "the `{field}` ceiling {ceiling} of tenant `{}` in cell `{}`, split by shares, gives workload {} none",
+                tenant.name.value,
+                quota.cell.value,
+                list_names(names.iter().copied())
+            ),
+        )
+        .with_label(format!("split over {} workload namespaces", kinds.len()));
+        for (_, workload) in &empty {
+            diagnostic = diagnostic.with_secondary(
+                workload
+                    .share
+                    .as_ref()
+                    .map_or(workload.kind.span, |share| share.span),
+                format!("`{}` gets 0 {field}", workload.kind.value.as_str()),
+            );
+        }
+        diagnostics.push(
+            diagnostic
+                .with_note("a namespace's ResourceQuota holds its part of the ceiling, so a namespace with no cpu, memory or pods can run no pod")
+                .with_help(format!(
+                    "raise the `{field}` ceiling to at least {}, give `{}` a larger `share`, or split the ceilings explicitly with `split`",
+                    show(needed * unit),
+                    first.kind.value.as_str()
+                )),
+        );
+    }
+}
+
 fn split_help(field: &str, short: bool, difference: &str) -> String {
     if short {
         format!(
@@ -1237,6 +1550,8 @@ fn check_fleet(tenant: &Tenant, cells: &BTreeMap<&str, &Cell>, diagnostics: &mut
         diagnostics,
     );
     let quota_cells = || tenant.quotas.iter().map(|quota| quota.cell.value.as_str());
+    // A repeated model is `name-duplicate`; the cells it leaves out are checked once.
+    let mut checked_models = BTreeSet::new();
     for reservation in &tenant.fleet {
         let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
         let mut usable = true;
@@ -1299,6 +1614,9 @@ fn check_fleet(tenant: &Tenant, cells: &BTreeMap<&str, &Cell>, diagnostics: &mut
                 });
             }
         }
+        if tenant.complete && checked_models.insert(reservation.gpu.value.as_str()) {
+            check_fleet_unlisted(tenant, reservation, &seen, cells, diagnostics);
+        }
         if !usable {
             continue;
         }
@@ -1324,6 +1642,66 @@ fn check_fleet(tenant: &Tenant, cells: &BTreeMap<&str, &Cell>, diagnostics: &mut
             }
             check_fleet_cell(tenant, reservation, share, part, quota, cell, diagnostics);
         }
+    }
+}
+
+/// A tenant's reservations of a fleet contract's GPU model in a cell the contract does not list
+/// are outside the contract.
+fn check_fleet_unlisted(
+    tenant: &Tenant,
+    reservation: &FleetReservation,
+    listed: &BTreeMap<&str, Span>,
+    cells: &BTreeMap<&str, &Cell>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let gpu = reservation.gpu.value.as_str();
+    let mut seen_cells = BTreeSet::new();
+    for quota in &tenant.quotas {
+        let cell_name = quota.cell.value.as_str();
+        if listed.contains_key(cell_name) || !seen_cells.insert(cell_name) || !quota.complete {
+            continue;
+        }
+        let Some(cell) = cells.get(cell_name).filter(|c| c.complete) else {
+            continue;
+        };
+        let counted: Vec<&PoolQuota> = counted_reservations(quota)
+            .into_iter()
+            .filter(|r| {
+                pool_of(cell, r).is_some_and(|pool| {
+                    pool.sharing.value == Sharing::Exclusive && pool.gpu.value == gpu
+                })
+            })
+            .collect();
+        let actual = counted
+            .iter()
+            .map(|r| r.reserved.value)
+            .fold(0, i64::saturating_add);
+        let Some((first, rest)) = counted.split_first().filter(|_| actual > 0) else {
+            continue;
+        };
+        let mut diagnostic = Diagnostic::error(
+            Code::FleetReservationMismatch,
+            first.reserved.span,
+            format!(
+                "tenant `{}` reserves {actual} `{gpu}` GPUs in cell `{cell_name}`, which its `{gpu}` fleet reservation does not list",
+                tenant.name.value
+            ),
+        )
+        .with_label(format!("{} in pool `{}`", first.reserved.value, first.pool.value));
+        for other in rest {
+            diagnostic = diagnostic.with_secondary(
+                other.reserved.span,
+                format!("{} in pool `{}`", other.reserved.value, other.pool.value),
+            );
+        }
+        diagnostics.push(
+            diagnostic
+                .with_secondary(reservation.gpu.span, format!("the fleet reservation of `{gpu}`"))
+                .with_note("a fleet reservation is the tenant's whole contract for its GPU model: every `reserved` whole GPU of the model in an `exclusive` pool counts, in every cell")
+                .with_help(format!(
+                    "add `cell \"{cell_name}\" gpus={actual}` to the fleet reservation and raise its `gpus` by {actual}, or reserve no `{gpu}` GPUs in cell `{cell_name}`"
+                )),
+        );
     }
 }
 
@@ -1595,7 +1973,7 @@ fn ratio_text(milli: i128) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::validate::test_support::{codes, example_files, fleet};
+    use crate::validate::test_support::{codes, compile_files, example_files, fleet};
 
     /// A deterministic generator for the seeded property loops.
     struct Lcg(u64);
@@ -1899,6 +2277,85 @@ mod tests {
         assert_eq!(topology_codes(1 << 16, 4, &levels(16)), not_tree);
     }
 
+    /// The codes of a cell whose exclusive pool has the given nodes of 8 GPUs and NVLink domain,
+    /// without topology, and a tenant reserving `reserved` in it.
+    fn nvlink_codes(nodes: i64, nvlink: i64, reserved: i64) -> Vec<Code> {
+        let cell = format!(
+            "cell \"c1\" {{\n    cloud \"aws\" region=\"r\"\n    kubernetes \"1.33\"\n    driver \"570\"\n    pool \"p\" {{\n        gpu \"H100-80GB-SXM\"\n        nodes {nodes} gpus-per-node=8\n        sharing \"exclusive\"\n        nvlink-domain gpus={nvlink}\n    }}\n}}\n"
+        );
+        let tenant = format!(
+            "tenant \"t\" {{\n    org \"o\"\n    team \"t\"\n    trust \"hard\"\n    groups admin=\"a\"\n    workload \"train\" service-account=\"s\"\n    quota cell=\"c1\" cpu=\"1\" memory=\"1Gi\" pods=1 {{\n        pool \"p\" reserved={reserved}\n    }}\n}}\n"
+        );
+        codes(&[("cells/c1.kdl", &cell), ("tenants/t.kdl", &tenant)])
+    }
+
+    #[test]
+    fn rejects_nvlink_domains_the_pool_cannot_hold() {
+        // Whole nodes, or a divisor of a node, over a whole number of domains.
+        assert_eq!(nvlink_codes(2, 16, 16), []);
+        assert_eq!(nvlink_codes(2, 4, 16), []);
+        assert_eq!(nvlink_codes(9, 72, 72), []);
+        // Larger than the pool: no `reserve 72` warning beside the error.
+        assert_eq!(nvlink_codes(2, 72, 16), [Code::TopologyNotTree]);
+        // A node and a half, a domain that does not divide a node, 3 nodes of 2-node domains.
+        assert_eq!(nvlink_codes(4, 12, 16), [Code::TopologyNotTree]);
+        assert_eq!(nvlink_codes(2, 3, 16), [Code::TopologyNotTree]);
+        assert_eq!(nvlink_codes(3, 16, 16), [Code::TopologyNotTree]);
+    }
+
+    #[test]
+    fn warns_when_a_share_split_leaves_a_namespace_nothing() {
+        let with = |props: &str| {
+            check_codes(
+                "",
+                &[
+                    tenant("t0", "", r#"pool "train" reserved=8 workload="train""#, "")
+                        .replace(r#"cpu="64" memory="256Gi" pods=100"#, props),
+                ],
+            )
+        };
+        assert_eq!(with(r#"cpu="2m" memory="2" pods=2"#), []);
+        // Two workloads of share 1: `infer` gets nothing of 1m, of 1 byte, of 1 pod.
+        assert_eq!(
+            with(r#"cpu="1m" memory="1Gi" pods=2"#),
+            [Code::CeilingSplitMismatch]
+        );
+        assert_eq!(
+            with(r#"cpu="1" memory="1" pods=1"#),
+            [Code::CeilingSplitMismatch; 2]
+        );
+        let found = compile_files(&[
+            ("cells/c1.kdl", &cell("")),
+            (
+                "tenants/t0.kdl",
+                &tenant("t0", "", r#"pool "train" reserved=8 workload="train""#, "").replace(
+                    r#"cpu="64" memory="256Gi" pods=100"#,
+                    r#"cpu="1m" memory="1Gi" pods=2"#,
+                ),
+            ),
+        ]);
+        let warning = found.diagnostics.first().unwrap();
+        assert!(!warning.is_error());
+        assert_eq!(
+            warning.help,
+            "raise the `cpu` ceiling to at least 2m, give `infer` a larger `share`, or split the ceilings explicitly with `split`"
+        );
+        // Explicit splits are the user's own: only their sums are checked.
+        let explicit = r#"pool "train" reserved=8 workload="train"
+        split "train" cpu="1m" memory="1Gi" pods=2
+        split "infer" cpu="0" memory="0" pods=0"#;
+        assert_eq!(
+            check_codes(
+                "",
+                &[tenant("t0", "", explicit, "").replace(
+                    r#"cpu="64" memory="256Gi" pods=100"#,
+                    r#"cpu="1m" memory="1Gi" pods=2"#
+                )]
+            ),
+            []
+        );
+    }
+
     #[test]
     fn a_topology_with_several_faults_reports_each_once() {
         let found = topology_codes(
@@ -1991,9 +2448,11 @@ mod tests {
             r#"fleet gpu="H100-80GB-SXM" gpus=96 { cell "c1" gpus=64; cell "c2" gpus=40; }"#,
             r#"fleet gpu="H100-80GB-SXM" gpus=128 { cell "c1" gpus=64; cell "c2" gpus=32; }"#,
             // A cell twice, a cell without quota, both a part and a weight.
-            r#"fleet gpu="H100-80GB-SXM" gpus=96 { cell "c1" gpus=64; cell "c1" gpus=32; }"#,
-            r#"fleet gpu="H100-80GB-SXM" gpus=96 { cell "c1" gpus=64; cell "c3" gpus=32; }"#,
+            r#"fleet gpu="H100-80GB-SXM" gpus=96 { cell "c1" gpus=64; cell "c2" gpus=32; cell "c1" gpus=0; }"#,
+            r#"fleet gpu="H100-80GB-SXM" gpus=96 { cell "c1" gpus=64; cell "c2" gpus=32; cell "c3" gpus=0; }"#,
             r#"fleet gpu="H100-80GB-SXM" gpus=96 { cell "c1" gpus=64 weight=1; cell "c2" weight=1; }"#,
+            // A cell the contract does not list, where the tenant reserves the model.
+            r#"fleet gpu="H100-80GB-SXM" gpus=64 { cell "c1" weight=1; }"#,
         ] {
             assert_eq!(
                 fleet_codes(fleet),
@@ -2001,6 +2460,18 @@ mod tests {
                 "{fleet}"
             );
         }
+        // Listing the cell, or reserving no GPU of the model there, is fine.
+        assert_eq!(
+            fleet_codes_with(
+                r#"fleet gpu="H100-80GB-SXM" gpus=64 { cell "c1" weight=1; }"#,
+                |tenant| tenant.replace(r#"pool "h100" reserved=32"#, r#"pool "h100" reserved=0"#)
+            ),
+            []
+        );
+        assert_eq!(
+            fleet_codes(r#"fleet gpu="A100-80GB-SXM" gpus=8 { cell "c1" weight=1; }"#),
+            []
+        );
         // Per cell: 96 by equal weights is 48 and 48; the tenant reserves 64 and 32.
         assert_eq!(
             fleet_codes(
@@ -2040,12 +2511,51 @@ mod tests {
                 "cell \"c1\" {{\n    cloud \"aws\" region=\"r\"\n    kubernetes \"1.33\"\n    driver \"570\"\n    {cell_extra}\n    pool \"p\" {{\n        gpu \"H100-80GB-SXM\"\n        nodes 1 gpus-per-node=8\n        sharing \"exclusive\"\n        {pool_extra}\n    }}\n}}\n"
             )
         };
-        let seven: String = labels.lines().take(7).collect::<Vec<_>>().join("\n");
-        assert_eq!(codes(&[("cells/c1.kdl", &cell_with(&seven, ""))]), []);
+        let first = |count: usize| labels.lines().take(count).collect::<Vec<_>>().join("\n");
+        // An H100 pool's flavor also gets `nvidia.com/device-plugin.config` and
+        // `nvidia.com/mig.config=all-disabled`: 6 labels fit, 7 do not.
+        assert_eq!(codes(&[("cells/c1.kdl", &cell_with(&first(6), ""))]), []);
+        assert_eq!(
+            codes(&[("cells/c1.kdl", &cell_with(&first(7), ""))]),
+            [Code::KueueLimitExceeded]
+        );
         assert_eq!(
             codes(&[("cells/c1.kdl", &cell_with(&labels, ""))]),
             [Code::KueueLimitExceeded]
         );
+        // An L40S has no MIG: 7 labels fit.
+        let l40s = |labels: &str| cell_with(labels, "").replace("H100-80GB-SXM", "L40S");
+        assert_eq!(codes(&[("cells/c1.kdl", &l40s(&first(7)))]), []);
+        assert_eq!(
+            codes(&[("cells/c1.kdl", &l40s(&first(8)))]),
+            [Code::KueueLimitExceeded]
+        );
+        // A MIG pool with one layout carries its `nvidia.com/mig.config`; with two, no node
+        // label is common to both, so one more label fits.
+        let mig = |labels: &str, layouts: &str| {
+            cell_with(labels, "")
+                .replace("nodes 1", "nodes 2")
+                .replace("\"exclusive\"", &format!("\"mig\"\n        {layouts}"))
+        };
+        let one = r#"mig-layout "a" { profile "1g.10gb" 7; }"#;
+        let two = r#"mig-layout "a" nodes=1 { profile "1g.10gb" 7; }
+        mig-layout "b" nodes=1 { profile "3g.40gb" 2; }"#;
+        assert_eq!(codes(&[("cells/c1.kdl", &mig(&first(6), one))]), []);
+        assert_eq!(
+            codes(&[("cells/c1.kdl", &mig(&first(7), one))]),
+            [Code::KueueLimitExceeded]
+        );
+        assert_eq!(codes(&[("cells/c1.kdl", &mig(&first(7), two))]), []);
+        // Two taints with one key and effect.
+        let repeated =
+            "taint \"k\" \"a\" effect=\"NoSchedule\"\ntaint \"k\" \"b\" effect=\"NoSchedule\"";
+        assert_eq!(
+            codes(&[("cells/c1.kdl", &cell_with(repeated, ""))]),
+            [Code::KueueLimitExceeded]
+        );
+        let other_effect =
+            "taint \"k\" \"a\" effect=\"NoSchedule\"\ntaint \"k\" \"b\" effect=\"NoExecute\"";
+        assert_eq!(codes(&[("cells/c1.kdl", &cell_with(other_effect, ""))]), []);
         let taints: String = (0..9)
             .map(|idx| format!("taint \"t{idx}\" effect=\"NoSchedule\"\n"))
             .collect();
@@ -2078,9 +2588,16 @@ mod tests {
             text.push_str("}\n");
             text
         };
-        assert_eq!(codes(&[("cells/c1.kdl", &cell(64))]), []);
+        // With `nvidia.com/gpu`, 64 pools cover 65 resources.
         assert_eq!(
-            codes(&[("cells/c1.kdl", &cell(65))]),
+            codes(&[("cells/c1.kdl", &cell(64))]),
+            [Code::KueueLimitExceeded]
+        );
+        // 22 pools x 23 resources = 506 (flavor, resource) pairs in the root Cohort; 23 x 24 =
+        // 552 are more than Kueue's 512.
+        assert_eq!(codes(&[("cells/c1.kdl", &cell(22))]), []);
+        assert_eq!(
+            codes(&[("cells/c1.kdl", &cell(23))]),
             [Code::KueueLimitExceeded]
         );
     }
@@ -2108,12 +2625,18 @@ mod tests {
             )
         };
         assert_eq!(
-            codes(&[("cells/c1.kdl", &cell(65)), ("tenants/t.kdl", &tenant(64))]),
+            codes(&[("cells/c1.kdl", &cell(64)), ("tenants/t.kdl", &tenant(64))]),
             []
+        );
+        // The cell's 65th pool is past the root Cohort's 64 flavors, and the tenant's 65th
+        // reservation past its ClusterQueue's.
+        assert_eq!(
+            codes(&[("cells/c1.kdl", &cell(65)), ("tenants/t.kdl", &tenant(64))]),
+            [Code::KueueLimitExceeded]
         );
         assert_eq!(
             codes(&[("cells/c1.kdl", &cell(65)), ("tenants/t.kdl", &tenant(65))]),
-            [Code::KueueLimitExceeded]
+            [Code::KueueLimitExceeded; 2]
         );
     }
 
@@ -2358,5 +2881,200 @@ mod tests {
         assert_eq!(ratio_text(1625), "1.625");
         assert_eq!(ratio_text(1050), "1.05");
         assert_eq!(ratio_text(100_000), "100");
+    }
+}
+
+#[cfg(test)]
+mod limit_props {
+    //! Generated cells around Kueue's limits: whatever a user declares, a compile either
+    //! reports a diagnostic or emits objects that pass Kueue's webhook rules, never an internal
+    //! error.
+
+    use crate::catalog::Catalog;
+    use crate::hardware;
+    use crate::validate::test_support::{compile_files, fleet};
+
+    /// A deterministic generator for the seeded property loop.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn below(&mut self, bound: u64) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (self.0 >> 33) % bound.max(1)
+        }
+
+        fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+            items
+                .get(self.below(items.len() as u64) as usize)
+                .copied()
+                .unwrap_or_default()
+        }
+    }
+
+    /// One generated pool: its declaration, and a reservation a tenant may make in it.
+    /// What one round may get wrong: each knob is mostly within Kueue's limits, so that most
+    /// rounds compile and lower, and sometimes past them.
+    struct Knobs<'a> {
+        /// The most labels a pool declares.
+        max_labels: u64,
+        /// The most taints a pool declares.
+        max_taints: u64,
+        /// The keys taints draw from; empty for a distinct key per taint.
+        taint_keys: &'a [&'a str],
+        /// The NVLink domains a pool may declare.
+        domains: &'a [&'a str],
+        /// One pool in this many has a GPU model (and a resource) of its own.
+        own_model_every: u64,
+    }
+
+    fn pool(
+        random: &mut Lcg,
+        idx: u64,
+        knobs: &Knobs<'_>,
+        models: &mut String,
+    ) -> (String, String) {
+        let mut body = String::new();
+        let labels = random.below(knobs.max_labels + 1);
+        for label in 0..labels {
+            body.push_str(&format!("        label \"example.com/l{label}\" \"v\"\n"));
+        }
+        let taints = random.below(knobs.max_taints + 1);
+        for taint in 0..taints {
+            let key = match knobs.taint_keys {
+                [] => format!("example.com/t{taint}"),
+                keys => random.pick(keys).to_string(),
+            };
+            let value = random.pick(&["", " \"x\"", " \"y\""]);
+            let effect = random.pick(&["NoSchedule", "NoExecute", "PreferNoSchedule"]);
+            body.push_str(&format!(
+                "        taint \"{key}\"{value} effect=\"{effect}\"\n"
+            ));
+        }
+        let nodes = 1 + random.below(4);
+        let reserved = 8 * (1 + random.below(nodes));
+        let kind = if random.below(knobs.own_model_every) == 0 {
+            7
+        } else {
+            random.below(7)
+        };
+        match kind {
+            0..=4 => {
+                let gpu = random.pick(&["H100-80GB-SXM", "L40S", "A100-80GB-SXM"]);
+                if random.below(5) == 0 {
+                    let domain = random.pick(knobs.domains);
+                    body.push_str(&format!("        nvlink-domain gpus={domain}\n"));
+                }
+                let text = format!(
+                    "    pool \"p{idx}\" {{\n        gpu \"{gpu}\"\n        nodes {nodes} gpus-per-node=8\n        sharing \"exclusive\"\n{body}    }}\n"
+                );
+                (text, format!("pool \"p{idx}\" reserved={reserved}"))
+            }
+            5 | 6 => {
+                let layouts = if random.below(2) == 0 {
+                    "mig-layout \"small\" { profile \"1g.10gb\" 7; }"
+                } else {
+                    "mig-layout \"small\" nodes=1 { profile \"1g.10gb\" 7; }\n        mig-layout \"big\" nodes=1 { profile \"3g.40gb\" 2; }"
+                };
+                let text = format!(
+                    "    pool \"p{idx}\" {{\n        gpu \"H100-80GB-SXM\"\n        nodes 2 gpus-per-node=8\n        sharing \"mig\"\n        {layouts}\n{body}    }}\n"
+                );
+                (
+                    text,
+                    format!("pool \"p{idx}\" profile=\"1g.10gb\" reserved=7"),
+                )
+            }
+            _ => {
+                // A model of its own with a profile of its own: one more GPU resource.
+                models.push_str(&format!(
+                    "    gpu-model \"m{idx}\" {{\n        pci-ids \"0x{:04X}10DE\"\n        sharing \"mig\"\n        mig compute-slices=1 memory-slices=1 placement-units=1 {{\n            profile \"1g.{idx}gb\" compute=1 memory=1 max=1 size=1 {{ starts 0; }}\n        }}\n    }}\n",
+                    idx + 1
+                ));
+                let text = format!(
+                    "    pool \"p{idx}\" {{\n        gpu \"m{idx}\"\n        nodes {nodes} gpus-per-node=1\n        sharing \"mig\"\n        mig-layout \"one\" {{ profile \"1g.{idx}gb\" 1; }}\n{body}    }}\n"
+                );
+                (
+                    text,
+                    format!("pool \"p{idx}\" profile=\"1g.{idx}gb\" reserved=1"),
+                )
+            }
+        }
+    }
+
+    #[test]
+    fn generated_cells_around_kueue_limits_never_end_in_an_internal_error() {
+        let mut random = Lcg(2024);
+        let mut failures = Vec::new();
+        let (mut emitted, mut planned) = (0, 0);
+        for round in 0..120 {
+            let count = match random.below(3) {
+                0 => 1 + random.below(8),
+                1 => 40 + random.below(40),
+                _ => 60 + random.below(10),
+            };
+            let past = |random: &mut Lcg| random.below(5) == 0;
+            let knobs = Knobs {
+                max_labels: if past(&mut random) { 9 } else { 5 },
+                max_taints: if past(&mut random) { 9 } else { 3 },
+                taint_keys: if past(&mut random) {
+                    &["example.com/a", "example.com/b"]
+                } else {
+                    &[]
+                },
+                domains: if past(&mut random) {
+                    &["8", "16", "24", "72"]
+                } else {
+                    &["4", "8"]
+                },
+                own_model_every: if past(&mut random) { 2 } else { 64 },
+            };
+            let mut models = String::new();
+            let mut pools = String::new();
+            let mut reservations = String::new();
+            for idx in 0..count {
+                let (text, reservation) = pool(&mut random, idx, &knobs, &mut models);
+                pools.push_str(&text);
+                if random.below(2) == 0 {
+                    reservations.push_str(&format!("        {reservation}\n"));
+                }
+            }
+            let cell = format!(
+                "cell \"c1\" {{\n    cloud \"aws\" region=\"r\"\n    kubernetes \"1.33\"\n    driver \"570\"\n    priority \"batch\" value=1\n{models}{pools}}}\n"
+            );
+            let (cpu, pods) = [("64", "100"), ("1m", "1"), ("2", "1")][random.below(3) as usize];
+            let tenant = format!(
+                "tenant \"t\" {{\n    org \"o\"\n    team \"t\"\n    trust \"mig\"\n    groups admin=\"a\"\n    workload \"train\" service-account=\"s\" priority=\"batch\"\n    workload \"infer\" service-account=\"s\" priority=\"batch\"\n    quota cell=\"c1\" cpu=\"{cpu}\" memory=\"1Gi\" pods={pods} {{\n{}    }}\n}}\n",
+                reservations.replace("reserved=", "workload=\"train\" reserved=")
+            );
+            let compilation = compile_files(&[("cells/c1.kdl", &cell), ("tenants/t.kdl", &tenant)]);
+            if let Some(error) = compilation.internal_error {
+                failures.push(format!("round {round} ({count} pools): {error}"));
+            }
+            if compilation.output.is_some() {
+                emitted += 1;
+            }
+            // The validation's count of flavor labels is the plan's.
+            if let Some(plan) = &compilation.plan {
+                let fleet = fleet(&[("cells/c1.kdl", &cell), ("tenants/t.kdl", &tenant)]);
+                let declared = fleet.cells.first().unwrap();
+                let counted = super::flavor_node_labels(
+                    declared,
+                    &hardware::cell_catalog(declared, Catalog::builtin()),
+                );
+                for pool in &plan.cells.first().unwrap().pools {
+                    assert_eq!(
+                        counted.get(&pool.name),
+                        Some(&pool.node_labels),
+                        "round {round}"
+                    );
+                }
+                planned += 1;
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        // The loop must reach lowering often enough to mean something.
+        assert!(emitted >= 30 && planned >= emitted, "{emitted} {planned}");
     }
 }
