@@ -1,7 +1,8 @@
 //! Helpers shared by the unit tests (compiled only for `cargo test`).
 //!
-//! Consumes: a seed. Produces: [`Rng`], a small deterministic generator for seeded property
-//! tests, so a failure reproduces from the seed without a dependency.
+//! Consumes: a seed, or a folder of declarations. Produces: [`Rng`], a small deterministic
+//! generator for seeded property tests, so a failure reproduces from the seed without a
+//! dependency; and [`declaration_files`], the files of a fleet folder in sorted order.
 //!
 //! Invariant: the sequence of a seed never changes (xorshift 13/7/17); tests that print a seed
 //! rely on it.
@@ -30,4 +31,26 @@ impl Rng {
             .copied()
             .unwrap_or_default()
     }
+}
+
+/// The files under `<root>/tenants` and `<root>/cells` as `(relative path, text)`, sorted;
+/// `root` is relative to the repository.
+pub fn declaration_files(root: &str) -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(root);
+    let mut files = Vec::new();
+    for folder in ["tenants", "cells"] {
+        let mut paths: Vec<_> = std::fs::read_dir(root.join(folder))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+            .collect();
+        paths.sort();
+        for path in paths {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            files.push((format!("{folder}/{name}"), text));
+        }
+    }
+    files
 }

@@ -1414,25 +1414,7 @@ mod tests {
 
     /// The declaration files under `tests/twins/<syntax>/`, as `(path, text)`.
     fn twin_files(syntax: &str) -> Vec<(String, String)> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/twins")
-            .join(syntax);
-        let mut files = Vec::new();
-        for folder in ["tenants", "cells"] {
-            let mut paths: Vec<_> = std::fs::read_dir(root.join(folder))
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|entry| entry.path())
-                .collect();
-            paths.sort();
-            for path in paths {
-                let name = path.file_name().unwrap_or_default().to_string_lossy();
-                let text = std::fs::read_to_string(&path).unwrap_or_default();
-                files.push((format!("{folder}/{name}"), text));
-            }
-        }
-        files
+        crate::testing::declaration_files(&format!("tests/twins/{syntax}"))
     }
 
     /// The issue-7 fields of a fleet without their spans, one line per value.

@@ -144,23 +144,7 @@ pub(crate) mod test_support {
 
     /// The declaration files of the repository's example fleet, as `(path, text)`.
     pub fn example_files() -> Vec<(String, String)> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut files = Vec::new();
-        for folder in ["tenants", "cells"] {
-            let mut paths: Vec<_> = std::fs::read_dir(root.join(folder))
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|entry| entry.path())
-                .collect();
-            paths.sort();
-            for path in paths {
-                let name = path.file_name().unwrap_or_default().to_string_lossy();
-                let text = std::fs::read_to_string(&path).unwrap_or_default();
-                files.push((format!("{folder}/{name}"), text));
-            }
-        }
-        files
+        crate::testing::declaration_files(".")
     }
 
     /// Compiles `(path, text)` files.
