@@ -1,7 +1,7 @@
 //! The core objects of one tenant in one cell.
 //!
 //! Consumes: a tenant's plan in a cell. Produces: per workload namespace a Namespace, a
-//! ServiceAccount, RoleBindings for the tenant's groups, the ResourceQuota holding the
+//! ServiceAccount that mounts no API token, RoleBindings for the tenant's groups, the ResourceQuota holding the
 //! namespace's part of the tenant's ceiling and its GPU reservations, the ResourceQuota that
 //! denies every priority class but the namespace's own (declared or not), and a LimitRange; each with its
 //! file path inside the tenant folder.
@@ -56,6 +56,8 @@ pub(super) fn objects(
             format!("{kind}/serviceaccount-{}.yaml", namespace.service_account),
             to_yaml(&ServiceAccount {
                 metadata: meta(&namespace.service_account),
+                // No API token in every pod by default; the account holds no role anyway.
+                automount_service_account_token: Some(false),
                 ..ServiceAccount::default()
             })?,
         ));
@@ -209,5 +211,64 @@ fn namespace_object(tenant: &TenantPlan, namespace: &NamespacePlan, cell: &CellP
             ..ObjectMeta::default()
         },
         ..Namespace::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use std::collections::BTreeMap;
+
+    use crate::validate::test_support::compile_files;
+
+    const CELL: &str = r#"cell "c1" {
+    cloud "aws" region="r"
+    kubernetes "1.33"
+    driver "570"
+    priority "batch" value=1000
+    pool "train" { gpu "H100-80GB-SXM"; nodes 2 gpus-per-node=8; sharing "exclusive"; }
+}
+"#;
+
+    const TENANT: &str = r#"tenant "t1" {
+    org "o"
+    team "a"
+    trust "soft"
+    groups admin="t1-admins" member="t1-members" viewer="t1-viewers"
+    quota cell="c1" cpu="8" memory="32Gi" pods=20 {
+        pool "train" reserved=2 workload="train"
+    }
+    workload "train" service-account="trainer" priority="batch"
+    workload "infer" service-account="server"
+}
+"#;
+
+    fn tree() -> BTreeMap<String, String> {
+        let compilation = compile_files(&[("cells/c1.kdl", CELL), ("tenants/t1.kdl", TENANT)]);
+        assert!(!compilation.has_errors(), "{:?}", compilation.diagnostics);
+        compilation
+            .output
+            .unwrap()
+            .into_iter()
+            .map(|(path, bytes)| (path, String::from_utf8(bytes).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn tenant_service_accounts_mount_no_token() {
+        let tree = tree();
+        let accounts: Vec<&String> = tree
+            .iter()
+            .filter(|(path, _)| path.contains("/serviceaccount-"))
+            .map(|(_, text)| text)
+            .collect();
+        assert_eq!(accounts.len(), 2);
+        for text in accounts {
+            assert!(
+                text.contains("\nautomountServiceAccountToken: false\n"),
+                "{text}"
+            );
+        }
     }
 }
