@@ -126,11 +126,11 @@ impl Tenant {
 /// Identity groups of a tenant.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Groups {
-    /// Bound to the `admin` ClusterRole.
+    /// Bound to tenantc's `tenantc:tenant-admin` ClusterRole (`lower/rbac.rs`).
     pub admin: Option<Spanned<String>>,
-    /// Bound to the `edit` ClusterRole.
+    /// Bound to tenantc's `tenantc:tenant-member` ClusterRole.
     pub member: Option<Spanned<String>>,
-    /// Bound to the `view` ClusterRole.
+    /// Bound to tenantc's `tenantc:tenant-viewer` ClusterRole.
     pub viewer: Option<Spanned<String>>,
 }
 

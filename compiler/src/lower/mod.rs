@@ -2,7 +2,8 @@
 //!
 //! Consumes: a [`Plan`] (and, for the GPU Operator configs and the capacity report, the cells it
 //! was resolved from). Produces: a [`Manifest`] of typed objects serialized into the canonical
-//! YAML tree, each placed in its kustomization folder: `<cell>/cluster/` (PriorityClasses),
+//! YAML tree, each placed in its kustomization folder: `<cell>/cluster/` (PriorityClasses and
+//! the tenant ClusterRoles),
 //! `<cell>/kueue/` (ResourceFlavors, Topologies, Cohorts, WorkloadPriorityClasses),
 //! `<cell>/gpu-operator/`, `<cell>/tenants/<tenant>/` for everything of one tenant (its
 //! namespaces and ClusterQueue included, so a tenant folder applies on its own), and
@@ -20,6 +21,7 @@
 
 pub mod gpu;
 mod kueue;
+pub mod rbac;
 mod tenant;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -84,9 +86,10 @@ pub fn lower(
                 to_yaml(&priority_class(priority))?,
             );
         }
-        if !cell_plan.priorities.is_empty() {
-            children.insert("cluster".to_string());
+        for (file, body) in rbac::cluster_roles()? {
+            push("cluster", file, cell_only.clone(), body);
         }
+        children.insert("cluster".to_string());
         for (file, body, tenants) in kueue::cell_objects(cell_plan)? {
             let mut sources = cell_only.clone();
             sources.extend(tenants);

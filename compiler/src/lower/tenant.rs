@@ -1,12 +1,15 @@
 //! The core objects of one tenant in one cell.
 //!
 //! Consumes: a tenant's plan in a cell. Produces: per workload namespace a Namespace, a
-//! ServiceAccount, RoleBindings for the tenant's groups, the ResourceQuota holding the
+//! ServiceAccount that mounts no API token, RoleBindings of the tenant's groups to the tenant
+//! roles of `rbac.rs` (each named after its role), the ResourceQuota holding the
 //! namespace's part of the tenant's ceiling and its GPU reservations, the ResourceQuota that
 //! denies every priority class but the namespace's own (declared or not), and a LimitRange; each with its
 //! file path inside the tenant folder.
 //!
 //! Invariants:
+//! - Tenant groups are bound only to the ClusterRoles of `rbac.rs`, never to the built-in
+//!   `admin`, `edit` or `view`, which aggregate whatever anyone labels for them.
 //! - The ResourceQuota lists every GPU and MIG resource the cell offers as `requests.<name>`,
 //!   zero where the tenant reserved nothing (deny by default), plus `requests.cpu`,
 //!   `requests.memory` and `pods`; over the tenant's namespaces these add up to its ceiling.
@@ -23,7 +26,7 @@ use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{LABEL_PREFIX, MANAGED_BY, kube_version, to_yaml};
+use super::{LABEL_PREFIX, MANAGED_BY, kube_version, rbac, to_yaml};
 use crate::emit::InternalError;
 use crate::emit::yaml::Yaml;
 use crate::plan::{CellPlan, NamespacePlan, TenantPlan};
@@ -56,17 +59,25 @@ pub(super) fn objects(
             format!("{kind}/serviceaccount-{}.yaml", namespace.service_account),
             to_yaml(&ServiceAccount {
                 metadata: meta(&namespace.service_account),
+                // No API token in every pod by default; the account holds no role anyway.
+                automount_service_account_token: Some(false),
                 ..ServiceAccount::default()
             })?,
         ));
-        for (role, cluster_role) in [("admin", "admin"), ("member", "edit"), ("viewer", "view")] {
-            let Some(group) = tenant.groups.get(role) else {
+        for group_kind in ["admin", "member", "viewer"] {
+            let (Some(group), Some(cluster_role)) = (
+                tenant.groups.get(group_kind),
+                rbac::cluster_role_of(group_kind),
+            ) else {
                 continue;
             };
+            // Named after the role: `roleRef` cannot change in place, so binding another role
+            // is always a new object (the old one is pruned), never an update the API server
+            // refuses.
             objects.push((
-                format!("{kind}/rolebinding-{role}.yaml"),
+                format!("{kind}/rolebinding-{group_kind}.yaml"),
                 to_yaml(&RoleBinding {
-                    metadata: meta(&format!("tenant-{role}")),
+                    metadata: meta(cluster_role),
                     role_ref: RoleRef {
                         api_group: "rbac.authorization.k8s.io".to_string(),
                         kind: "ClusterRole".to_string(),
@@ -209,5 +220,105 @@ fn namespace_object(tenant: &TenantPlan, namespace: &NamespacePlan, cell: &CellP
             ..ObjectMeta::default()
         },
         ..Namespace::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use std::collections::BTreeMap;
+
+    use crate::validate::test_support::compile_files;
+
+    const CELL: &str = r#"cell "c1" {
+    cloud "aws" region="r"
+    kubernetes "1.33"
+    driver "570"
+    priority "batch" value=1000
+    pool "train" { gpu "H100-80GB-SXM"; nodes 2 gpus-per-node=8; sharing "exclusive"; }
+}
+"#;
+
+    const TENANT: &str = r#"tenant "t1" {
+    org "o"
+    team "a"
+    trust "soft"
+    groups admin="t1-admins" member="t1-members" viewer="t1-viewers"
+    quota cell="c1" cpu="8" memory="32Gi" pods=20 {
+        pool "train" reserved=2 workload="train"
+    }
+    workload "train" service-account="trainer" priority="batch"
+    workload "infer" service-account="server"
+}
+"#;
+
+    fn tree() -> BTreeMap<String, String> {
+        let compilation = compile_files(&[("cells/c1.kdl", CELL), ("tenants/t1.kdl", TENANT)]);
+        assert!(!compilation.has_errors(), "{:?}", compilation.diagnostics);
+        compilation
+            .output
+            .unwrap()
+            .into_iter()
+            .map(|(path, bytes)| (path, String::from_utf8(bytes).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn tenant_groups_are_bound_to_the_tenantc_roles_never_to_the_built_ins() {
+        let tree = tree();
+        let mut bindings = 0;
+        for (path, text) in tree
+            .iter()
+            .filter(|(path, _)| path.contains("/rolebinding-"))
+        {
+            let kind = path
+                .rsplit_once("/rolebinding-")
+                .and_then(|(_, file)| file.strip_suffix(".yaml"))
+                .unwrap();
+            // The canonical writer quotes names with a colon.
+            let role = format!("\"tenantc:tenant-{kind}\"");
+            // The binding is named after its role: `roleRef` cannot change in place, so a new
+            // role is always a new object.
+            assert!(
+                text.contains(&format!("  name: {role}\n  namespace: ")),
+                "{path}:\n{text}"
+            );
+            assert!(
+                text.contains(&format!("roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: {role}\n")),
+                "{path}:\n{text}"
+            );
+            // The role it names is emitted in the cell, without aggregation.
+            let role_file = format!("c1/cluster/clusterrole-tenant-{kind}.yaml");
+            let role_text = tree
+                .get(&role_file)
+                .unwrap_or_else(|| panic!("no {role_file}"));
+            assert!(role_text.contains(&format!("  name: {role}\n")));
+            assert!(!role_text.contains("aggregationRule") && !role_text.contains("aggregate-to"));
+            assert!(
+                tree["c1/cluster/kustomization.yaml"]
+                    .contains(&format!("- clusterrole-tenant-{kind}.yaml\n"))
+            );
+            bindings += 1;
+        }
+        // Three groups in each of two namespaces.
+        assert_eq!(bindings, 6);
+    }
+
+    #[test]
+    fn tenant_service_accounts_mount_no_token() {
+        let tree = tree();
+        let accounts: Vec<&String> = tree
+            .iter()
+            .filter(|(path, _)| path.contains("/serviceaccount-"))
+            .map(|(_, text)| text)
+            .collect();
+        assert_eq!(accounts.len(), 2);
+        for text in accounts {
+            assert!(
+                text.contains("\nautomountServiceAccountToken: false\n"),
+                "{text}"
+            );
+        }
     }
 }
