@@ -5,6 +5,8 @@
 //! Produces: two ConfigMaps in the GPU Operator namespace (`tenantc-mig-parted-config` with one
 //! named mig-parted config per MIG layout, `tenantc-device-plugin-config` with one device-plugin
 //! config per pool), the node labels each pool or node group needs, and the capacity report.
+//! Both configs are typed documents (`gpu_config.rs`, the module `config`), which the ConfigMaps
+//! write as canonical YAML text when they are serialized.
 //!
 //! Invariants:
 //! - The mig-parted document has exactly `version: v1` and `mig-configs` at the top; every
@@ -17,13 +19,20 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::catalog::{Catalog, placement};
-use crate::emit::yaml::{self, Yaml};
 use crate::hardware::{self, GPU_RESOURCE};
 use crate::model::{Cell, MigLayout, Pool, Sharing, Tenant};
+
+// The typed config documents are a part of this module, kept in their own file beside it.
+#[path = "gpu_config.rs"]
+pub mod config;
+
+use config::{
+    DevicePluginConfig, Devices, Document, Flags, MigConfigEntry, MigPartedConfig, MigStrategy,
+    OperatorConfigMap, ReplicatedResource, ReplicatedResources, Version,
+};
 
 /// The default GPU Operator namespace.
 pub const DEFAULT_GPU_OPERATOR_NAMESPACE: &str = "gpu-operator";
@@ -46,23 +55,22 @@ pub fn operator_namespace(cell: &Cell) -> &str {
         .map_or(DEFAULT_GPU_OPERATOR_NAMESPACE, |ns| ns.value.as_str())
 }
 
-fn configmap(cell: &Cell, name: &str, data: Vec<(String, String)>) -> ConfigMap {
-    ConfigMap {
+fn configmap(cell: &Cell, name: &str, data: BTreeMap<String, Document>) -> OperatorConfigMap {
+    OperatorConfigMap {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
             namespace: Some(operator_namespace(cell).to_string()),
             labels: Some(super::managed_labels()),
             ..ObjectMeta::default()
         },
-        data: Some(data.into_iter().collect()),
-        ..ConfigMap::default()
+        data,
     }
 }
 
 /// The mig-parted config document of a cell, or `None` when no pool has a MIG-capable GPU (every
 /// node group of a MIG-capable model gets an `nvidia.com/mig.config` label, so the config must
 /// exist, if only with `all-disabled`).
-pub fn mig_parted_document(cell: &Cell, catalog: &Catalog) -> Option<Yaml> {
+pub fn mig_parted_document(cell: &Cell, catalog: &Catalog) -> Option<MigPartedConfig> {
     let mig_capable = cell.pools.iter().any(|pool| {
         catalog
             .sku(&pool.gpu.value)
@@ -71,90 +79,71 @@ pub fn mig_parted_document(cell: &Cell, catalog: &Catalog) -> Option<Yaml> {
     if !mig_capable {
         return None;
     }
-    let mut configs = vec![(
+    let mut configs = BTreeMap::from([(
         MIG_DISABLED.to_string(),
-        Yaml::Seq(vec![Yaml::map([
-            ("devices", Yaml::str("all")),
-            ("mig-enabled", Yaml::Bool(false)),
-        ])]),
-    )];
+        vec![MigConfigEntry {
+            device_filter: None,
+            devices: Devices::All,
+            mig_enabled: false,
+            mig_devices: None,
+        }],
+    )]);
     for pool in cell.pools.iter().filter(|pool| pool.sharing.value.is_mig()) {
         let pci_ids = catalog
             .sku(&pool.gpu.value)
             .map(|sku| sku.pci_ids.clone())
             .unwrap_or_default();
         for layout in &pool.mig_layouts {
-            let mut devices: Vec<(&str, i64)> = layout
+            let devices: BTreeMap<String, i64> = layout
                 .profiles
                 .iter()
-                .map(|(name, count)| (name.value.as_str(), count.value))
+                .map(|(name, count)| (name.value.clone(), count.value))
                 .collect();
-            devices.sort();
-            let entry = Yaml::map([
-                (
-                    "device-filter",
-                    Yaml::Seq(pci_ids.iter().map(|id| Yaml::str(id.clone())).collect()),
-                ),
-                ("devices", Yaml::str("all")),
-                ("mig-enabled", Yaml::Bool(true)),
-                (
-                    "mig-devices",
-                    Yaml::map(
-                        devices
-                            .into_iter()
-                            .map(|(name, count)| (name.to_string(), Yaml::Int(count))),
-                    ),
-                ),
-            ]);
-            configs.push((mig_config_name(pool, layout), Yaml::Seq(vec![entry])));
+            let entry = MigConfigEntry {
+                device_filter: Some(pci_ids.clone()),
+                devices: Devices::All,
+                mig_enabled: true,
+                mig_devices: Some(devices),
+            };
+            configs.insert(mig_config_name(pool, layout), vec![entry]);
         }
     }
-    configs.sort_by(|a, b| a.0.cmp(&b.0));
-    Some(Yaml::map([
-        ("version", Yaml::str("v1")),
-        ("mig-configs", Yaml::map(configs)),
-    ]))
+    Some(MigPartedConfig {
+        version: Version::V1,
+        mig_configs: configs,
+    })
 }
 
 /// The device-plugin config of one pool.
-pub fn device_plugin_document(pool: &Pool) -> Yaml {
-    let strategy = match pool.sharing.value {
-        Sharing::Mig => "mixed",
-        Sharing::MigSingle => "single",
-        Sharing::Exclusive | Sharing::TimeSlice | Sharing::Mps => "none",
+pub fn device_plugin_document(pool: &Pool) -> DevicePluginConfig {
+    let mig_strategy = match pool.sharing.value {
+        Sharing::Mig => MigStrategy::Mixed,
+        Sharing::MigSingle => MigStrategy::Single,
+        Sharing::Exclusive | Sharing::TimeSlice | Sharing::Mps => MigStrategy::None,
     };
-    let mut pairs = vec![
-        ("version".to_string(), Yaml::str("v1")),
-        (
-            "flags".to_string(),
-            Yaml::map([("migStrategy", Yaml::str(strategy))]),
-        ),
-    ];
     let replicas = pool.replicas.as_ref().map_or(1, |r| r.value);
     // `renameByDefault` advertises replicas as `nvidia.com/gpu.shared`, apart from whole GPUs.
-    let resources = Yaml::map([
-        ("renameByDefault", Yaml::Bool(true)),
-        (
-            "resources",
-            Yaml::Seq(vec![Yaml::map([
-                ("name", Yaml::str(GPU_RESOURCE)),
-                ("replicas", Yaml::Int(replicas)),
-            ])]),
-        ),
-    ]);
-    match pool.sharing.value {
-        Sharing::TimeSlice => pairs.push((
-            "sharing".to_string(),
-            Yaml::map([("timeSlicing", resources)]),
-        )),
-        Sharing::Mps => pairs.push(("sharing".to_string(), Yaml::map([("mps", resources)]))),
-        _ => {}
+    let resources = ReplicatedResources {
+        rename_by_default: true,
+        resources: vec![ReplicatedResource {
+            name: GPU_RESOURCE.to_string(),
+            replicas,
+        }],
+    };
+    let sharing = match pool.sharing.value {
+        Sharing::TimeSlice => Some(config::Sharing::TimeSlicing(resources)),
+        Sharing::Mps => Some(config::Sharing::Mps(resources)),
+        Sharing::Exclusive | Sharing::Mig | Sharing::MigSingle => None,
+    };
+    DevicePluginConfig {
+        version: Version::V1,
+        flags: Flags { mig_strategy },
+        sharing,
     }
-    Yaml::map(pairs)
 }
 
 /// The GPU Operator objects of a cell, as `(file, object)`.
-pub fn operator_objects(cell: &Cell, catalog: &Catalog) -> Vec<(String, ConfigMap)> {
+pub fn operator_objects(cell: &Cell, catalog: &Catalog) -> Vec<(String, OperatorConfigMap)> {
     let mut objects = Vec::new();
     if let Some(document) = mig_parted_document(cell, catalog) {
         objects.push((
@@ -162,22 +151,21 @@ pub fn operator_objects(cell: &Cell, catalog: &Catalog) -> Vec<(String, ConfigMa
             configmap(
                 cell,
                 MIG_PARTED_CONFIGMAP,
-                vec![("config.yaml".to_string(), yaml::to_string(&document))],
+                BTreeMap::from([("config.yaml".to_string(), Document::MigParted(document))]),
             ),
         ));
     }
     if !cell.pools.is_empty() {
-        let mut data: Vec<(String, String)> = cell
+        let data = cell
             .pools
             .iter()
             .map(|pool| {
                 (
                     pool.name.value.clone(),
-                    yaml::to_string(&device_plugin_document(pool)),
+                    Document::DevicePlugin(device_plugin_document(pool)),
                 )
             })
             .collect();
-        data.sort_by(|a, b| a.0.cmp(&b.0));
         objects.push((
             "configmap-device-plugin-config.yaml".to_string(),
             configmap(cell, DEVICE_PLUGIN_CONFIGMAP, data),
