@@ -464,8 +464,7 @@ not lend; topology: what whole gangs can use, or the capacity.\n",
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Effective, Term};
-    use crate::report::fixtures::{generated_fleet, plan_of};
+    use crate::report::fixtures::{generated_fleet, plan_of, random_rows};
     use crate::testing::Rng;
 
     /// The rows of the effective capacity table of one cell's text, split on runs of spaces.
@@ -543,35 +542,7 @@ mod tests {
         let mut plan = plan_of(&generated_fleet(&mut Rng(3)));
         for round in 0..300 {
             for tenant in &mut plan.cells[0].tenants {
-                tenant.capacity = (0..rng.below(4))
-                    .map(|idx| {
-                        // Small values, so ties between the terms are frequent.
-                        let quota = rng.below(5) as i64;
-                        let cell_admit = rng.below(5) as i64;
-                        let topology_fit = rng.below(5) as i64;
-                        let effective = quota.min(cell_admit).min(topology_fit);
-                        let binding = [Term::Quota, Term::CellAdmit, Term::TopologyFit]
-                            .into_iter()
-                            .find(|term| {
-                                [quota, cell_admit, topology_fit][*term as usize] == effective
-                            })
-                            .unwrap();
-                        let gang = (rng.below(2) == 0).then_some(2);
-                        Effective {
-                            pool: format!("p{idx}"),
-                            resource: "nvidia.com/gpu".to_string(),
-                            nominal: quota,
-                            borrowing: 0,
-                            quota,
-                            cell_admit,
-                            topology_fit,
-                            gang,
-                            domain: gang.map(|_| 8),
-                            effective,
-                            binding,
-                        }
-                    })
-                    .collect();
+                tenant.capacity = random_rows(&mut rng);
             }
             for tenant in &plan.cells[0].tenants {
                 let view = lookup(&plan, &tenant.name, Some("c1")).unwrap();

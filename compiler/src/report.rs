@@ -489,6 +489,41 @@ pub(crate) mod fixtures {
     use crate::InputFile;
     use crate::testing::Rng;
 
+    /// Up to three effective-capacity rows of small terms, so ties between them are frequent,
+    /// each binding on the first term that equals the minimum (as `plan::capacity` does).
+    pub(crate) fn random_rows(rng: &mut Rng) -> Vec<crate::plan::Effective> {
+        use crate::plan::{Effective, Term};
+        (0..rng.below(4))
+            .map(|idx| {
+                let quota = rng.below(5) as i64;
+                let cell_admit = rng.below(5) as i64;
+                let topology_fit = rng.below(5) as i64;
+                let effective = quota.min(cell_admit).min(topology_fit);
+                let binding = if quota == effective {
+                    Term::Quota
+                } else if cell_admit == effective {
+                    Term::CellAdmit
+                } else {
+                    Term::TopologyFit
+                };
+                let gang = (rng.below(2) == 0).then_some(2);
+                Effective {
+                    pool: format!("p{idx}"),
+                    resource: "nvidia.com/gpu".to_string(),
+                    nominal: quota / 2,
+                    borrowing: quota - quota / 2,
+                    quota,
+                    cell_admit,
+                    topology_fit,
+                    gang,
+                    domain: gang.map(|_| 8),
+                    effective,
+                    binding,
+                }
+            })
+            .collect()
+    }
+
     /// A cell `c1` of one or two exclusive pools and one to three tenants reserving in them,
     /// with bursts that often exceed the pool, so the quota and the cell terms both bind.
     pub(crate) fn generated_fleet(rng: &mut Rng) -> Vec<InputFile> {
@@ -556,7 +591,7 @@ pub(crate) mod fixtures {
 
 #[cfg(test)]
 mod tests {
-    use super::fixtures::{generated_fleet, plan_of};
+    use super::fixtures::{generated_fleet, plan_of, random_rows};
     use super::*;
     use crate::plan::{Effective, Term};
     use crate::testing::Rng;
@@ -656,36 +691,7 @@ mod tests {
         };
         for round in 0..300 {
             for tenant in &mut cell.tenants {
-                tenant.capacity = (0..rng.below(4))
-                    .map(|idx| {
-                        // Small values, so ties between the terms are frequent.
-                        let quota = rng.below(5) as i64;
-                        let cell_admit = rng.below(5) as i64;
-                        let topology_fit = rng.below(5) as i64;
-                        let effective = quota.min(cell_admit).min(topology_fit);
-                        let binding = if quota == effective {
-                            Term::Quota
-                        } else if cell_admit == effective {
-                            Term::CellAdmit
-                        } else {
-                            Term::TopologyFit
-                        };
-                        let gang = (rng.below(2) == 0).then_some(2);
-                        Effective {
-                            pool: format!("p{idx}"),
-                            resource: "nvidia.com/gpu".to_string(),
-                            nominal: quota / 2,
-                            borrowing: quota - quota / 2,
-                            quota,
-                            cell_admit,
-                            topology_fit,
-                            gang,
-                            domain: gang.map(|_| 8),
-                            effective,
-                            binding,
-                        }
-                    })
-                    .collect();
+                tenant.capacity = random_rows(&mut rng);
             }
             assert_marks_the_minimum(cell, &format!("round {round}"));
         }
