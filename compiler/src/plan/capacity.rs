@@ -14,6 +14,8 @@
 //!
 //! Invariant: the binding term is the first of quota, cell, topology that equals the minimum.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::CellPlan;
@@ -69,22 +71,27 @@ pub struct Effective {
     pub binding: Term,
 }
 
+/// What a tenant keeps of an entitlement for itself: its nominal quota above its lending limit
+/// (nothing when it may lend all of it).
+fn keeps(entitlement: &super::Entitlement) -> i64 {
+    entitlement.lending.map_or(0, |lending| {
+        entitlement.nominal.saturating_sub(lending).max(0)
+    })
+}
+
 /// Fills every tenant's `capacity` in the cell plan.
 pub(super) fn fill(plan: &mut CellPlan, cell: &Cell, fleet: &Fleet) {
     // What each tenant keeps of each (flavor, resource): nominal above the lending limit.
-    let mut kept: Vec<(String, String, String, i64)> = Vec::new();
+    // What all tenants keep of each (pool, resource), summed once; a tenant's own part is
+    // subtracted below, so each row costs a lookup, not a scan of every tenant.
+    let mut kept: BTreeMap<(String, String), i64> = BTreeMap::new();
     for tenant in &plan.tenants {
         for flavor in &tenant.queue.flavors {
             for entitlement in &flavor.resources {
-                let keeps = entitlement.lending.map_or(0, |lending| {
-                    entitlement.nominal.saturating_sub(lending).max(0)
-                });
-                kept.push((
-                    tenant.name.clone(),
-                    flavor.pool.clone(),
-                    entitlement.resource.clone(),
-                    keeps,
-                ));
+                let total = kept
+                    .entry((flavor.pool.clone(), entitlement.resource.clone()))
+                    .or_insert(0);
+                *total = total.saturating_add(keeps(entitlement));
             }
         }
     }
@@ -110,15 +117,11 @@ pub(super) fn fill(plan: &mut CellPlan, cell: &Cell, fleet: &Fleet) {
                     .iter()
                     .find(|offer| offer.resource == entitlement.resource)
                     .map_or(0, |offer| offer.capacity);
-                let others_keep: i64 = kept
-                    .iter()
-                    .filter(|(name, pool_name, resource, _)| {
-                        name != &tenant.name
-                            && pool_name == &pool.name
-                            && resource == &entitlement.resource
-                    })
-                    .map(|(_, _, _, keeps)| *keeps)
-                    .sum();
+                let others_keep = kept
+                    .get(&(pool.name.clone(), entitlement.resource.clone()))
+                    .copied()
+                    .unwrap_or(0)
+                    .saturating_sub(keeps(entitlement));
                 let quota = entitlement.nominal.saturating_add(entitlement.borrowing);
                 let cell_admit = capacity.saturating_sub(others_keep).max(0);
                 // The largest gang declared on this pool's reservations, with its domain.
