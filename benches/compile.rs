@@ -77,39 +77,35 @@ fn main() {
     let tree = compilation.output.expect("output");
     let output_bytes: usize = tree.values().map(Vec::len).sum();
 
-    // Baseline 2: serde_json on the same object trees as the YAML writer.
-    let documents: Vec<Yaml> = (0..2000)
-        .map(|idx| {
-            Yaml::map([
-                ("apiVersion", Yaml::str("v1")),
-                ("kind", Yaml::str("ResourceQuota")),
-                (
-                    "metadata",
-                    Yaml::map([
-                        ("name", Yaml::str("tenant-quota")),
-                        ("namespace", Yaml::str(format!("tenant-{idx}-train"))),
-                        (
-                            "labels",
-                            Yaml::string_map([("app.kubernetes.io/managed-by", "tenantc")]),
-                        ),
-                    ]),
-                ),
-                (
-                    "spec",
-                    Yaml::map([(
-                        "hard",
-                        Yaml::string_map([
-                            ("pods", "200"),
-                            ("requests.cpu", "64"),
-                            ("requests.memory", "256Gi"),
-                            ("requests.nvidia.com/gpu", "16"),
-                            ("requests.nvidia.com/mig-1g.10gb", "4"),
-                        ]),
-                    )]),
-                ),
-            ])
-        })
-        .collect();
+    // Baseline 2: serde_json on the same object trees as the YAML writer: one ResourceQuota per
+    // tenant, as `lower` emits it: built as a YAML tree directly here,
+    // and as a typed k8s-openapi struct below.
+    const HARD: [(&str, &str); 5] = [
+        ("pods", "200"),
+        ("requests.cpu", "64"),
+        ("requests.memory", "256Gi"),
+        ("requests.nvidia.com/gpu", "16"),
+        ("requests.nvidia.com/mig-1g.10gb", "4"),
+    ];
+    let direct = |idx: usize| {
+        Yaml::map([
+            ("apiVersion", Yaml::str("v1")),
+            ("kind", Yaml::str("ResourceQuota")),
+            (
+                "metadata",
+                Yaml::map([
+                    (
+                        "labels",
+                        Yaml::string_map([("app.kubernetes.io/managed-by", "tenantc")]),
+                    ),
+                    ("name", Yaml::str("tenant-quota")),
+                    ("namespace", Yaml::str(format!("tenant-{idx}-train"))),
+                ]),
+            ),
+            ("spec", Yaml::map([("hard", Yaml::string_map(HARD))])),
+        ])
+    };
+    let documents: Vec<Yaml> = (0..2000).map(direct).collect();
     let json_documents: Vec<serde_json::Value> = documents.iter().map(to_json).collect();
     let (yaml_time, yaml_bytes) = best_of(5, || {
         documents
@@ -130,16 +126,10 @@ fn main() {
         use k8s_openapi::api::core::v1::{ResourceQuota, ResourceQuotaSpec};
         use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
         use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-        let hard = [
-            ("pods", "200"),
-            ("requests.cpu", "64"),
-            ("requests.memory", "256Gi"),
-            ("requests.nvidia.com/gpu", "16"),
-            ("requests.nvidia.com/mig-1g.10gb", "4"),
-        ]
-        .into_iter()
-        .map(|(key, value)| (key.to_string(), Quantity(value.to_string())))
-        .collect();
+        let hard = HARD
+            .into_iter()
+            .map(|(key, value)| (key.to_string(), Quantity(value.to_string())))
+            .collect();
         ResourceQuota {
             metadata: ObjectMeta {
                 name: Some("tenant-quota".to_string()),
@@ -168,36 +158,6 @@ fn main() {
             })
             .sum::<usize>()
     });
-    let direct = |idx: usize| {
-        Yaml::map([
-            ("apiVersion", Yaml::str("v1")),
-            ("kind", Yaml::str("ResourceQuota")),
-            (
-                "metadata",
-                Yaml::map([
-                    (
-                        "labels",
-                        Yaml::string_map([("app.kubernetes.io/managed-by", "tenantc")]),
-                    ),
-                    ("name", Yaml::str("tenant-quota")),
-                    ("namespace", Yaml::str(format!("tenant-{idx}-train"))),
-                ]),
-            ),
-            (
-                "spec",
-                Yaml::map([(
-                    "hard",
-                    Yaml::string_map([
-                        ("pods", "200"),
-                        ("requests.cpu", "64"),
-                        ("requests.memory", "256Gi"),
-                        ("requests.nvidia.com/gpu", "16"),
-                        ("requests.nvidia.com/mig-1g.10gb", "4"),
-                    ]),
-                )]),
-            ),
-        ])
-    };
     let (direct_time, direct_bytes) = best_of(5, || {
         (0..2000)
             .map(|idx| yaml::to_string(&direct(idx)).len())
