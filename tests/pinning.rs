@@ -11,7 +11,9 @@
 //! - a fleet where the oracle finds such a pair does not compile, and the compiler names
 //!   exactly the pairs the oracle finds (`pool-reachable-by-forbidden-tenant`);
 //! - the namespace ResourceQuotas of a tenant in a cell add up to its declared ceiling, and
-//!   equal its ClusterQueue's ceiling flavor.
+//!   equal what its ClusterQueue's flavors hold of cpu, memory and pods (the ceiling flavor
+//!   alone, or with the pool parts of a queue with a topology pool), none of it borrowed or
+//!   lent.
 
 #![allow(
     clippy::unwrap_used,
@@ -314,20 +316,29 @@ fn read_emitted(tree: &tenantc::emit::OutputTree, cell: &str) -> Emitted {
                 for group in items(get(get(&object, "spec").unwrap(), "resourceGroups").unwrap()) {
                     for flavor in items(get(group, "flavors").unwrap()) {
                         let flavor_name = text(get(flavor, "name").unwrap());
-                        if flavor_name == "tenant-ceiling" {
-                            let nominal = |idx: usize| {
-                                milli(&text(
-                                    get(
-                                        &items(get(flavor, "resources").unwrap())[idx],
-                                        "nominalQuota",
-                                    )
-                                    .unwrap(),
-                                ))
+                        // The ceiling is what every flavor holds of cpu, memory and pods: the
+                        // ceiling flavor alone, or with each topology queue's pool parts.
+                        let ceiling = emitted.ceiling.entry(tenant.clone()).or_insert((0, 0, 0));
+                        for resource in items(get(flavor, "resources").unwrap()) {
+                            let nominal = milli(&text(get(resource, "nominalQuota").unwrap()));
+                            let name = text(get(resource, "name").unwrap());
+                            let slot = match name.as_str() {
+                                "cpu" => &mut ceiling.0,
+                                "memory" => &mut ceiling.1,
+                                "pods" => &mut ceiling.2,
+                                _ => continue,
                             };
-                            emitted
-                                .ceiling
-                                .insert(tenant.clone(), (nominal(0), nominal(1), nominal(2)));
-                        } else {
+                            *slot += nominal;
+                            // Never borrowed or lent, so the parts hold the ceiling once.
+                            for limit in ["borrowingLimit", "lendingLimit"] {
+                                assert_eq!(
+                                    get(resource, limit).map(|value| milli(&text(value))),
+                                    Some(0),
+                                    "{tenant} {flavor_name} {name} {limit}"
+                                );
+                            }
+                        }
+                        if flavor_name != "tenant-ceiling" {
                             emitted
                                 .flavors
                                 .entry(tenant.clone())

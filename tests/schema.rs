@@ -826,13 +826,22 @@ quotas:
         gang: 16
         within: example.com/rack
         workload: train
+        cpu: "32"
+        memory: 256Gi
+        pods: 100
       - name: infer
         profile: 1g.10gb
         reserved: 4
         workload: infer
+        cpu: "8"
+        memory: 64Gi
+        pods: 40
       - name: x1
         reserved: 4
         workload: train
+        cpu: 8
+        memory: 64Gi
+        pods: 20
     splits:
       - {workload: train, cpu: "48", memory: 384Gi, pods: 150}
       - {workload: infer, cpu: "16", memory: 128Gi, pods: 50}
@@ -1476,6 +1485,7 @@ const RANGES: &[(Kind, &str, f64, f64)] = &[
     (Kind::Tenant, "/quotas/0/pools/0/burst", 0.0, 1_000_000.0),
     (Kind::Tenant, "/quotas/0/pools/0/lend", 0.0, 1_000_000.0),
     (Kind::Tenant, "/quotas/0/pools/0/gang", 1.0, 1_000_000.0),
+    (Kind::Tenant, "/quotas/0/pools/0/pods", 0.0, 1_000_000.0),
     (Kind::Tenant, "/quotas/0/weight", 1.0, 1_000_000.0),
     (Kind::Tenant, "/quotas/0/splits/0/pods", 0.0, 1_000_000.0),
     (Kind::Tenant, "/workloads/0/share", 1.0, 1_000.0),
@@ -1624,6 +1634,9 @@ fn unusual_but_valid_values_are_accepted_by_schema_and_compiler() {
                 Change::Set("/quotas/0/pods", json!(0)),
                 Change::Set("/quotas/0/splits/0/pods", json!(0)),
                 Change::Set("/quotas/0/splits/1/pods", json!(0)),
+                Change::Set("/quotas/0/pools/0/pods", json!(0)),
+                Change::Set("/quotas/0/pools/1/pods", json!(0)),
+                Change::Set("/quotas/0/pools/2/pods", json!(0)),
             ]),
         ),
         (Kind::Tenant, Change::Remove("/quotas/0/splits")),

@@ -326,11 +326,41 @@ the GPUs of its reservations (reserved plus burst); pods may use only the allowe
         "\n  ClusterQueue `{}` in cohort `{}`{weight}",
         queue.name, queue.cohort
     );
-    let _ = writeln!(
-        out,
-        "    ceiling across its namespaces: cpu {}, memory {}, pods {} (flavor `{CEILING_FLAVOR}`)",
-        queue.cpu, queue.memory, queue.pods
-    );
+    match &queue.ceiling_rest {
+        None => {
+            let _ = writeln!(
+                out,
+                "    ceiling across its namespaces: cpu {}, memory {}, pods {} (flavor `{CEILING_FLAVOR}`)",
+                queue.cpu, queue.memory, queue.pods
+            );
+        }
+        Some(rest) => {
+            let _ = writeln!(
+                out,
+                "    ceiling across its namespaces: cpu {}, memory {}, pods {}, counted per flavor (a topology pool's jobs get one flavor for all their resources):",
+                queue.cpu, queue.memory, queue.pods
+            );
+            let _ = writeln!(
+                out,
+                "      `{CEILING_FLAVOR}` (pods without GPUs): cpu {}, memory {}, pods {}",
+                rest.cpu, rest.memory, rest.pods
+            );
+            for flavor in &queue.flavors {
+                if let Some(part) = &flavor.ceiling {
+                    let _ = writeln!(
+                        out,
+                        "      `{}`: cpu {}, memory {}, pods {}",
+                        flavor.flavor, part.cpu, part.memory, part.pods
+                    );
+                }
+            }
+            if cell.pools.iter().any(|pool| {
+                pool.topology.is_some() && queue.flavors.iter().any(|f| f.pool == pool.name)
+            }) {
+                out.push_str("    jobs on a topology pool must set `kueue.x-k8s.io/podset-required-topology`, `-preferred-topology` or `-unconstrained-topology` on their pod template\n");
+            }
+        }
+    }
     out.push_str(if queue.preempt_within {
         "    preemption: a workload may preempt lower-priority workloads of this queue\n"
     } else {

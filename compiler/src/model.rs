@@ -232,6 +232,13 @@ pub struct PoolQuota {
     /// The topology level label a gang must stay within, when it does not fit one NVLink
     /// domain.
     pub within: Option<Spanned<String>>,
+    /// The part of the tenant's cpu ceiling in the cell that pods on this pool may request
+    /// (required, with `memory` and `pods`, once the tenant's queue has a topology pool).
+    pub cpu: Option<Spanned<Quantity>>,
+    /// The part of the tenant's memory ceiling that pods on this pool may request.
+    pub memory: Option<Spanned<Quantity>>,
+    /// The part of the tenant's pods ceiling that may run on this pool.
+    pub pods: Option<Spanned<i64>>,
 }
 
 /// A tenant workload kind.

@@ -897,29 +897,84 @@ fn quota_value(hard: &Value, resource: &str) -> Option<String> {
     }
 }
 
-/// The nominal quotas of the `tenant-ceiling` flavor of a ClusterQueue, by resource.
-fn ceiling_flavor_nominals(queue: &Value) -> BTreeMap<String, String> {
-    let mut nominals = BTreeMap::new();
+/// The nominal quotas of a ClusterQueue's ceiling resources, by resource, summed over its
+/// flavors: the `tenant-ceiling` flavor alone, or, where a topology pool makes the queue count
+/// them per pool, the ceiling flavor plus each pool flavor's part (none of them borrowed or
+/// lent, which `queue_ceiling_is_never_shared` checks). A sum over several flavors is written
+/// in nano units.
+fn ceiling_nominals(queue: &Value) -> BTreeMap<String, String> {
+    let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for group in queue["spec"]["resourceGroups"]
         .as_array()
         .into_iter()
         .flatten()
     {
         for flavor in group["flavors"].as_array().into_iter().flatten() {
-            if flavor["name"] != tenantc::plan::CEILING_FLAVOR {
-                continue;
-            }
             for resource in flavor["resources"].as_array().into_iter().flatten() {
                 if let (Some(name), Some(nominal)) = (
                     resource["name"].as_str(),
                     quantity_at(resource, "nominalQuota"),
-                ) {
-                    nominals.insert(name.to_string(), nominal);
+                ) && CEILING_RESOURCES.contains(&name)
+                {
+                    found.entry(name.to_string()).or_default().push(nominal);
                 }
             }
         }
     }
-    nominals
+    found
+        .into_iter()
+        .map(|(name, values)| {
+            if let [only] = values.as_slice() {
+                return (name, only.clone());
+            }
+            let nano: i128 = values
+                .iter()
+                .map(|value| {
+                    parse_quantity(value)
+                        .unwrap_or_else(|why| panic!("{name} `{value}`: {why}"))
+                        .0
+                })
+                .sum();
+            (name, format!("{nano}n"))
+        })
+        .collect()
+}
+
+/// The ceiling resources of a ClusterQueue that some flavor borrows or lends: a ceiling is
+/// the tenant's own on every flavor. A queue outside any cohort shares nothing.
+fn queue_ceiling_is_never_shared(queue: &Value) -> Vec<String> {
+    let mut shared = Vec::new();
+    if queue["spec"]["cohortName"].as_str().is_none() {
+        return shared;
+    }
+    for group in queue["spec"]["resourceGroups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        for flavor in group["flavors"].as_array().into_iter().flatten() {
+            for resource in flavor["resources"].as_array().into_iter().flatten() {
+                let Some(name) = resource["name"].as_str() else {
+                    continue;
+                };
+                if !CEILING_RESOURCES.contains(&name) {
+                    continue;
+                }
+                for limit in ["borrowingLimit", "lendingLimit"] {
+                    let zero = quantity_at(resource, limit)
+                        .and_then(|value| parse_quantity(&value).ok())
+                        .is_some_and(|(nano, _)| nano == 0);
+                    if !zero {
+                        shared.push(format!(
+                            "flavor {} {name} {limit} is not 0",
+                            flavor["name"].as_str().unwrap_or("?")
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    shared
 }
 
 /// One comparison of a tenant's namespace quotas with one of its ceilings.
@@ -1011,13 +1066,12 @@ fn ceiling_differences(cluster: &Cluster, cell: &CellPlan, objects: &[Object]) -
                 queue.name, run.stderr
             );
             let held_queue: Value = serde_json::from_str(&run.stdout).expect("a ClusterQueue");
-            let nominals = ceiling_flavor_nominals(&held_queue);
+            let nominals = ceiling_nominals(&held_queue);
+            for shared in queue_ceiling_is_never_shared(&held_queue) {
+                failures.push(format!("{at}: ClusterQueue {}: {shared}", queue.name));
+            }
             ceilings.push((
-                format!(
-                    "ClusterQueue {} flavor {}",
-                    queue.name,
-                    tenantc::plan::CEILING_FLAVOR
-                ),
+                format!("ClusterQueue {} (all flavors)", queue.name),
                 CEILING_RESOURCES.map(|resource| nominals.get(resource).cloned()),
             ));
         }
@@ -1490,6 +1544,23 @@ pub(super) fn quota_self_test_tampered_quotas_fail_the_checks(cluster: &Cluster)
             );
         }
     }
+
+    // 6. A ceiling flavor that borrows or lends cpu, memory or pods inside a cohort is caught,
+    // one that keeps them is not.
+    let queue_with = |limit: &str| {
+        json!({"spec": {"cohortName": "org-x", "resourceGroups": [{"flavors": [{
+            "name": "pool-x",
+            "resources": [
+                {"name": "cpu", "nominalQuota": "1", "borrowingLimit": limit, "lendingLimit": "0"},
+                {"name": "nvidia.com/gpu", "nominalQuota": "8", "borrowingLimit": "8"}
+            ]
+        }]}]}})
+    };
+    println!("  self-test: a pool flavor that borrows cpu");
+    let shared = queue_ceiling_is_never_shared(&queue_with("1"));
+    print_detected(&shared);
+    assert_eq!(shared, ["flavor pool-x cpu borrowingLimit is not 0"]);
+    assert!(queue_ceiling_is_never_shared(&queue_with("0")).is_empty());
 
     // Everything passes again once restored.
     assert!(

@@ -110,6 +110,8 @@ codes! {
     CeilingSplitMismatch => ("ceiling-split-mismatch", "validate", "the explicit splits of a tenant's cpu, memory and pods ceilings do not list each workload once or do not add up to the ceilings"),
     FleetReservationMismatch => ("fleet-reservation-mismatch", "validate", "a fleet reservation does not split into its cells, or a cell's part differs from what the tenant reserves there"),
     KueueLimitExceeded => ("kueue-limit-exceeded", "validate", "a declaration exceeds a limit of the Kueue objects made from it (flavor labels and taints, covered resources, flavors, label-valued names)"),
+    PoolCeilingMissing => ("pool-ceiling-missing", "validate", "a pool of a quota whose ClusterQueue counts cpu, memory and pods per pool (a topology pool, or a declared part) has no part of one of the tenant's ceilings"),
+    PoolCeilingsExceedCeiling => ("pool-ceilings-exceed-ceiling", "validate", "the per-pool parts of a tenant's cpu, memory or pods ceiling in a cell add up to more than the ceiling"),
     DiagnosticsTruncated => ("diagnostics-truncated", "report", "a file has more diagnostics than are shown; the rest are counted"),
     StringCharacterForbidden => ("string-character-forbidden", "schema", "a string holds a control, bidirectional-formatting, separator or noncharacter code point"),
 }

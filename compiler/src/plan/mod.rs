@@ -306,6 +306,21 @@ pub struct QueuePlan {
     pub flavors: Vec<FlavorQuota>,
     /// Whether a workload may preempt lower-priority workloads of the same queue.
     pub preempt_within: bool,
+    /// Where the ClusterQueue counts cpu, memory and pods per pool flavor (a topology pool, or
+    /// declared pool parts): what of the ceilings stays on the ceiling flavor for pods without
+    /// GPUs. `None` when the whole ceiling sits on the ceiling flavor.
+    pub ceiling_rest: Option<CeilingQuota>,
+}
+
+/// The cpu, memory and pods quotas of one flavor of a ClusterQueue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CeilingQuota {
+    /// CPU requests.
+    pub cpu: String,
+    /// Memory requests.
+    pub memory: String,
+    /// Pods.
+    pub pods: i64,
 }
 
 /// A tenant's entitlement on one flavor.
@@ -317,6 +332,9 @@ pub struct FlavorQuota {
     pub flavor: String,
     /// Per covered resource, in the order of [`QueuePlan::gpu_resources`].
     pub resources: Vec<Entitlement>,
+    /// The pool's part of the tenant's cpu, memory and pods ceilings, where the ClusterQueue
+    /// counts them per pool flavor (see [`QueuePlan::ceiling_rest`]).
+    pub ceiling: Option<CeilingQuota>,
 }
 
 /// Nominal, borrowing and lending of one resource on one flavor.
@@ -601,6 +619,7 @@ fn tenant_plan(
         });
     }
 
+    let pool_ceilings = crate::validate::kueue::pool_ceilings(quota, cell);
     // Entitlements per pool flavor and resource.
     let mut per_pool: BTreeMap<&str, BTreeMap<String, Sums>> = BTreeMap::new();
     for reservation in &quota.pools {
@@ -646,9 +665,38 @@ fn tenant_plan(
                         }
                     })
                     .collect(),
+                ceiling: pool_ceilings.as_ref().and_then(|parts| {
+                    parts
+                        .iter()
+                        .find(|part| part.pool == pool.name)
+                        .map(|part| CeilingQuota {
+                            cpu: part.cpu.to_string(),
+                            memory: part.memory.to_string(),
+                            pods: part.pods,
+                        })
+                }),
             })
         })
         .collect();
+    // What the pool parts leave of the ceilings stays on the ceiling flavor; a fleet that
+    // passed validation has parts that fit, so the rest is never negative.
+    let ceiling_rest = pool_ceilings.as_ref().map(|parts| {
+        let cpu: i128 = parts.iter().map(|part| part.cpu.milli()).sum();
+        let memory: i128 = parts.iter().map(|part| part.memory.milli()).sum();
+        let pods: i64 = parts
+            .iter()
+            .map(|part| part.pods)
+            .fold(0, i64::saturating_add);
+        let rest = |ceiling: &crate::quantity::Quantity, used: i128| {
+            crate::quantity::Quantity::from_milli((ceiling.milli() - used).max(0), ceiling.format())
+                .map_or_else(|| "0".to_string(), |q| q.to_string())
+        };
+        CeilingQuota {
+            cpu: rest(&quota.cpu.value, cpu),
+            memory: rest(&quota.memory.value, memory),
+            pods: quota.pods.value.saturating_sub(pods).max(0),
+        }
+    });
 
     // Preemption inside the queue only when the tenant runs workloads at several priorities
     // and a higher one may preempt.
@@ -709,6 +757,7 @@ fn tenant_plan(
             gpu_resources: gpu_resources.to_vec(),
             flavors,
             preempt_within,
+            ceiling_rest,
         },
         reach,
         capacity: Vec::new(),

@@ -12,7 +12,7 @@
 
 pub mod reader;
 
-use reader::{Ctx, Obj, boolean, choice, integer, number, string};
+use reader::{Ctx, Obj, boolean, choice, integer, number, quantity, string};
 
 use crate::diag::{Code, Diagnostic};
 use crate::model::{
@@ -594,6 +594,12 @@ fn pool_quota(ctx: &Ctx, node: &Node) -> Option<PoolQuota> {
     let gang = gang_node.and_then(|node| integer(ctx, node, "gang", 1..=MAX_DEVICES));
     let within_node = obj.field("within");
     let within = within_node.and_then(|node| string(ctx, node, "within"));
+    let cpu_node = obj.field("cpu");
+    let cpu = cpu_node.and_then(|node| quantity(ctx, node, "cpu"));
+    let memory_node = obj.field("memory");
+    let memory = memory_node.and_then(|node| quantity(ctx, node, "memory"));
+    let pods_node = obj.field("pods");
+    let pods = pods_node.and_then(|node| integer(ctx, node, "pods", 0..=MAX_PODS));
     let span = obj.span;
     obj.finish();
     // A Kueue field that was written but refused leaves the reservation out (its error is
@@ -604,7 +610,10 @@ fn pool_quota(ctx: &Ctx, node: &Node) -> Option<PoolQuota> {
     };
     let kueue_read = (lend_node.is_none() || lend.is_some())
         && (gang_node.is_none() || gang.is_some())
-        && within_ok;
+        && within_ok
+        && (cpu_node.is_none() || cpu.is_some())
+        && (memory_node.is_none() || memory.is_some())
+        && (pods_node.is_none() || pods.is_some());
     let reservation = PoolQuota {
         span,
         pool: pool?,
@@ -615,6 +624,9 @@ fn pool_quota(ctx: &Ctx, node: &Node) -> Option<PoolQuota> {
         lend,
         gang,
         within,
+        cpu,
+        memory,
+        pods,
     };
     kueue_read.then_some(reservation)
 }

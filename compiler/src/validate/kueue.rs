@@ -150,6 +150,88 @@ pub fn split_ceilings(quota: &Quota, workloads: &[Workload]) -> Vec<CeilingPart>
         .collect()
 }
 
+/// One pool's part of a tenant's cpu, memory and pods ceilings in a cell, as its ClusterQueue
+/// gives it to the pool's flavor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolCeiling {
+    /// The pool.
+    pub pool: String,
+    /// CPU requests of pods on the pool.
+    pub cpu: Quantity,
+    /// Memory requests of pods on the pool.
+    pub memory: Quantity,
+    /// Pods on the pool.
+    pub pods: i64,
+}
+
+/// Whether a tenant's ClusterQueue in `cell` counts cpu, memory and pods per pool flavor:
+/// when a pool it reserves in has a topology (Kueue gives a topology-aware pod set one flavor
+/// for all its resources, so those flavors must hold cpu, memory and pods too), or when any
+/// reservation of the quota declares a part of the ceiling.
+pub fn counts_ceiling_per_pool(quota: &Quota, cell: &Cell) -> bool {
+    quota.pools.iter().any(|reservation| {
+        reservation.cpu.is_some()
+            || reservation.memory.is_some()
+            || reservation.pods.is_some()
+            || pool_of(cell, reservation).is_some_and(|pool| pool.topology.is_some())
+    })
+}
+
+/// The per-pool parts of a tenant's ceilings in `cell`, in the order the quota first names
+/// each pool; `None` when its ClusterQueue keeps the ceiling on the ceiling flavor alone (see
+/// [`counts_ceiling_per_pool`]). A pool's part is the sum of its reservations' parts, an
+/// undeclared part counting 0 (a fleet that passed [`check`] declares every part).
+pub fn pool_ceilings(quota: &Quota, cell: &Cell) -> Option<Vec<PoolCeiling>> {
+    if !counts_ceiling_per_pool(quota, cell) {
+        return None;
+    }
+    let mut parts: Vec<PoolCeiling> = Vec::new();
+    for reservation in &quota.pools {
+        if pool_of(cell, reservation).is_none() {
+            continue;
+        }
+        let index = match parts
+            .iter()
+            .position(|part| part.pool == reservation.pool.value)
+        {
+            Some(index) => index,
+            None => {
+                parts.push(PoolCeiling {
+                    pool: reservation.pool.value.clone(),
+                    cpu: Quantity::from_milli(0, quota.cpu.value.format())
+                        .unwrap_or(quota.cpu.value),
+                    memory: Quantity::from_milli(0, quota.memory.value.format())
+                        .unwrap_or(quota.memory.value),
+                    pods: 0,
+                });
+                parts.len() - 1
+            }
+        };
+        let Some(part) = parts.get_mut(index) else {
+            continue;
+        };
+        if let Some(cpu) = &reservation.cpu {
+            part.cpu = sum_quantity(part.cpu, cpu.value);
+        }
+        if let Some(memory) = &reservation.memory {
+            part.memory = sum_quantity(part.memory, memory.value);
+        }
+        if let Some(pods) = &reservation.pods {
+            part.pods = part.pods.saturating_add(pods.value);
+        }
+    }
+    Some(parts)
+}
+
+/// `a + b`, written as `b` is when `a` is zero (so a single declared part keeps its spelling).
+fn sum_quantity(a: Quantity, b: Quantity) -> Quantity {
+    if a.milli() == 0 {
+        b
+    } else {
+        a.saturating_add(b)
+    }
+}
+
 /// One cell's part of a fleet reservation, as [`fleet_split`] takes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FleetPart {
@@ -405,6 +487,7 @@ pub(super) fn check(fleet: &Fleet, catalog: &Catalog, diagnostics: &mut Vec<Diag
                 check_reservation(tenant, cell, reservation, diagnostics);
             }
             check_pool_count(tenant, cell, quota, diagnostics);
+            check_pool_ceilings(tenant, cell, quota, cell_catalog, diagnostics);
             for reservation in counted_reservations(quota) {
                 if let Some((pool, offer)) = hardware::resolve(cell, reservation, cell_catalog) {
                     drawn
@@ -784,6 +867,210 @@ fn check_pool_count(
         }
     }
 }
+
+/// Where a tenant's ClusterQueue counts cpu, memory and pods per pool flavor (see
+/// [`counts_ceiling_per_pool`]), every pool of the quota declares its part of each ceiling, the
+/// parts fit the ceilings, and the one resource group that then holds the ceiling flavor and
+/// every pool flavor with cpu, memory, pods and the cell's GPU resources stays within Kueue's
+/// limits.
+fn check_pool_ceilings(
+    tenant: &Tenant,
+    cell: &Cell,
+    quota: &Quota,
+    cell_catalog: &Catalog,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    if !counts_ceiling_per_pool(quota, cell) {
+        return;
+    }
+    let topology_pool = quota
+        .pools
+        .iter()
+        .filter_map(|reservation| pool_of(cell, reservation))
+        .find(|pool| pool.topology.is_some());
+    let why = match topology_pool {
+        Some(pool) => format!(
+            "pool `{}` has a topology, and Kueue gives a topology-aware pod set one flavor for all the resources it requests, so the tenant's ClusterQueue counts cpu, memory and pods on each pool's flavor",
+            pool.name.value
+        ),
+        None => "a reservation of this quota declares a part of the ceilings, so the tenant's ClusterQueue counts cpu, memory and pods on each pool's flavor".to_string(),
+    };
+    // Per pool, in the order the quota first names it: its first reservation and the fields
+    // its reservations declare.
+    let mut pools: Vec<(&PoolQuota, [bool; 3])> = Vec::new();
+    for reservation in &quota.pools {
+        if pool_of(cell, reservation).is_none() {
+            continue;
+        }
+        let declared = [
+            reservation.cpu.is_some(),
+            reservation.memory.is_some(),
+            reservation.pods.is_some(),
+        ];
+        match pools
+            .iter_mut()
+            .find(|(first, _)| first.pool.value == reservation.pool.value)
+        {
+            Some((_, seen)) => {
+                for (seen, declared) in seen.iter_mut().zip(declared) {
+                    *seen |= declared;
+                }
+            }
+            None => pools.push((reservation, declared)),
+        }
+    }
+    for (first, declared) in &pools {
+        let missing: Vec<&str> = ["cpu", "memory", "pods"]
+            .into_iter()
+            .zip(declared)
+            .filter(|(_, declared)| !**declared)
+            .map(|(field, _)| field)
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        let example: Vec<String> = missing
+            .iter()
+            .map(|field| match *field {
+                "cpu" => "cpu=\"<cores>\"".to_string(),
+                "memory" => "memory=\"<bytes>\"".to_string(),
+                _ => "pods=<n>".to_string(),
+            })
+            .collect();
+        diagnostics.push(
+            Diagnostic::error(
+                Code::PoolCeilingMissing,
+                first.pool.span,
+                format!(
+                    "tenant `{}` gives pool `{}` of cell `{}` no part of its {} ceiling{}",
+                    tenant.name.value,
+                    first.pool.value,
+                    cell.name.value,
+                    list_names(missing.iter().copied()),
+                    if missing.len() > 1 { "s" } else { "" }
+                ),
+            )
+            .with_label(format!("no {} part", missing.join("/")))
+            .with_note(format!(
+                "{why}; a pool without a part could admit no pod that requests it"
+            ))
+            .with_help(format!(
+                "add {} to a reservation of pool `{}`: the part of the tenant's ceiling its pods may request (the rest stays for pods without GPUs)",
+                example.join(" "),
+                first.pool.value
+            )),
+        );
+    }
+    let Some(parts) = pool_ceilings(quota, cell) else {
+        return;
+    };
+    let sums = [
+        (
+            "cpu",
+            parts.iter().map(|part| part.cpu.milli()).sum::<i128>(),
+            quota.cpu.value.milli(),
+            quota.cpu.value.format(),
+            quota.cpu.span,
+        ),
+        (
+            "memory",
+            parts.iter().map(|part| part.memory.milli()).sum::<i128>(),
+            quota.memory.value.milli(),
+            quota.memory.value.format(),
+            quota.memory.span,
+        ),
+        (
+            "pods",
+            parts.iter().map(|part| i128::from(part.pods)).sum::<i128>() * 1000,
+            i128::from(quota.pods.value) * 1000,
+            crate::quantity::Format::DecimalSi,
+            quota.pods.span,
+        ),
+    ];
+    for (field, sum, ceiling, format, span) in sums {
+        if sum <= ceiling {
+            continue;
+        }
+        let show = |milli: i128| {
+            Quantity::from_milli(milli, format)
+                .map_or_else(|| format!("{milli}m"), |q| q.to_string())
+        };
+        let mut diagnostic = Diagnostic::error(
+            Code::PoolCeilingsExceedCeiling,
+            span,
+            format!(
+                "the pool parts of tenant `{}`'s `{field}` ceiling in cell `{}` add up to {}, more than the ceiling {}",
+                tenant.name.value,
+                cell.name.value,
+                show(sum),
+                show(ceiling)
+            ),
+        )
+        .with_label(format!("ceiling {}", show(ceiling)));
+        for reservation in &quota.pools {
+            let part = match field {
+                "cpu" => reservation
+                    .cpu
+                    .as_ref()
+                    .map(|q| (q.span, q.value.to_string())),
+                "memory" => reservation
+                    .memory
+                    .as_ref()
+                    .map(|q| (q.span, q.value.to_string())),
+                _ => reservation
+                    .pods
+                    .as_ref()
+                    .map(|q| (q.span, q.value.to_string())),
+            };
+            if let Some((part_span, value)) = part {
+                diagnostic = diagnostic.with_secondary(
+                    part_span,
+                    format!("pool `{}` gets {value}", reservation.pool.value),
+                );
+            }
+        }
+        diagnostics.push(
+            diagnostic
+                .with_note("each pool's part is the cpu, memory or pods quota of the pool's flavor in the tenant's ClusterQueue; their sum is what the tenant's pods may request at once")
+                .with_help(format!(
+                    "lower the pools' `{field}` parts by {} in all, or raise the ceiling to {}",
+                    show(sum - ceiling),
+                    show(sum)
+                )),
+        );
+    }
+    // The ceiling flavor and every pool flavor, each covering cpu, memory, pods and every GPU
+    // resource of the cell, in one resource group.
+    let mut resources = BTreeSet::from([hardware::GPU_RESOURCE.to_string()]);
+    for pool in &cell.pools {
+        for offer in hardware::offers(pool, cell_catalog) {
+            resources.insert(offer.resource);
+        }
+    }
+    let flavors = pools.len() + 1;
+    let covered = resources.len() + CEILING_RESOURCE_COUNT;
+    let pairs = flavors.saturating_mul(covered);
+    if flavors > MAX_TENANT_POOLS || covered > MAX_CELL_GPU_RESOURCES || pairs > MAX_GROUP_PAIRS {
+        diagnostics.push(
+            Diagnostic::error(
+                Code::KueueLimitExceeded,
+                quota.span,
+                format!(
+                    "tenant `{}`'s ClusterQueue in cell `{}` would hold {flavors} flavors and {covered} resources in one resource group ({pairs} pairs)",
+                    tenant.name.value, cell.name.value
+                ),
+            )
+            .with_label("quota with per-pool ceilings")
+            .with_note(format!(
+                "{why}; Kueue allows at most {MAX_TENANT_POOLS} flavors, {MAX_CELL_GPU_RESOURCES} resources and {MAX_GROUP_PAIRS} (flavor, resource) pairs in a resource group"
+            ))
+            .with_help("reserve in fewer pools of the cell, or use fewer distinct MIG profiles in it"),
+        );
+    }
+}
+
+/// cpu, memory and pods: the ceiling resources a ClusterQueue covers beside the GPU resources.
+const CEILING_RESOURCE_COUNT: usize = 3;
 
 /// The checks of one cell; `cell_catalog` is the catalog as the cell sees it.
 fn check_cell(cell: &Cell, cell_catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>) {
@@ -2020,8 +2307,19 @@ mod tests {
         )
     }
 
-    /// A tenant with `train` and `infer` workloads (the given shares) and a quota in `c1`.
+    /// A tenant with `train` and `infer` workloads (the given shares) and a quota in `c1`; each
+    /// reservation in the topology pool `train` gets a small part of the ceilings, which such a
+    /// pool requires (see [`raw_tenant`] for a tenant without them).
     fn tenant(name: &str, quota_props: &str, quota_body: &str, extra: &str) -> String {
+        let body = quota_body.replace(
+            "pool \"train\" ",
+            "pool \"train\" cpu=\"1m\" memory=\"1\" pods=1 ",
+        );
+        raw_tenant(name, quota_props, &body, extra)
+    }
+
+    /// A tenant with `train` and `infer` workloads and a quota in `c1`, written as given.
+    fn raw_tenant(name: &str, quota_props: &str, quota_body: &str, extra: &str) -> String {
         format!(
             r#"tenant "{name}" {{
     org "acme"
@@ -2055,6 +2353,157 @@ mod tests {
 
     fn one(body: &str) -> Vec<Code> {
         check_codes("", &[tenant("t0", "", body, "")])
+    }
+
+    /// The codes for one raw tenant (no parts added to `train` reservations).
+    fn raw(body: &str) -> Vec<Code> {
+        check_codes("", &[raw_tenant("t0", "", body, "")])
+    }
+
+    #[test]
+    fn topology_pools_need_a_part_of_each_ceiling() {
+        // The topology pool `train` without parts, with some of them, and with all.
+        assert_eq!(
+            raw(r#"pool "train" reserved=8 workload="train""#),
+            [Code::PoolCeilingMissing]
+        );
+        assert_eq!(
+            raw(r#"pool "train" reserved=8 workload="train" cpu="8""#),
+            [Code::PoolCeilingMissing]
+        );
+        assert_eq!(
+            raw(r#"pool "train" reserved=8 workload="train" cpu="8" memory="64Gi" pods=10"#),
+            []
+        );
+        // Parts on two reservations of the pool count together.
+        assert_eq!(
+            raw(r#"pool "train" reserved=8 workload="train" cpu="8"
+                   pool "train" reserved=8 workload="infer" memory="64Gi" pods=10"#),
+            []
+        );
+        // Once the queue counts per pool, the MIG pool needs its parts as well.
+        assert_eq!(
+            raw(
+                r#"pool "train" reserved=8 workload="train" cpu="8" memory="64Gi" pods=10
+                   pool "infer" profile="1g.10gb" reserved=7 workload="infer""#
+            ),
+            [Code::PoolCeilingMissing]
+        );
+        // A declared part alone turns per-pool counting on, without a topology pool.
+        assert_eq!(
+            raw(r#"pool "infer" profile="1g.10gb" reserved=7 workload="infer" cpu="2""#),
+            [Code::PoolCeilingMissing]
+        );
+        // Without topology and without parts the ceiling flavor holds it all.
+        assert_eq!(
+            raw(r#"pool "infer" profile="1g.10gb" reserved=7 workload="infer""#),
+            []
+        );
+    }
+
+    #[test]
+    fn pool_parts_may_not_exceed_the_ceilings() {
+        // The ceilings are cpu 64, memory 256Gi, pods 100.
+        assert_eq!(
+            raw(r#"pool "train" reserved=8 workload="train" cpu="64" memory="256Gi" pods=100"#),
+            []
+        );
+        assert_eq!(
+            raw(r#"pool "train" reserved=8 workload="train" cpu="64001m" memory="256Gi" pods=100"#),
+            [Code::PoolCeilingsExceedCeiling]
+        );
+        assert_eq!(
+            raw(
+                r#"pool "train" reserved=8 workload="train" cpu="40" memory="200Gi" pods=60
+                   pool "infer" profile="1g.10gb" reserved=7 workload="infer" cpu="40" memory="57Gi" pods=41"#
+            ),
+            [Code::PoolCeilingsExceedCeiling; 3]
+        );
+    }
+
+    #[test]
+    fn a_one_group_queue_stays_within_kueues_flavor_limit() {
+        // 64 pools, the first with a topology: with the ceiling flavor, 65 flavors in the one
+        // resource group; 63 pools fit.
+        let codes_for = |pools: usize| {
+            let mut cell_text = String::from(
+                "cell \"c1\" {\n    cloud \"aws\" region=\"r\"\n    kubernetes \"1.33\"\n    driver \"570\"\n    priority \"batch\" value=1000\n",
+            );
+            let mut body = String::new();
+            for idx in 0..pools {
+                let (nodes, topology) = if idx == 0 {
+                    (4, "topology { level \"example.com/rack\" nodes=2; }")
+                } else {
+                    (1, "")
+                };
+                cell_text.push_str(&format!(
+                    "    pool \"p{idx}\" {{ gpu \"H100-80GB-SXM\"; nodes {nodes} gpus-per-node=8; sharing \"exclusive\"; {topology} }}\n"
+                ));
+                body.push_str(&format!(
+                    "pool \"p{idx}\" reserved=1 cpu=\"1m\" memory=\"1\" pods=1\n"
+                ));
+            }
+            cell_text.push_str("}\n");
+            let tenant_text = format!(
+                "tenant \"t0\" {{\n    org \"o\"\n    team \"t\"\n    trust \"hard\"\n    groups admin=\"t0-admins\"\n    workload \"train\" service-account=\"trainer\" priority=\"batch\"\n    quota cell=\"c1\" cpu=\"64\" memory=\"64Gi\" pods=100 {{\n{body}    }}\n}}\n"
+            );
+            codes(&[
+                ("cells/c1.kdl", &cell_text),
+                ("tenants/t0.kdl", &tenant_text),
+            ])
+        };
+        assert_eq!(codes_for(63), []);
+        assert_eq!(codes_for(64), [Code::KueueLimitExceeded]);
+    }
+
+    #[test]
+    fn pool_ceilings_sum_each_pools_reservations() {
+        let fleet = crate::validate::test_support::fleet(&[
+            ("cells/c1.kdl", &cell("")),
+            (
+                "tenants/t0.kdl",
+                &raw_tenant(
+                    "t0",
+                    "",
+                    r#"pool "train" reserved=8 workload="train" cpu="1500m" memory="1Gi" pods=3
+                       pool "infer" profile="1g.10gb" reserved=7 cpu="2" memory="2Gi" pods=4
+                       pool "train" reserved=8 workload="infer" cpu="500m" memory="1Gi" pods=2"#,
+                    "",
+                ),
+            ),
+        ]);
+        let quota = &fleet.tenants[0].quotas[0];
+        let parts = pool_ceilings(quota, &fleet.cells[0]).unwrap();
+        let shown: Vec<(String, String, String, i64)> = parts
+            .iter()
+            .map(|part| {
+                (
+                    part.pool.clone(),
+                    part.cpu.to_string(),
+                    part.memory.to_string(),
+                    part.pods,
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("train".to_string(), "2".to_string(), "2Gi".to_string(), 5),
+                ("infer".to_string(), "2".to_string(), "2Gi".to_string(), 4),
+            ]
+        );
+        // Without topology pools or parts there are none.
+        let fleet = crate::validate::test_support::fleet(&[
+            ("cells/c1.kdl", &cell("")),
+            (
+                "tenants/t0.kdl",
+                &raw_tenant("t0", "", r#"pool "infer" profile="1g.10gb" reserved=7"#, ""),
+            ),
+        ]);
+        assert_eq!(
+            pool_ceilings(&fleet.tenants[0].quotas[0], &fleet.cells[0]),
+            None
+        );
     }
 
     #[test]
