@@ -34,6 +34,9 @@
 
 mod support;
 
+#[path = "conformance/guard.rs"]
+mod guard;
+
 #[path = "conformance/quota.rs"]
 mod quota;
 
@@ -179,6 +182,16 @@ const CHECKS: &[(&str, bool, Check)] = &[
         "quota_self_test_tampered_quotas_fail_the_checks",
         true,
         quota::quota_self_test_tampered_quotas_fail_the_checks,
+    ),
+    (
+        "guard_only_the_gitops_controller_changes_managed_objects",
+        true,
+        guard::only_the_gitops_controller_changes_managed_objects,
+    ),
+    (
+        "guard_excepted_namespaces_admit_only_the_declared_capabilities",
+        true,
+        guard::excepted_namespaces_admit_only_the_declared_capabilities,
     ),
 ];
 

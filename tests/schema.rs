@@ -73,6 +73,7 @@ const LISTS: &[(&str, &str, &str)] = &[
     ("cell", "gpu-model", "gpu-models"),
     ("cell", "allow-group", "allow-groups"),
     ("cell", "org", "orgs"),
+    ("workload", "exception", "exceptions"),
     ("topology", "level", "levels"),
     ("pool", "taint", "taints"),
     ("pool", "mig-layout", "mig-layouts"),
@@ -108,6 +109,7 @@ const ARGS: &[(&str, &[&str])] = &[
     ("taint", &["key", "value"]),
     ("split", &["workload"]),
     ("level", &["label"]),
+    ("exception", &["name"]),
 ];
 
 /// Positional arguments of a node that only has them under one parent: `org "<org>"` is a
@@ -1303,7 +1305,7 @@ fn invalid_cell_values_are_rejected_by_schema_and_compiler() {
         (Change::Set("/kubernetes", json!(1.33)), &["type-mismatch"]),
         (
             Change::Set("/kubernetes", json!("1.29")),
-            &["kubernetes-version-unsupported"],
+            &["kubernetes-too-old-for-admission-policies"],
         ),
         (
             Change::Set("/kubernetes", json!("1.37")),

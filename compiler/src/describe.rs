@@ -259,6 +259,39 @@ pub fn human(view: &View<'_>) -> String {
     out
 }
 
+/// The Pod Security of the tenant's namespaces, with every reviewed exception.
+fn pod_security_text(out: &mut String, tenant: &TenantPlan) {
+    let excepted: Vec<_> = tenant
+        .namespaces
+        .iter()
+        .filter(|namespace| !namespace.exceptions.is_empty())
+        .collect();
+    if excepted.is_empty() {
+        out.push_str("    Pod Security: `restricted` (enforce, audit, warn) in every namespace.\n");
+        return;
+    }
+    out.push_str(
+        "    Pod Security: `restricted` (enforce, audit, warn), except these reviewed exceptions \
+(audit and warn stay `restricted`; policy `",
+    );
+    out.push_str(crate::lower::guard::EXCEPTIONS_NAME);
+    out.push_str("` enforces every other `restricted` rule):\n");
+    for namespace in excepted {
+        for exception in &namespace.exceptions {
+            let _ = writeln!(
+                out,
+                "      {}: enforce `{}`; exception `{}` adds {}, approved by {}: {}",
+                namespace.name,
+                namespace.enforce_level(),
+                exception.name,
+                exception.capabilities.join(", "),
+                exception.approved_by,
+                exception.reason
+            );
+        }
+    }
+}
+
 fn cell_text(out: &mut String, cell: &CellPlan, tenant: &TenantPlan) {
     let _ = writeln!(out, "cell `{}` ({})", cell.name, cell.source);
     let _ = writeln!(
@@ -315,6 +348,7 @@ the GPUs of its reservations (reserved plus burst); pods may use only the allowe
         &[4, 5, 6],
         &rows,
     ));
+    pod_security_text(out, tenant);
 
     let queue = &tenant.queue;
     let weight = queue

@@ -254,6 +254,24 @@ pub struct Workload {
     pub priority: Option<Spanned<String>>,
     /// Weight of this workload's namespace in the split of the tenant's ceilings (default 1).
     pub share: Option<Spanned<i64>>,
+    /// Reviewed exceptions to the `restricted` Pod Security level (`exception` nodes).
+    pub exceptions: Vec<PodSecurityException>,
+}
+
+/// A reviewed exception to the `restricted` Pod Security level of a workload's namespace:
+/// Linux capabilities its containers may add (`lower/guard.rs` keeps every other rule).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodSecurityException {
+    /// The node or list item.
+    pub span: Span,
+    /// The exception's name (a DNS label), shown in reviews.
+    pub name: Spanned<String>,
+    /// Linux capabilities, as `securityContext.capabilities.add` spells them.
+    pub capabilities: Vec<Spanned<String>>,
+    /// Why the workload needs them.
+    pub reason: Spanned<String>,
+    /// Who reviewed and approved the exception.
+    pub approved_by: Spanned<String>,
 }
 
 /// A model the tenant runs, with its weight location.
@@ -305,9 +323,23 @@ pub struct Cell {
     pub oversubscribe: Option<Spanned<f64>>,
     /// Per-org settings of the cell's cohort tree (`org` nodes).
     pub orgs: Vec<OrgDecl>,
+    /// The identities allowed to change objects tenantc manages (`gitops`); the defaults of
+    /// `lower/guard.rs` when absent.
+    pub gitops: Option<GitOps>,
     /// False when parts of the declaration could not be read and were left out; references
     /// into an incomplete cell are not reported as unknown, and its capacity is not checked.
     pub complete: bool,
+}
+
+/// Who may change the objects tenantc manages in a cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GitOps {
+    /// The node or list item.
+    pub span: Span,
+    /// The Kubernetes user name of the GitOps controller that syncs `out/<cell>/`.
+    pub user: Option<Spanned<String>>,
+    /// A group whose members may change managed objects by hand in an emergency.
+    pub break_glass: Option<Spanned<String>>,
 }
 
 /// An org's cohort settings in a cell.

@@ -4,7 +4,8 @@
 //! `reports/quota.md`: per tenant and reserved pool resource, its Kueue entitlement and the three
 //! terms of its effective capacity with the binding one marked; per tenant, its cpu, memory and
 //! pods ceiling and how it is split over its namespaces; per pool resource, what no tenant
-//! reserved and how far reserved plus burst oversubscribe it; and the cohort tree.
+//! reserved and how far reserved plus burst oversubscribe it; the guard's GitOps identities and
+//! every Pod Security exception with its reason and approver; and the cohort tree.
 //!
 //! Invariants: reads only the plan, in its sorted order; prints no float, since ratios are
 //! fixed-point hundredths formatted here, so the bytes are the same on every platform.
@@ -13,7 +14,9 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use crate::plan::{CellPlan, Effective, Entitlement, ROOT_COHORT, TenantPlan, Term};
+use crate::plan::{
+    CellPlan, Effective, Entitlement, ExceptionPlan, NamespacePlan, ROOT_COHORT, TenantPlan, Term,
+};
 
 /// The quota report of a cell as `(json, markdown)`.
 pub fn quota(cell: &CellPlan) -> (Value, String) {
@@ -237,7 +240,88 @@ fn quota_json(cell: &CellPlan) -> Value {
         "tenants": tenants,
         "pools": pools,
         "cohorts": { "root": ROOT_COHORT, "orgs": orgs },
+        "guard": { "gitops_user": cell.gitops.user, "break_glass_group": cell.gitops.break_glass },
+        "pod_security_exceptions": exception_rows(cell).into_iter().map(|(tenant, namespace, exception)| json!({
+            "tenant": tenant.name,
+            "namespace": namespace.name,
+            "enforce": namespace.enforce_level(),
+            "audit": "restricted",
+            "warn": "restricted",
+            "exception": exception.name,
+            "capabilities": exception.capabilities,
+            "reason": exception.reason,
+            "approved_by": exception.approved_by,
+        })).collect::<Vec<_>>(),
     })
+}
+
+/// Every Pod Security exception of the cell's tenants, in plan order.
+fn exception_rows(cell: &CellPlan) -> Vec<(&TenantPlan, &NamespacePlan, &ExceptionPlan)> {
+    cell.tenants
+        .iter()
+        .flat_map(|tenant| {
+            tenant.namespaces.iter().flat_map(move |namespace| {
+                namespace
+                    .exceptions
+                    .iter()
+                    .map(move |exception| (tenant, namespace, exception))
+            })
+        })
+        .collect()
+}
+
+/// Declared text for a Markdown table cell: every character Markdown could read as syntax is
+/// escaped with a backslash.
+fn markdown_text(text: &str) -> String {
+    let mut escaped = String::new();
+    for ch in text.chars() {
+        if "\\`*_{}[]<>()#+-.!|~&".contains(ch) {
+            escaped.push('\\');
+        }
+        escaped.push(ch);
+    }
+    escaped
+}
+
+/// The guard and the Pod Security exceptions of a cell, as Markdown.
+fn pod_security_markdown(out: &mut String, cell: &CellPlan) {
+    out.push_str("\n## Guard and Pod Security\n\n");
+    let _ = writeln!(
+        out,
+        "Objects tenantc manages may be changed only by the GitOps controller `{}` or the break-glass group `{}` (policy `{}`).",
+        cell.gitops.user,
+        cell.gitops.break_glass,
+        crate::lower::guard::GUARD_NAME
+    );
+    out.push_str(
+        "Every tenant namespace is Pod Security `restricted` (enforce, audit, warn), except where a reviewed exception relaxes `enforce`; there policy `",
+    );
+    out.push_str(crate::lower::guard::EXCEPTIONS_NAME);
+    out.push_str(
+        "` enforces every other `restricted` rule, and audit and warn stay `restricted`.\n",
+    );
+    let rows = exception_rows(cell);
+    if rows.is_empty() {
+        out.push_str("\nNo namespace of this cell has an exception.\n");
+        return;
+    }
+    out.push_str(
+        "\n| tenant | namespace | enforce | exception | capabilities | approved by | reason |\n",
+    );
+    out.push_str("|---|---|---|---|---|---|---|\n");
+    for (tenant, namespace, exception) in rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | `{}` | {} | {} | {} | {} |",
+            tenant.name,
+            namespace.name,
+            namespace.enforce_level(),
+            exception.name,
+            exception.capabilities.join(", "),
+            markdown_text(&exception.approved_by),
+            markdown_text(&exception.reason)
+        );
+    }
 }
 
 /// One effective capacity row as JSON: the terms under `terms`, keyed as `binding` names them.
@@ -456,6 +540,8 @@ unless the tenant's reservations in the cell match its part.\n\n",
             );
         }
     }
+
+    pod_security_markdown(&mut out, cell);
 
     out.push_str("\n## Cohorts\n\n");
     out.push_str(

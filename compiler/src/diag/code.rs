@@ -81,6 +81,8 @@ codes! {
     PriorityUnknown => ("priority-unknown", "validate", "a workload names a priority that a cell it runs in does not declare"),
     PriorityNameReserved => ("priority-name-reserved", "schema", "a priority name starts with the reserved `system-` prefix"),
     GroupReserved => ("group-reserved", "validate", "a tenant binds a `system:` or wildcard-like RBAC group that a cell it runs in does not allow"),
+    KubernetesTooOldForAdmissionPolicies => ("kubernetes-too-old-for-admission-policies", "schema", "a cell runs a Kubernetes version before 1.30, which has no ValidatingAdmissionPolicy v1 for tenantc's guards"),
+    PodSecurityExceptionNotAllowed => ("pod-security-exception-not-allowed", "validate", "a Pod Security exception is declared for a tenant that is not `hard`, or for a workload that reserves no exclusive pool in a cell of the tenant"),
     GpuModelUnknown => ("gpu-model-unknown", "validate", "a pool names a GPU model that is neither in the catalog nor declared in the cell"),
     GpuModelInvalid => ("gpu-model-invalid", "validate", "a GPU model declared in a cell has facts that contradict each other or the MIG grammar"),
     SharingUnsupported => ("sharing-unsupported", "validate", "a pool uses a sharing mode its GPU model does not support"),

@@ -2,7 +2,9 @@
 //!
 //! Consumes: a tenant's plan in a cell. Produces: per workload namespace a Namespace, a
 //! ServiceAccount that mounts no API token, RoleBindings of the tenant's groups to the tenant
-//! roles of `rbac.rs` (each named after its role), the ResourceQuota holding the
+//! roles of `rbac.rs` (each named after its role), Pod Security labels (`restricted`, or for a
+//! reviewed exception a relaxed `enforce` with the granted capabilities in an annotation that
+//! `guard.rs`'s policy reads), the ResourceQuota holding the
 //! namespace's part of the tenant's ceiling and its GPU reservations, the ResourceQuota that
 //! denies every priority class but the namespace's own (declared or not), and a LimitRange; each with its
 //! file path inside the tenant folder.
@@ -26,7 +28,7 @@ use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{LABEL_PREFIX, MANAGED_BY, kube_version, rbac, to_yaml};
+use super::{LABEL_PREFIX, MANAGED_BY, guard, kube_version, rbac, to_yaml};
 use crate::emit::InternalError;
 use crate::emit::yaml::Yaml;
 use crate::plan::{CellPlan, NamespacePlan, TenantPlan};
@@ -203,20 +205,49 @@ fn namespace_object(tenant: &TenantPlan, namespace: &NamespacePlan, cell: &CellP
             namespace.workload.to_string(),
         ),
     ]);
-    for mode in ["enforce", "audit", "warn"] {
+    // `audit` and `warn` stay `restricted` everywhere, so an excepted pod is still reported.
+    // An exception relaxes `enforce` to the lowest level that admits what it grants (no level
+    // admits `restricted` plus a capability); `guard.rs`'s policy re-enforces every other
+    // `restricted` rule in that namespace, reading the granted capabilities from the annotation.
+    for (mode, level) in [
+        ("enforce", namespace.enforce_level()),
+        ("audit", "restricted"),
+        ("warn", "restricted"),
+    ] {
         labels.insert(
             format!("pod-security.kubernetes.io/{mode}"),
-            "restricted".to_string(),
+            level.to_string(),
         );
         labels.insert(
             format!("pod-security.kubernetes.io/{mode}-version"),
             version.clone(),
         );
     }
+    let capabilities = namespace.excepted_capabilities();
+    let annotations = (!capabilities.is_empty()).then(|| {
+        let reviewed: Vec<String> = namespace
+            .exceptions
+            .iter()
+            .map(|exception| {
+                format!(
+                    "{} ({}), approved by {}: {}",
+                    exception.name,
+                    exception.capabilities.join(", "),
+                    exception.approved_by,
+                    exception.reason
+                )
+            })
+            .collect();
+        BTreeMap::from([
+            (guard::capabilities_annotation(), capabilities.join(",")),
+            (guard::exceptions_annotation(), reviewed.join("\n")),
+        ])
+    });
     Namespace {
         metadata: ObjectMeta {
             name: Some(namespace.name.clone()),
             labels: Some(labels),
+            annotations,
             ..ObjectMeta::default()
         },
         ..Namespace::default()
@@ -303,6 +334,64 @@ mod tests {
         }
         // Three groups in each of two namespaces.
         assert_eq!(bindings, 6);
+    }
+
+    #[test]
+    fn an_exception_relaxes_only_enforce_of_its_namespace_and_never_changes_cluster() {
+        let plain = tree();
+        let excepted_tenant = TENANT.replace("trust \"soft\"", "trust \"hard\"").replace(
+            "workload \"train\" service-account=\"trainer\" priority=\"batch\"",
+            "workload \"train\" service-account=\"trainer\" priority=\"batch\" {\n        exception \"rdma\" capabilities=\"IPC_LOCK\" reason=\"RDMA\" approved-by=\"security\"\n    }",
+        );
+        let compilation =
+            compile_files(&[("cells/c1.kdl", CELL), ("tenants/t1.kdl", &excepted_tenant)]);
+        assert!(!compilation.has_errors(), "{:?}", compilation.diagnostics);
+        let excepted: BTreeMap<String, String> = compilation
+            .output
+            .unwrap()
+            .into_iter()
+            .map(|(path, bytes)| (path, String::from_utf8(bytes).unwrap()))
+            .collect();
+        let train = &excepted["c1/tenants/t1/train/namespace.yaml"];
+        assert!(
+            train.contains("    pod-security.kubernetes.io/enforce: privileged\n"),
+            "{train}"
+        );
+        assert!(
+            train.contains("    pod-security.kubernetes.io/audit: restricted\n"),
+            "{train}"
+        );
+        assert!(
+            train.contains("    pod-security.kubernetes.io/warn: restricted\n"),
+            "{train}"
+        );
+        assert!(
+            train.contains("    tenant.platform/pod-security-capabilities: IPC_LOCK\n"),
+            "{train}"
+        );
+        // The other namespace of the tenant stays `restricted` and carries no grant.
+        let infer = &excepted["c1/tenants/t1/infer/namespace.yaml"];
+        assert!(
+            infer.contains("    pod-security.kubernetes.io/enforce: restricted\n"),
+            "{infer}"
+        );
+        assert!(!infer.contains("pod-security-capabilities"), "{infer}");
+        assert!(!plain["c1/tenants/t1/train/namespace.yaml"].contains("pod-security-capabilities"));
+        // The policies in `cluster/` do not depend on the tenants.
+        let cluster = |tree: &BTreeMap<String, String>| -> Vec<(String, String)> {
+            tree.iter()
+                .filter(|(path, _)| path.starts_with("c1/cluster/"))
+                .map(|(path, text)| (path.clone(), text.clone()))
+                .collect()
+        };
+        assert_eq!(cluster(&plain), cluster(&excepted));
+        assert_eq!(
+            cluster(&plain)
+                .iter()
+                .filter(|(path, _)| path.contains("validatingadmissionpolicy"))
+                .count(),
+            4
+        );
     }
 
     #[test]

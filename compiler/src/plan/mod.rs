@@ -68,8 +68,32 @@ pub struct CellPlan {
     pub unreserved: BTreeMap<String, BTreeMap<String, i64>>,
     /// The ratio by which reserved plus burst may exceed a pool's capacity.
     pub oversubscribe: f64,
+    /// Who may change the objects tenantc manages in the cell (`lower/guard.rs`).
+    pub gitops: GitOpsPlan,
     /// Tenants with a quota in the cell, sorted by name.
     pub tenants: Vec<TenantPlan>,
+}
+
+/// The identities the guard on managed objects lets through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GitOpsPlan {
+    /// The GitOps controller's user name.
+    pub user: String,
+    /// The break-glass group.
+    pub break_glass: String,
+}
+
+/// A reviewed exception to the `restricted` Pod Security level, as declared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExceptionPlan {
+    /// The exception's name.
+    pub name: String,
+    /// The capabilities it lets containers add, in declaration order.
+    pub capabilities: Vec<String>,
+    /// Why the workload needs them.
+    pub reason: String,
+    /// Who approved it.
+    pub approved_by: String,
 }
 
 /// A pool, resolved.
@@ -283,6 +307,28 @@ pub struct NamespacePlan {
     /// Devices per GPU resource it may request (reserved plus burst of its reservations), every
     /// GPU resource of the cell listed.
     pub gpu: BTreeMap<String, i64>,
+    /// Reviewed exceptions to `restricted`, in declaration order (validation proved the tenant
+    /// `hard` with an exclusive reservation for the workload).
+    pub exceptions: Vec<ExceptionPlan>,
+}
+
+impl NamespacePlan {
+    /// Every capability its exceptions grant, sorted and without repeats.
+    pub fn excepted_capabilities(&self) -> Vec<String> {
+        let capabilities: BTreeSet<&String> = self
+            .exceptions
+            .iter()
+            .flat_map(|exception| &exception.capabilities)
+            .collect();
+        capabilities.into_iter().cloned().collect()
+    }
+
+    /// The Pod Security level its `enforce` label names: `restricted`, or for an excepted
+    /// namespace the lowest level that admits what the exceptions grant (`lower/guard.rs`
+    /// re-enforces every other `restricted` rule).
+    pub fn enforce_level(&self) -> &'static str {
+        crate::lower::guard::enforce_level(&self.excepted_capabilities())
+    }
 }
 
 /// A tenant's ClusterQueue in a cell.
@@ -551,7 +597,27 @@ fn cell_plan(cell: &Cell, fleet: &Fleet, sources: &SourceMap, catalog: &Catalog)
         gpu_resources,
         unreserved,
         oversubscribe: cell.oversubscribe.as_ref().map_or(1.0, |ratio| ratio.value),
+        gitops: gitops_plan(cell),
         tenants,
+    }
+}
+
+/// The cell's GitOps identities, with the documented defaults for what it leaves out.
+fn gitops_plan(cell: &Cell) -> GitOpsPlan {
+    let declared = cell.gitops.as_ref();
+    GitOpsPlan {
+        user: declared
+            .and_then(|gitops| gitops.user.as_ref())
+            .map_or_else(
+                || crate::lower::guard::DEFAULT_GITOPS_USER.to_string(),
+                |user| user.value.clone(),
+            ),
+        break_glass: declared
+            .and_then(|gitops| gitops.break_glass.as_ref())
+            .map_or_else(
+                || crate::lower::guard::DEFAULT_BREAK_GLASS.to_string(),
+                |group| group.value.clone(),
+            ),
     }
 }
 
@@ -616,6 +682,20 @@ fn tenant_plan(
             memory: memory.to_string(),
             pods,
             gpu,
+            exceptions: workload
+                .exceptions
+                .iter()
+                .map(|exception| ExceptionPlan {
+                    name: exception.name.value.clone(),
+                    capabilities: exception
+                        .capabilities
+                        .iter()
+                        .map(|capability| capability.value.clone())
+                        .collect(),
+                    reason: exception.reason.value.clone(),
+                    approved_by: exception.approved_by.value.clone(),
+                })
+                .collect(),
         });
     }
 

@@ -16,10 +16,10 @@ use reader::{Ctx, Obj, boolean, choice, integer, number, quantity, string};
 
 use crate::diag::{Code, Diagnostic};
 use crate::model::{
-    CeilingSplit, Cell, ContainerDefaults, Dns, FleetCellShare, FleetReservation, GpuModelDecl,
-    Groups, MigLayout, MigProfileDecl, MigTableDecl, ModelWeights, OrgDecl, Pool, PoolQuota,
-    Priority, Quota, Sharing, Spanned, Taint, Tenant, Topology, TopologyLevel, Trust, Workload,
-    WorkloadKind,
+    CeilingSplit, Cell, ContainerDefaults, Dns, FleetCellShare, FleetReservation, GitOps,
+    GpuModelDecl, Groups, MigLayout, MigProfileDecl, MigTableDecl, ModelWeights, OrgDecl,
+    PodSecurityException, Pool, PoolQuota, Priority, Quota, Sharing, Spanned, Taint, Tenant,
+    Topology, TopologyLevel, Trust, Workload, WorkloadKind,
 };
 use crate::names;
 use crate::parse::{Document, Node};
@@ -644,6 +644,11 @@ fn workload(ctx: &Ctx, node: &Node) -> Option<Workload> {
     let priority = obj.opt_str("priority");
     let share_node = obj.field("share");
     let share = share_node.and_then(|node| integer(ctx, node, "share", 1..=MAX_SHARE));
+    let exceptions: Vec<Option<PodSecurityException>> = obj
+        .items("exception", "exceptions")
+        .into_iter()
+        .map(|node| pod_security_exception(ctx, node))
+        .collect();
     let span = obj.span;
     obj.finish();
     let service_account = service_account?;
@@ -651,6 +656,9 @@ fn workload(ctx: &Ctx, node: &Node) -> Option<Workload> {
         // Left out, rather than read as the default share, so no split is computed from it.
         return None;
     }
+    // An exception that could not be read leaves the workload out: its namespace is then never
+    // emitted with less (or more) than its author meant.
+    let exceptions: Vec<PodSecurityException> = exceptions.into_iter().collect::<Option<_>>()?;
     // An invalid name is reported; the workload stays, so references to it still resolve.
     check_name(
         ctx,
@@ -664,6 +672,92 @@ fn workload(ctx: &Ctx, node: &Node) -> Option<Workload> {
         service_account,
         priority,
         share,
+        exceptions,
+    })
+}
+
+/// Linux capabilities a Pod Security exception may add, with why each is needed. Any other
+/// capability lets a container reach the node or other tenants' traffic, so no review can
+/// grant it to a tenant namespace.
+pub const EXCEPTABLE_CAPABILITIES: &[(&str, &str)] = &[(
+    "IPC_LOCK",
+    "pins memory for RDMA registration (multi-node training over InfiniBand or RoCE)",
+)];
+
+fn pod_security_exception(ctx: &Ctx, node: &Node) -> Option<PodSecurityException> {
+    const EXAMPLE: &str =
+        "exception \"rdma\" capabilities=\"IPC_LOCK\" reason=\"…\" approved-by=\"…\"";
+    let mut obj = Obj::new(ctx, node, "exception")?;
+    let name = obj.req_arg_str(0, "name", EXAMPLE);
+    // One capability as a string, or several as a list.
+    let capability_nodes: Option<Vec<&Node>> = match obj.field("capabilities") {
+        Some(field) => match &field.value {
+            crate::parse::Value::Seq(items) => Some(items.iter().collect()),
+            crate::parse::Value::Map(map)
+                if map.format == crate::parse::Format::Kdl && map.entries.is_empty() =>
+            {
+                Some(map.args.iter().collect())
+            }
+            _ => Some(vec![field]),
+        },
+        None => {
+            obj.missing("capabilities", "capabilities", "capabilities=\"IPC_LOCK\"");
+            None
+        }
+    };
+    let reason = obj.req_str("reason", "reason=\"<why the workload needs it>\"");
+    let approved_by = obj.req_str("approved-by", "approved-by=\"<reviewer>\"");
+    let span = obj.span;
+    obj.finish();
+    let capabilities: Vec<Option<Spanned<String>>> = capability_nodes?
+        .into_iter()
+        .map(|node| {
+            let capability = string(ctx, node, "capabilities")?;
+            if EXCEPTABLE_CAPABILITIES
+                .iter()
+                .any(|(name, _)| *name == capability.value)
+            {
+                return Some(capability);
+            }
+            let allowed: Vec<String> = EXCEPTABLE_CAPABILITIES
+                .iter()
+                .map(|(name, _)| format!("`{name}`"))
+                .collect();
+            ctx.push(
+                Diagnostic::error(
+                    Code::ValueUnknown,
+                    capability.span,
+                    format!(
+                        "capability `{}` cannot be granted by a Pod Security exception",
+                        capability.value
+                    ),
+                )
+                .with_label(format!("exceptions may add only {}", allowed.join(", ")))
+                .with_help(
+                    "run what needs it as a platform component; other capabilities let a \
+                     container reach the node or other tenants' traffic",
+                ),
+            );
+            None
+        })
+        .collect();
+    let capabilities: Vec<Spanned<String>> = capabilities.into_iter().collect::<Option<_>>()?;
+    let name = name?;
+    check_name(ctx, &name, "exception", names::dns_label);
+    if capabilities.is_empty() {
+        ctx.push(
+            Diagnostic::error(Code::FieldMissing, span, "exception adds no capability")
+                .with_label("an exception must name what it grants")
+                .with_help("list the capabilities, such as `capabilities=\"IPC_LOCK\"`"),
+        );
+        return None;
+    }
+    Some(PodSecurityException {
+        span,
+        name,
+        capabilities,
+        reason: reason?,
+        approved_by: approved_by?,
     })
 }
 
@@ -773,6 +867,8 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         .into_iter()
         .map(|node| org_decl(ctx, node))
         .collect();
+    let gitops_node = obj.field("gitops");
+    let gitops = gitops_node.and_then(|node| gitops(ctx, node));
     obj.finish();
     // As for tenants: unreadable parts are left out and the cell is marked incomplete.
     let name = name?;
@@ -800,6 +896,11 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
     let priorities = keep_read(priorities, &mut complete);
     let allow_groups = keep_read(allow_groups, &mut complete);
     let orgs = keep_read(orgs, &mut complete);
+    if gitops_node.is_some() && gitops.is_none() {
+        // Never replaced by the defaults: the guard would then name an identity the platform
+        // did not mean.
+        complete = false;
+    }
     if oversubscribe_node.is_some() && oversubscribe.is_none() {
         // An unreadable ratio is not replaced by the default: the cell's bursts are then not
         // checked against a ratio its author did not mean.
@@ -824,7 +925,31 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         priorities,
         oversubscribe,
         orgs,
+        gitops,
         complete,
+    })
+}
+
+fn gitops(ctx: &Ctx, node: &Node) -> Option<GitOps> {
+    let mut obj = Obj::new(ctx, node, "gitops")?;
+    let user_node = obj.field("user");
+    let break_glass_node = obj.field("break-glass");
+    let span = obj.span;
+    obj.finish();
+    let user = user_node.and_then(|node| string(ctx, node, "user"));
+    let break_glass = break_glass_node.and_then(|node| string(ctx, node, "break-glass"));
+    let user_ok = match &user {
+        Some(user) => check_group_name(ctx, user),
+        None => user_node.is_none(),
+    };
+    let break_glass_ok = match &break_glass {
+        Some(group) => check_group_name(ctx, group),
+        None => break_glass_node.is_none(),
+    };
+    (user_ok && break_glass_ok).then_some(GitOps {
+        span,
+        user,
+        break_glass,
     })
 }
 
@@ -878,6 +1003,28 @@ fn kubernetes_version(ctx: &Ctx, node: &Node) -> Option<Spanned<(u32, u32)>> {
     match parsed {
         Some((1, minor)) if KUBERNETES_MINORS.contains(&minor) => {
             Some(Spanned::new((1, minor), text.span))
+        }
+        Some((1, minor)) if minor < *KUBERNETES_MINORS.start() => {
+            ctx.push(
+                Diagnostic::error(
+                    Code::KubernetesTooOldForAdmissionPolicies,
+                    text.span,
+                    format!(
+                        "Kubernetes `{}` has no ValidatingAdmissionPolicy v1",
+                        text.value
+                    ),
+                )
+                .with_label(format!(
+                    "admission policies are `admissionregistration.k8s.io/v1` from 1.{} on",
+                    KUBERNETES_MINORS.start()
+                ))
+                .with_help(format!(
+                    "upgrade the cell to Kubernetes 1.{} or newer: tenantc guards the objects it \
+                     manages and each tenant's pods with admission policies",
+                    KUBERNETES_MINORS.start()
+                )),
+            );
+            None
         }
         Some(_) => {
             ctx.push(

@@ -17,6 +17,7 @@ mod cells_placement;
 pub mod groups;
 pub mod kueue;
 pub mod namespaces;
+mod security;
 mod tenants;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -76,6 +77,7 @@ pub fn validate(
     kueue::check(&fleet, catalog, &mut diagnostics);
     namespaces::check(&fleet, &mut diagnostics);
     groups::check(&fleet, &mut diagnostics);
+    security::check(&fleet, &mut diagnostics);
     (fleet, diagnostics)
 }
 

@@ -1,0 +1,482 @@
+//! The admission policies of a cell that guard what tenantc manages and re-enforce Pod Security
+//! in excepted namespaces.
+//!
+//! Consumes: a cell's plan. Produces: four objects for `<cell>/cluster/`, the same in every cell
+//! whatever its tenants declare (so a tenant edit never changes `cluster/`):
+//! - `tenantc-guard-managed-objects`, a ValidatingAdmissionPolicy and its binding that deny every
+//!   CREATE, UPDATE and DELETE of an object labelled `app.kubernetes.io/managed-by: tenantc`
+//!   (before or after the change, so stripping the label is a change to a managed object) by
+//!   anyone but the cell's GitOps controller and its break-glass group. It matches every main
+//!   resource of every group (`*`), never a subresource, so controllers keep writing `status`.
+//!   Two changes pass for anyone RBAC lets make them: a DELETE inside a namespace that is being
+//!   deleted (the namespace controller empties it), and an UPDATE that changes nothing but
+//!   `metadata.finalizers` (Kueue's `kueue.x-k8s.io/resource-in-use` on ClusterQueues and
+//!   ResourceFlavors).
+//! - `tenantc-pod-security-exceptions`, a policy and a binding limited to tenantc's namespaces
+//!   whose `pod-security.kubernetes.io/enforce` label is not `restricted`: the namespaces of a
+//!   reviewed exception, where Pod Security Admission enforces a weaker level because no level
+//!   admits `restricted` plus a capability. It re-enforces every rule of the `restricted` Pod
+//!   Security Standard (as of Kubernetes 1.30), except that containers may also add the
+//!   capabilities the namespace's `tenant.platform/pod-security-capabilities` annotation lists.
+//!
+//! Invariants:
+//! - Every policy has `failurePolicy: Fail` and says in its message what to change.
+//! - Nothing here depends on a tenant: the exceptions are read from the namespace, which the
+//!   guard protects, and the binding selects namespaces by labels only tenantc's namespaces carry.
+
+use k8s_openapi::api::admissionregistration::v1::{
+    MatchCondition, MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingSpec,
+    ValidatingAdmissionPolicySpec, Validation, Variable,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+
+use super::{LABEL_PREFIX, MANAGED_BY, cluster_meta, to_yaml};
+use crate::emit::InternalError;
+use crate::emit::yaml::Yaml;
+use crate::plan::{CellPlan, GitOpsPlan};
+
+/// The GitOps identity of a cell that declares none: Argo CD's application controller as its
+/// install manifests name it.
+pub const DEFAULT_GITOPS_USER: &str = "system:serviceaccount:argocd:argocd-application-controller";
+/// The break-glass group of a cell that declares none: `system:masters`, which passes every
+/// authorization check and may delete the policy itself, so the guard cannot stop it anyway.
+pub const DEFAULT_BREAK_GLASS: &str = "system:masters";
+/// The name of the guard policy and its binding.
+pub const GUARD_NAME: &str = "tenantc-guard-managed-objects";
+/// The name of the Pod Security exception policy and its binding.
+pub const EXCEPTIONS_NAME: &str = "tenantc-pod-security-exceptions";
+/// The namespace annotation listing the capabilities an exception grants, comma-separated.
+pub fn capabilities_annotation() -> String {
+    format!("{LABEL_PREFIX}/pod-security-capabilities")
+}
+/// The namespace annotation recording each exception's reason and approver.
+pub fn exceptions_annotation() -> String {
+    format!("{LABEL_PREFIX}/pod-security-exceptions")
+}
+
+/// Capabilities the `baseline` Pod Security level lets containers add.
+const BASELINE_CAPABILITIES: &[&str] = &[
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+];
+
+/// The lowest Pod Security level whose `enforce` admits containers adding `capabilities`:
+/// `restricted` for none, `baseline` when `baseline` allows each, else `privileged`.
+pub fn enforce_level(capabilities: &[String]) -> &'static str {
+    if capabilities.is_empty() {
+        "restricted"
+    } else if capabilities
+        .iter()
+        .all(|capability| BASELINE_CAPABILITIES.contains(&capability.as_str()))
+    {
+        "baseline"
+    } else {
+        "privileged"
+    }
+}
+
+/// The cell's policies and bindings, as `(file in cluster/, object)`.
+pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Yaml)>, InternalError> {
+    Ok(vec![
+        (
+            format!("validatingadmissionpolicy-{GUARD_NAME}.yaml"),
+            to_yaml(&guard_policy(&cell.gitops))?,
+        ),
+        (
+            format!("validatingadmissionpolicybinding-{GUARD_NAME}.yaml"),
+            to_yaml(&binding(GUARD_NAME, None))?,
+        ),
+        (
+            format!("validatingadmissionpolicy-{EXCEPTIONS_NAME}.yaml"),
+            to_yaml(&exceptions_policy())?,
+        ),
+        (
+            format!("validatingadmissionpolicybinding-{EXCEPTIONS_NAME}.yaml"),
+            to_yaml(&binding(EXCEPTIONS_NAME, Some(excepted_namespaces())))?,
+        ),
+    ])
+}
+
+/// A CEL string literal of `text` (single-quoted, with `\` and `'` escaped).
+fn cel_string(text: &str) -> String {
+    let mut quoted = String::from("'");
+    for ch in text.chars() {
+        match ch {
+            '\\' => quoted.push_str("\\\\"),
+            '\'' => quoted.push_str("\\'"),
+            _ => quoted.push(ch),
+        }
+    }
+    quoted.push('\'');
+    quoted
+}
+
+fn rule(groups: &[&str], operations: &[&str], resources: &[&str]) -> NamedRuleWithOperations {
+    let strings = |items: &[&str]| Some(items.iter().map(|item| item.to_string()).collect());
+    NamedRuleWithOperations {
+        api_groups: strings(groups),
+        api_versions: strings(&["*"]),
+        operations: strings(operations),
+        resources: strings(resources),
+        scope: Some("*".to_string()),
+        ..NamedRuleWithOperations::default()
+    }
+}
+
+fn validation(expression: &str, message: &str, message_expression: Option<&str>) -> Validation {
+    Validation {
+        expression: expression.to_string(),
+        message: Some(message.to_string()),
+        message_expression: message_expression.map(str::to_string),
+        reason: Some("Forbidden".to_string()),
+    }
+}
+
+/// Whether `object` (or `oldObject`) carries the managed-by label: a CEL expression.
+fn carries_managed_label(which: &str) -> String {
+    let (key, value) = MANAGED_BY;
+    format!(
+        "({which} != null && has({which}.metadata) && has({which}.metadata.labels) && \
+         {key} in {which}.metadata.labels && {which}.metadata.labels[{key}] == {value})",
+        key = cel_string(key),
+        value = cel_string(value),
+    )
+}
+
+/// Metadata fields an UPDATE that changes only finalizers may still change.
+const FINALIZER_UPDATE_FIELDS: &str =
+    "['finalizers', 'managedFields', 'resourceVersion', 'generation']";
+
+fn guard_policy(gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
+    let user = cel_string(&gitops.user);
+    let group = cel_string(&gitops.break_glass);
+    let managed = format!(
+        "{} || {}",
+        carries_managed_label("object"),
+        carries_managed_label("oldObject")
+    );
+    let not_gitops =
+        format!("request.userInfo.username != {user} && !({group} in request.userInfo.groups)");
+    let terminating = "request.operation == 'DELETE' && namespaceObject != null && \
+                       has(namespaceObject.metadata.deletionTimestamp)";
+    let finalizers_only = format!(
+        "request.operation == 'UPDATE' && \
+         object.all(k, k == 'metadata' || k == 'status' || (k in oldObject && object[k] == oldObject[k])) && \
+         oldObject.all(k, k == 'metadata' || k == 'status' || k in object) && \
+         object.metadata.all(k, k in {FINALIZER_UPDATE_FIELDS} || (k in oldObject.metadata && object.metadata[k] == oldObject.metadata[k])) && \
+         oldObject.metadata.all(k, k in {FINALIZER_UPDATE_FIELDS} || k in object.metadata)"
+    );
+    let message = format!(
+        "this object is managed by tenantc: only the GitOps controller {} (or the break-glass group {}) may change it; change the declaration in Git instead",
+        gitops.user, gitops.break_glass
+    );
+    let message_expression = format!(
+        "request.resource.resource + ' ' + \
+         (has(request.namespace) && request.resource.resource != 'namespaces' ? request.namespace + '/' : '') + request.name + \
+         ' is managed by tenantc: ' + request.userInfo.username + ' may not ' + request.operation + \
+         ' it; only the GitOps controller ' + {user} + ' (or the break-glass group ' + {group} + \
+         ') may; change the declaration in Git instead'"
+    );
+    ValidatingAdmissionPolicy {
+        metadata: cluster_meta(GUARD_NAME),
+        spec: Some(ValidatingAdmissionPolicySpec {
+            failure_policy: Some("Fail".to_string()),
+            match_constraints: Some(MatchResources {
+                // `*` is every main resource of every group; subresources (`status`, `scale`,
+                // `finalize`) stay with the controllers that write them.
+                resource_rules: Some(vec![rule(&["*"], &["CREATE", "UPDATE", "DELETE"], &["*"])]),
+                ..MatchResources::default()
+            }),
+            match_conditions: Some(vec![
+                MatchCondition {
+                    name: "managed-by-tenantc".to_string(),
+                    expression: managed,
+                },
+                MatchCondition {
+                    name: "not-the-gitops-controller".to_string(),
+                    expression: not_gitops,
+                },
+            ]),
+            validations: Some(vec![validation(
+                &format!("({terminating}) || ({finalizers_only})"),
+                &message,
+                Some(&message_expression),
+            )]),
+            ..ValidatingAdmissionPolicySpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// tenantc's namespaces whose `enforce` level is relaxed by an exception.
+fn excepted_namespaces() -> LabelSelector {
+    LabelSelector {
+        match_expressions: Some(vec![
+            LabelSelectorRequirement {
+                key: MANAGED_BY.0.to_string(),
+                operator: "In".to_string(),
+                values: Some(vec![MANAGED_BY.1.to_string()]),
+            },
+            LabelSelectorRequirement {
+                key: "pod-security.kubernetes.io/enforce".to_string(),
+                operator: "NotIn".to_string(),
+                values: Some(vec!["restricted".to_string()]),
+            },
+        ]),
+        match_labels: None,
+    }
+}
+
+fn binding(policy: &str, namespaces: Option<LabelSelector>) -> ValidatingAdmissionPolicyBinding {
+    ValidatingAdmissionPolicyBinding {
+        metadata: cluster_meta(policy),
+        spec: Some(ValidatingAdmissionPolicyBindingSpec {
+            policy_name: Some(policy.to_string()),
+            validation_actions: Some(vec!["Deny".to_string()]),
+            match_resources: namespaces.map(|selector| MatchResources {
+                namespace_selector: Some(selector),
+                ..MatchResources::default()
+            }),
+            param_ref: None,
+        }),
+    }
+}
+
+/// The `restricted` rules, as `(expression, message)`, over the variables of
+/// [`exceptions_policy`]: `containers` (every container, init and ephemeral one),
+/// `contexts` (their security contexts, `{}` where unset), `pod` (the pod's security context,
+/// `{}` where unset) and `allowed` (the capabilities containers may add).
+const RESTRICTED_RULES: &[(&str, &str)] = &[
+    (
+        "!(has(object.spec.hostNetwork) && object.spec.hostNetwork) && \
+         !(has(object.spec.hostPID) && object.spec.hostPID) && \
+         !(has(object.spec.hostIPC) && object.spec.hostIPC)",
+        "pods may not share the node's network, PID or IPC namespace: remove hostNetwork, hostPID and hostIPC",
+    ),
+    (
+        "variables.contexts.all(sc, !has(sc.privileged) || !sc.privileged)",
+        "containers may not run privileged: remove securityContext.privileged",
+    ),
+    (
+        "variables.contexts.all(sc, has(sc.allowPrivilegeEscalation) && sc.allowPrivilegeEscalation == false)",
+        "every container must set securityContext.allowPrivilegeEscalation to false",
+    ),
+    (
+        "variables.contexts.all(sc, has(sc.capabilities) && has(sc.capabilities.drop) && 'ALL' in sc.capabilities.drop)",
+        "every container must drop ALL capabilities (securityContext.capabilities.drop: [ALL])",
+    ),
+    (
+        "variables.contexts.all(sc, !has(sc.capabilities) || !has(sc.capabilities.add) || \
+         sc.capabilities.add.all(cap, cap in variables.allowed))",
+        "containers may add only the capabilities of this namespace's reviewed exception, and NET_BIND_SERVICE",
+    ),
+    (
+        "variables.contexts.all(sc, has(sc.runAsNonRoot) ? sc.runAsNonRoot == true : \
+         (has(variables.pod.runAsNonRoot) && variables.pod.runAsNonRoot == true))",
+        "pods must run as non-root: set securityContext.runAsNonRoot to true",
+    ),
+    (
+        "!(has(variables.pod.runAsUser) && variables.pod.runAsUser == 0) && \
+         variables.contexts.all(sc, !(has(sc.runAsUser) && sc.runAsUser == 0))",
+        "pods may not run as user 0: remove runAsUser 0",
+    ),
+    (
+        "(!has(variables.pod.seccompProfile) || variables.pod.seccompProfile.type in ['RuntimeDefault', 'Localhost']) && \
+         variables.contexts.all(sc, has(sc.seccompProfile) ? sc.seccompProfile.type in ['RuntimeDefault', 'Localhost'] : \
+         has(variables.pod.seccompProfile))",
+        "pods must set a seccomp profile of type RuntimeDefault or Localhost",
+    ),
+    (
+        "!has(object.spec.volumes) || object.spec.volumes.all(v, v.all(k, k in ['name', 'configMap', 'csi', \
+         'downwardAPI', 'emptyDir', 'ephemeral', 'image', 'persistentVolumeClaim', 'projected', 'secret']))",
+        "volumes may be only configMap, csi, downwardAPI, emptyDir, ephemeral, image, persistentVolumeClaim, projected or secret (no hostPath)",
+    ),
+    (
+        "variables.containers.all(c, !has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))",
+        "containers may not use host ports: remove ports[].hostPort",
+    ),
+    (
+        "!(has(variables.pod.windowsOptions) && has(variables.pod.windowsOptions.hostProcess) && variables.pod.windowsOptions.hostProcess) && \
+         variables.contexts.all(sc, !(has(sc.windowsOptions) && has(sc.windowsOptions.hostProcess) && sc.windowsOptions.hostProcess))",
+        "pods may not run as Windows host processes",
+    ),
+    (
+        "variables.contexts.all(sc, !has(sc.procMount) || sc.procMount == 'Default')",
+        "containers may not unmask /proc: remove securityContext.procMount",
+    ),
+    (
+        "(variables.contexts + [variables.pod]).all(sc, !has(sc.seLinuxOptions) || \
+         ((!has(sc.seLinuxOptions.type) || sc.seLinuxOptions.type in ['', 'container_t', 'container_init_t', 'container_kvm_t', 'container_engine_t']) && \
+         !has(sc.seLinuxOptions.user) && !has(sc.seLinuxOptions.role)))",
+        "SELinux options may set only a container type (container_t, container_init_t, container_kvm_t, container_engine_t)",
+    ),
+    (
+        "(variables.contexts + [variables.pod]).all(sc, !has(sc.appArmorProfile) || \
+         sc.appArmorProfile.type in ['RuntimeDefault', 'Localhost']) && \
+         (!has(object.metadata.annotations) || object.metadata.annotations.all(k, \
+         !k.startsWith('container.apparmor.security.beta.kubernetes.io/') || \
+         object.metadata.annotations[k] == 'runtime/default' || object.metadata.annotations[k].startsWith('localhost/')))",
+        "AppArmor may not be unconfined: use RuntimeDefault or a Localhost profile",
+    ),
+    (
+        "!has(variables.pod.sysctls) || variables.pod.sysctls.all(s, s.name in ['kernel.shm_rmid_forced', \
+         'net.ipv4.ip_local_port_range', 'net.ipv4.ip_unprivileged_port_start', 'net.ipv4.tcp_syncookies', \
+         'net.ipv4.ping_group_range', 'net.ipv4.ip_local_reserved_ports', 'net.ipv4.tcp_keepalive_time', \
+         'net.ipv4.tcp_fin_timeout', 'net.ipv4.tcp_keepalive_intvl', 'net.ipv4.tcp_keepalive_probes'])",
+        "pods may set only the safe sysctls of the baseline Pod Security level",
+    ),
+];
+
+fn exceptions_policy() -> ValidatingAdmissionPolicy {
+    let annotation = cel_string(&capabilities_annotation());
+    let variables = [
+        (
+            "containers",
+            "object.spec.containers + \
+             (has(object.spec.initContainers) ? object.spec.initContainers : []) + \
+             (has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : [])"
+                .to_string(),
+        ),
+        (
+            "contexts",
+            "variables.containers.map(c, has(c.securityContext) ? c.securityContext : {})"
+                .to_string(),
+        ),
+        (
+            "pod",
+            "has(object.spec.securityContext) ? object.spec.securityContext : {}".to_string(),
+        ),
+        (
+            "allowed",
+            format!(
+                "['NET_BIND_SERVICE'] + (namespaceObject != null && has(namespaceObject.metadata.annotations) && \
+                 {annotation} in namespaceObject.metadata.annotations ? \
+                 namespaceObject.metadata.annotations[{annotation}].split(',') : [])"
+            ),
+        ),
+    ];
+    let added_capabilities = "'containers may add only ' + variables.allowed.join(', ') + \
+         ' in this namespace (its reviewed exception and NET_BIND_SERVICE); remove ' + \
+         variables.contexts.filter(sc, has(sc.capabilities) && has(sc.capabilities.add)).map(sc, \
+         sc.capabilities.add.filter(cap, !(cap in variables.allowed))).filter(l, size(l) > 0).map(l, l.join(', ')).join(', ') + \
+         ' from securityContext.capabilities.add'";
+    let validations = RESTRICTED_RULES
+        .iter()
+        .map(|(expression, message)| {
+            let message_expression = message
+                .starts_with("containers may add only")
+                .then_some(added_capabilities);
+            validation(expression, message, message_expression)
+        })
+        .collect();
+    ValidatingAdmissionPolicy {
+        metadata: cluster_meta(EXCEPTIONS_NAME),
+        spec: Some(ValidatingAdmissionPolicySpec {
+            failure_policy: Some("Fail".to_string()),
+            match_constraints: Some(MatchResources {
+                resource_rules: Some(vec![rule(
+                    &[""],
+                    &["CREATE", "UPDATE"],
+                    &["pods", "pods/ephemeralcontainers"],
+                )]),
+                ..MatchResources::default()
+            }),
+            variables: Some(
+                variables
+                    .into_iter()
+                    .map(|(name, expression)| Variable {
+                        name: name.to_string(),
+                        expression,
+                    })
+                    .collect(),
+            ),
+            validations: Some(validations),
+            ..ValidatingAdmissionPolicySpec::default()
+        }),
+        status: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use super::*;
+
+    #[test]
+    fn the_enforce_level_is_the_lowest_that_admits_the_capabilities() {
+        let level = |capabilities: &[&str]| {
+            enforce_level(
+                &capabilities
+                    .iter()
+                    .map(|capability| capability.to_string())
+                    .collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(level(&[]), "restricted");
+        assert_eq!(level(&["CHOWN"]), "baseline");
+        // Neither `restricted` nor `baseline` lets a container add IPC_LOCK.
+        assert_eq!(level(&["IPC_LOCK"]), "privileged");
+        assert_eq!(level(&["CHOWN", "IPC_LOCK"]), "privileged");
+    }
+
+    #[test]
+    fn cel_strings_escape_quotes_and_backslashes() {
+        assert_eq!(cel_string("a'b\\c"), "'a\\'b\\\\c'");
+    }
+
+    #[test]
+    fn the_cells_gitops_identities_reach_the_guard_escaped_and_defaults_apply() {
+        use crate::validate::test_support::{CELL, compile_files, tenant};
+        let guard_of = |cell: &str| -> String {
+            let tenant = tenant("a", "hard", "pool \"train\" reserved=1");
+            let compilation = compile_files(&[("cells/c1.kdl", cell), ("tenants/a.kdl", &tenant)]);
+            assert!(!compilation.has_errors(), "{:?}", compilation.diagnostics);
+            let tree = compilation.output.unwrap();
+            String::from_utf8(
+                tree[&format!("c1/cluster/validatingadmissionpolicy-{GUARD_NAME}.yaml")].clone(),
+            )
+            .unwrap()
+        };
+        let defaults = guard_of(CELL);
+        assert!(defaults.contains(&format!(
+            "request.userInfo.username != '{DEFAULT_GITOPS_USER}'"
+        )));
+        assert!(defaults.contains(&format!(
+            "!('{DEFAULT_BREAK_GLASS}' in request.userInfo.groups)"
+        )));
+        let declared = guard_of(&CELL.replace(
+            "    driver \"570\"\n",
+            "    driver \"570\"\n    gitops user=\"o'brien\" break-glass=\"ops\\\\team\"\n",
+        ));
+        // A quote or a backslash in a name cannot end the CEL string early.
+        assert!(
+            declared.contains("request.userInfo.username != 'o\\\\'brien'"),
+            "{declared}"
+        );
+        assert!(
+            declared.contains("!('ops\\\\\\\\team' in request.userInfo.groups)"),
+            "{declared}"
+        );
+        assert!(!declared.contains(DEFAULT_GITOPS_USER));
+    }
+
+    #[test]
+    fn every_exceptable_capability_needs_the_relaxed_namespace() {
+        for (capability, _) in crate::schema::EXCEPTABLE_CAPABILITIES {
+            assert_ne!(enforce_level(&[capability.to_string()]), "restricted");
+        }
+    }
+}
