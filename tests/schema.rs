@@ -73,6 +73,8 @@ const LISTS: &[(&str, &str, &str)] = &[
     ("cell", "gpu-model", "gpu-models"),
     ("cell", "allow-group", "allow-groups"),
     ("cell", "org", "orgs"),
+    ("cell", "endpoint", "endpoints"),
+    ("cell", "dra-device-class", "dra-device-classes"),
     ("topology", "level", "levels"),
     ("pool", "taint", "taints"),
     ("pool", "mig-layout", "mig-layouts"),
@@ -108,6 +110,7 @@ const ARGS: &[(&str, &[&str])] = &[
     ("taint", &["key", "value"]),
     ("split", &["workload"]),
     ("level", &["label"]),
+    ("endpoint", &["name"]),
 ];
 
 /// Positional arguments of a node that only has them under one parent: `org "<org>"` is a
