@@ -169,3 +169,81 @@ pub fn other_quota(
     }
     parts
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use crate::validate::test_support::compile_files;
+
+    fn plan(kubernetes: &str, cell_extra: &str, quota_extra: &str) -> crate::plan::Plan {
+        let cell = format!(
+            "cell \"c1\" {{\n    cloud \"aws\" region=\"r\"\n    kubernetes \"{kubernetes}\"\n    driver \"570\"\n{cell_extra}}}\n"
+        );
+        let tenant = format!(
+            "tenant \"t1\" {{\n    org \"o\"\n    team \"a\"\n    trust \"soft\"\n    groups admin=\"g\"\n    quota cell=\"c1\" cpu=\"8\" memory=\"32Gi\" pods=20 {quota_extra}\n    workload \"train\" service-account=\"trainer\"\n    workload \"infer\" service-account=\"server\" share=2\n}}\n"
+        );
+        let compilation = compile_files(&[("cells/c1.kdl", &cell), ("tenants/t1.kdl", &tenant)]);
+        assert!(!compilation.has_errors(), "{:?}", compilation.diagnostics);
+        compilation.plan.unwrap()
+    }
+
+    #[test]
+    fn storage_and_service_ceilings_are_zero_unless_declared_and_split_by_share() {
+        let undeclared = plan("1.33", "", "");
+        for namespace in &undeclared.cells[0].tenants[0].namespaces {
+            let values: Vec<&str> = namespace.other_quota.values().map(String::as_str).collect();
+            assert_eq!(values, ["0"; 5], "{}", namespace.name);
+        }
+        let declared = plan(
+            "1.33",
+            "",
+            "ephemeral-storage=\"3Gi\" storage=\"1Ti\" persistent-volume-claims=10 load-balancers=1 node-ports=3",
+        );
+        let namespaces = &declared.cells[0].tenants[0].namespaces;
+        // Namespaces in the order train (share 1), infer (share 2); the remainder goes to train.
+        assert_eq!(namespaces[0].workload, "train");
+        let get = |idx: usize, key: &str| namespaces[idx].other_quota[key].clone();
+        assert_eq!(get(0, "requests.ephemeral-storage"), "1Gi");
+        assert_eq!(get(1, "requests.ephemeral-storage"), "2Gi");
+        assert_eq!(get(0, "persistentvolumeclaims"), "4");
+        assert_eq!(get(1, "persistentvolumeclaims"), "6");
+        assert_eq!(get(0, "services.loadbalancers"), "1");
+        assert_eq!(get(1, "services.loadbalancers"), "0");
+        assert_eq!(get(0, "services.nodeports"), "1");
+        assert_eq!(get(1, "services.nodeports"), "2");
+    }
+
+    #[test]
+    fn dra_devices_are_denied_from_kubernetes_1_34_for_the_cells_classes() {
+        let key = |class: &str| format!("{class}.deviceclass.resource.k8s.io/devices");
+        let old = plan("1.33", "", "");
+        assert!(
+            old.cells[0].tenants[0].namespaces[0]
+                .other_quota
+                .keys()
+                .all(|k| !k.contains("deviceclass"))
+        );
+        let new = plan("1.34", "", "");
+        let quota = &new.cells[0].tenants[0].namespaces[0].other_quota;
+        assert_eq!(quota[&key("gpu.nvidia.com")], "0");
+        assert_eq!(quota[&key("mig.nvidia.com")], "0");
+        let declared = plan("1.36", "    dra-device-class \"gpu.example.com\"\n", "");
+        let quota = &declared.cells[0].tenants[0].namespaces[0].other_quota;
+        assert_eq!(quota[&key("gpu.example.com")], "0");
+        assert!(!quota.contains_key(&key("gpu.nvidia.com")));
+    }
+
+    #[test]
+    fn dns_defaults_to_kube_dns_in_kube_system() {
+        let network = &plan("1.33", "", "").cells[0].network;
+        assert_eq!(network.dns_namespace, "kube-system");
+        assert_eq!(
+            network.dns_selector,
+            ("k8s-app".to_string(), "kube-dns".to_string())
+        );
+        assert_eq!(network.node_local_dns, None);
+        assert_eq!(network.metrics, None);
+        assert!(network.endpoints.is_empty());
+    }
+}
