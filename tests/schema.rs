@@ -74,6 +74,8 @@ const LISTS: &[(&str, &str, &str)] = &[
     ("cell", "allow-group", "allow-groups"),
     ("cell", "org", "orgs"),
     ("workload", "exception", "exceptions"),
+    ("cell", "endpoint", "endpoints"),
+    ("cell", "dra-device-class", "dra-device-classes"),
     ("topology", "level", "levels"),
     ("pool", "taint", "taints"),
     ("pool", "mig-layout", "mig-layouts"),
@@ -110,6 +112,7 @@ const ARGS: &[(&str, &[&str])] = &[
     ("split", &["workload"]),
     ("level", &["label"]),
     ("exception", &["name"]),
+    ("endpoint", &["name"]),
 ];
 
 /// Positional arguments of a node that only has them under one parent: `org "<org>"` is a

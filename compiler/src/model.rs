@@ -163,8 +163,27 @@ pub struct Quota {
     /// Explicit split of the cpu, memory and pods ceilings over the workload namespaces
     /// (`split` nodes); when empty, the ceilings are split by the workloads' `share`.
     pub splits: Vec<CeilingSplit>,
+    /// Ceilings of storage and Service kinds (`ephemeral-storage=`, `storage=` and the others on
+    /// the `quota` node); each is 0 where not declared.
+    pub storage: StorageQuota,
     /// False when a reservation could not be read and was left out.
     pub complete: bool,
+}
+
+/// A tenant's ceilings beyond cpu, memory, pods and GPUs in one cell, split over its workload
+/// namespaces by their `share`; an undeclared ceiling is 0 (deny by default).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StorageQuota {
+    /// `requests.ephemeral-storage`: local scratch space that pods request.
+    pub ephemeral_storage: Option<Spanned<Quantity>>,
+    /// `requests.storage`: the storage that PersistentVolumeClaims request.
+    pub storage: Option<Spanned<Quantity>>,
+    /// `persistentvolumeclaims`: how many claims may exist.
+    pub persistent_volume_claims: Option<Spanned<i64>>,
+    /// `services.loadbalancers`: Services of type LoadBalancer.
+    pub load_balancers: Option<Spanned<i64>>,
+    /// `services.nodeports`: node ports of Services (NodePort and LoadBalancer).
+    pub node_ports: Option<Spanned<i64>>,
 }
 
 /// One workload namespace's part of a tenant's cpu, memory and pods ceilings in a cell.
@@ -304,6 +323,14 @@ pub struct Cell {
     pub driver: Spanned<u32>,
     /// Where cluster DNS runs (for network policies).
     pub dns: Dns,
+    /// The platform metrics scraper that may reach tenant pods (for network policies).
+    pub metrics: Option<Metrics>,
+    /// Endpoints outside the cluster that tenant pods may reach on TCP 443 (model weights and
+    /// object storage), as CIDRs, since NetworkPolicy has no host names.
+    pub endpoints: Vec<Endpoint>,
+    /// DRA device classes whose devices tenant quotas deny (cells on Kubernetes 1.34 and later);
+    /// empty means NVIDIA's `gpu.nvidia.com` and `mig.nvidia.com`.
+    pub dra_device_classes: Vec<Spanned<String>>,
     /// Namespace of the NVIDIA GPU Operator, where MIG and device-plugin configs go.
     pub gpu_operator_namespace: Option<Spanned<String>>,
     /// Reserved or wildcard-like RBAC groups (`system:authenticated`) that tenants may bind in
@@ -413,6 +440,46 @@ pub struct Dns {
     pub namespace: Option<Spanned<String>>,
     /// Label selector `key=value` of the DNS pods.
     pub selector: Option<Spanned<String>>,
+    /// The NodeLocal DNSCache address on every node, such as `169.254.20.10`, as a CIDR of one
+    /// address.
+    pub node_local: Option<Spanned<Cidr>>,
+}
+
+/// The platform's metrics scraper.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metrics {
+    /// The node or mapping.
+    pub span: Span,
+    /// Namespace of the scraper pods.
+    pub namespace: Spanned<String>,
+    /// Label selector `key=value` of the scraper pods; every pod of the namespace when absent.
+    pub selector: Option<Spanned<String>>,
+}
+
+/// An endpoint outside the cluster that tenant pods may reach on TCP 443.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    /// The node or list item.
+    pub span: Span,
+    /// What it is, such as `model-weights`.
+    pub name: Spanned<String>,
+    /// Its addresses.
+    pub cidr: Spanned<Cidr>,
+}
+
+/// An IPv4 or IPv6 address block, normalised: no host bits set below the prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Cidr {
+    /// The network address.
+    pub address: std::net::IpAddr,
+    /// The prefix length.
+    pub prefix: u8,
+}
+
+impl std::fmt::Display for Cidr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.address, self.prefix)
+    }
 }
 
 /// How a pool's GPUs are shared.

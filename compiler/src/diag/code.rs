@@ -103,6 +103,8 @@ codes! {
     TrustSharingMismatch => ("trust-sharing-mismatch", "validate", "a tenant's trust class forbids the sharing mode of a pool it has quota in"),
     PoolReachableByForbiddenTenant => ("pool-reachable-by-forbidden-tenant", "resolve", "a tenant could place pods on a pool its trust class or org forbids, because the pool is untainted and offers a resource the tenant has quota for"),
     TenantWithoutQuota => ("tenant-without-quota", "validate", "a tenant has no quota in any cell, so nothing is generated for it"),
+    NetworkCidrInvalid => ("network-cidr-invalid", "schema", "an address block of a cell's network declarations is not an IPv4 or IPv6 address or canonical CIDR"),
+    NetworkEgressTooBroad => ("network-egress-too-broad", "validate", "an endpoint's address block would open egress to a large part of the address space, such as 0.0.0.0/0"),
     LendAboveReserved => ("lend-above-reserved", "validate", "a reservation lends more devices than it reserves (Kueue lendingLimit above nominalQuota)"),
     BurstOversubscribed => ("burst-oversubscribed", "validate", "the reserved plus burst devices of all tenants in a pool resource exceed its capacity times the cell's oversubscription ratio"),
     TopologyNotTree => ("topology-not-tree", "validate", "a pool's topology levels do not form a strict tree from coarse to fine over its nodes and NVLink domains"),

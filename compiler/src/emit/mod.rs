@@ -9,7 +9,8 @@
 //! - Every file starts with the generated-code header naming its inputs, and has no timestamp,
 //!   version or absolute path in it.
 //! - No ResourceQuota key that the API server accepts without enforcing (`limits.` on an
-//!   extended resource, or a bare extended-resource name) and no GPU key in a Container
+//!   extended resource, or a bare extended-resource name other than a DRA device count
+//!   `<class>.deviceclass.resource.k8s.io/devices`) and no GPU key in a Container
 //!   LimitRange can leave this stage: [`render`] refuses the manifest as an internal error.
 
 pub mod fs;
@@ -191,8 +192,13 @@ fn check_object(object: &Object) -> Result<(), InternalError> {
         "ResourceQuota" => {
             if let Some(Yaml::Map(hard)) = spec.and_then(|spec| field(spec, "hard")) {
                 for (key, _) in hard {
+                    // DRA device counts (`<class>.deviceclass.resource.k8s.io/devices`) are
+                    // the one enforced key with a domain and no `requests.` prefix.
+                    let dra_devices = key.ends_with(".deviceclass.resource.k8s.io/devices");
                     let not_enforced = key.starts_with("limits.") && is_extended_resource(key)
-                        || !key.starts_with("requests.") && is_extended_resource(key);
+                        || !key.starts_with("requests.")
+                            && is_extended_resource(key)
+                            && !dra_devices;
                     if not_enforced {
                         return Err(InternalError(format!(
                             "ResourceQuota key `{key}` would be accepted but never enforced"
@@ -265,6 +271,10 @@ mod tests {
                 ("requests.cpu", Yaml::str("1")),
                 ("limits.memory", Yaml::str("1Gi")),
                 ("pods", Yaml::str("10")),
+                (
+                    "gpu.nvidia.com.deviceclass.resource.k8s.io/devices",
+                    Yaml::str("0"),
+                ),
             ]),
         )]);
         let manifest = Manifest {

@@ -6,7 +6,8 @@
 //! tenant ClusterRoles and the admission policies of `guard.rs`),
 //! `<cell>/kueue/` (ResourceFlavors, Topologies, Cohorts, WorkloadPriorityClasses),
 //! `<cell>/gpu-operator/`, `<cell>/tenants/<tenant>/` for everything of one tenant (its
-//! namespaces and ClusterQueue included, so a tenant folder applies on its own), and
+//! namespaces, ClusterQueue and NetworkPolicies included, so a tenant folder applies on its
+//! own), and
 //! `<cell>/reports/`.
 //!
 //! Invariants:
@@ -22,6 +23,7 @@
 pub mod gpu;
 pub mod guard;
 mod kueue;
+pub mod network;
 pub mod rbac;
 mod tenant;
 
@@ -111,6 +113,9 @@ pub fn lower(
                 push(&folder, file, sources.clone(), body);
             }
             for (file, body) in kueue::tenant_objects(tenant, cell_plan)? {
+                push(&folder, file, sources.clone(), body);
+            }
+            for (file, body) in network::objects(tenant, cell_plan)? {
                 push(&folder, file, sources.clone(), body);
             }
             children.insert(folder);

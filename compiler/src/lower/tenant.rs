@@ -15,8 +15,15 @@
 //! - The ResourceQuota lists every GPU and MIG resource the cell offers as `requests.<name>`,
 //!   zero where the tenant reserved nothing (deny by default), plus `requests.cpu`,
 //!   `requests.memory` and `pods`; over the tenant's namespaces these add up to its ceiling.
+//!   It also lists `requests.ephemeral-storage`, `requests.storage`, `persistentvolumeclaims`,
+//!   `services.loadbalancers` and `services.nodeports` (0 unless the tenant declares them) and,
+//!   on Kubernetes 1.34 and later, `<class>.deviceclass.resource.k8s.io/devices: 0` for the
+//!   cell's DRA GPU device classes.
 //! - The LimitRange sets Container defaults for cpu and memory only, never for an extended
-//!   resource (a default there would inject GPU requests into every container).
+//!   resource (a default there would inject GPU requests into every container), and never for
+//!   ephemeral-storage (a default request would put ephemeral-storage into every Kueue workload,
+//!   which a ClusterQueue that does not cover it never admits, and make a 0 quota refuse every
+//!   pod).
 
 use std::collections::BTreeMap;
 
@@ -185,6 +192,9 @@ fn quota_hard(namespace: &NamespacePlan) -> BTreeMap<String, Quantity> {
     ]);
     for (resource, count) in &namespace.gpu {
         hard.insert(format!("requests.{resource}"), Quantity(count.to_string()));
+    }
+    for (key, value) in &namespace.other_quota {
+        hard.insert(key.clone(), Quantity(value.clone()));
     }
     hard
 }

@@ -2,8 +2,8 @@
 //!
 //! Consumes: a [`Fleet`] that validated without errors, its sources and the catalog.
 //! Produces: a [`Plan`]: per cell, each pool's offers, node labels, taints, flavor and topology,
-//! the priority ladder and the cohort tree; per tenant and cell, its namespaces with their
-//! ResourceQuota parts, its ClusterQueue entitlements per flavor and resource, the pools it can
+//! the priority ladder, the cohort tree and what its NetworkPolicies are made from (`network.rs`);
+//! per tenant and cell, its namespaces with their ResourceQuota parts, its ClusterQueue entitlements per flavor and resource, the pools it can
 //! reach and why, and its effective capacity; plus the diagnostics of the checks that need this
 //! resolved view (`pinning.rs`: no tenant can reach a pool its trust class or org forbids).
 //!
@@ -15,6 +15,7 @@
 //!   `cell_*` or held by [`CellPlan`] (the cohort quota and the reports), which sum up tenants.
 
 mod capacity;
+pub mod network;
 mod pinning;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,6 +29,7 @@ use crate::model::{Cell, Fleet, Sharing, Tenant, Trust};
 use crate::source::SourceMap;
 
 pub use capacity::{Effective, Term};
+pub use network::NetworkPlan;
 
 /// The Kueue ResourceFlavor of a tenant's cpu, memory and pods ceiling, which matches every node.
 pub const CEILING_FLAVOR: &str = "tenant-ceiling";
@@ -72,6 +74,8 @@ pub struct CellPlan {
     pub gitops: GitOpsPlan,
     /// Tenants with a quota in the cell, sorted by name.
     pub tenants: Vec<TenantPlan>,
+    /// What its NetworkPolicies are made from (`network.rs`).
+    pub network: NetworkPlan,
 }
 
 /// The identities the guard on managed objects lets through.
@@ -307,6 +311,9 @@ pub struct NamespacePlan {
     /// Devices per GPU resource it may request (reserved plus burst of its reservations), every
     /// GPU resource of the cell listed.
     pub gpu: BTreeMap<String, i64>,
+    /// Its other ResourceQuota keys and values: storage and Service ceilings (its part of the
+    /// tenant's, 0 where undeclared) and 0 for every DRA device class (`network.rs`).
+    pub other_quota: BTreeMap<String, String>,
     /// Reviewed exceptions to `restricted`, in declaration order (validation proved the tenant
     /// `hard` with an exclusive reservation for the workload).
     pub exceptions: Vec<ExceptionPlan>,
@@ -599,6 +606,7 @@ fn cell_plan(cell: &Cell, fleet: &Fleet, sources: &SourceMap, catalog: &Catalog)
         oversubscribe: cell.oversubscribe.as_ref().map_or(1.0, |ratio| ratio.value),
         gitops: gitops_plan(cell),
         tenants,
+        network: network::network(cell),
     }
 }
 
@@ -637,8 +645,10 @@ fn tenant_plan(
     workloads.dedup_by_key(|workload| workload.kind.value);
     // Validation proved that explicit splits name every workload and add up.
     let parts = crate::validate::kueue::split_ceilings(quota, &tenant.workloads);
+    let other_quotas =
+        network::other_quota(quota, &tenant.workloads, &network::dra_device_classes(cell));
     let mut namespaces = Vec::new();
-    for (workload, part) in workloads.iter().zip(parts) {
+    for ((workload, part), other_quota) in workloads.iter().zip(parts).zip(other_quotas) {
         let (cpu, memory, pods) = (part.cpu, part.memory, part.pods);
         let name =
             crate::validate::namespaces::namespace_name(&tenant.name.value, workload.kind.value);
@@ -696,6 +706,7 @@ fn tenant_plan(
                     approved_by: exception.approved_by.value.clone(),
                 })
                 .collect(),
+            other_quota,
         });
     }
 

@@ -16,10 +16,10 @@ use reader::{Ctx, Obj, boolean, choice, integer, number, quantity, string};
 
 use crate::diag::{Code, Diagnostic};
 use crate::model::{
-    CeilingSplit, Cell, ContainerDefaults, Dns, FleetCellShare, FleetReservation, GitOps,
-    GpuModelDecl, Groups, MigLayout, MigProfileDecl, MigTableDecl, ModelWeights, OrgDecl,
-    PodSecurityException, Pool, PoolQuota, Priority, Quota, Sharing, Spanned, Taint, Tenant,
-    Topology, TopologyLevel, Trust, Workload, WorkloadKind,
+    CeilingSplit, Cell, Cidr, ContainerDefaults, Dns, Endpoint, FleetCellShare, FleetReservation,
+    GitOps, GpuModelDecl, Groups, Metrics, MigLayout, MigProfileDecl, MigTableDecl, ModelWeights,
+    OrgDecl, PodSecurityException, Pool, PoolQuota, Priority, Quota, Sharing, Spanned,
+    StorageQuota, Taint, Tenant, Topology, TopologyLevel, Trust, Workload, WorkloadKind,
 };
 use crate::names;
 use crate::parse::{Document, Node};
@@ -81,9 +81,9 @@ const TAINT_EFFECTS: &[(&str, &str)] = &[
 #[derive(Debug, Clone, PartialEq)]
 pub enum Declaration {
     /// From `tenants/`.
-    Tenant(Tenant),
+    Tenant(Box<Tenant>),
     /// From `cells/`.
-    Cell(Cell),
+    Cell(Box<Cell>),
 }
 
 /// Reads the declaration of one parsed file.
@@ -126,8 +126,12 @@ pub fn read(
         return (None, vec![diagnostic]);
     }
     let declaration = match kind {
-        DeclKind::Tenant => tenant(&ctx, &root.node, document).map(Declaration::Tenant),
-        DeclKind::Cell => cell(&ctx, &root.node, document).map(Declaration::Cell),
+        DeclKind::Tenant => {
+            tenant(&ctx, &root.node, document).map(|tenant| Declaration::Tenant(Box::new(tenant)))
+        }
+        DeclKind::Cell => {
+            cell(&ctx, &root.node, document).map(|cell| Declaration::Cell(Box::new(cell)))
+        }
     };
     if let Some(declaration) = &declaration {
         let name = match declaration {
@@ -454,6 +458,42 @@ fn quota(ctx: &Ctx, node: &Node) -> Option<Quota> {
         .map(|node| pool_quota(ctx, node))
         .collect();
     let weight = obj.opt_int("weight", 1..=MAX_WEIGHT);
+    let storage_nodes = [
+        obj.field("ephemeral-storage"),
+        obj.field("storage"),
+        obj.field("persistent-volume-claims"),
+        obj.field("load-balancers"),
+        obj.field("node-ports"),
+    ];
+    let [
+        ephemeral_storage,
+        storage,
+        claims,
+        load_balancers,
+        node_ports,
+    ] = storage_nodes;
+    let storage = StorageQuota {
+        ephemeral_storage: ephemeral_storage
+            .and_then(|node| reader::quantity(ctx, node, "ephemeral-storage")),
+        storage: storage.and_then(|node| reader::quantity(ctx, node, "storage")),
+        persistent_volume_claims: claims
+            .and_then(|node| integer(ctx, node, "persistent-volume-claims", 0..=MAX_OBJECTS)),
+        load_balancers: load_balancers
+            .and_then(|node| integer(ctx, node, "load-balancers", 0..=MAX_OBJECTS)),
+        node_ports: node_ports.and_then(|node| integer(ctx, node, "node-ports", 0..=MAX_OBJECTS)),
+    };
+    // An unreadable storage ceiling is not replaced by the 0 of an absent one.
+    let storage_complete = storage_nodes.iter().flatten().count()
+        == [
+            storage.ephemeral_storage.is_some(),
+            storage.storage.is_some(),
+            storage.persistent_volume_claims.is_some(),
+            storage.load_balancers.is_some(),
+            storage.node_ports.is_some(),
+        ]
+        .iter()
+        .filter(|read| **read)
+        .count();
     let splits: Vec<Option<CeilingSplit>> = obj
         .items("split", "splits")
         .into_iter()
@@ -468,6 +508,7 @@ fn quota(ctx: &Ctx, node: &Node) -> Option<Quota> {
     let complete = cpu.is_some()
         && memory.is_some()
         && pods.is_some()
+        && storage_complete
         && pools.iter().all(Option::is_some)
         && splits.iter().all(Option::is_some);
     let zero = Spanned::new(crate::quantity::Quantity::from_int(0), span);
@@ -481,6 +522,7 @@ fn quota(ctx: &Ctx, node: &Node) -> Option<Quota> {
         pools: pools.into_iter().flatten().collect(),
         weight,
         splits: splits.into_iter().flatten().collect(),
+        storage,
     })
 }
 
@@ -490,6 +532,8 @@ const MAX_DEVICES: i64 = 1_000_000;
 const MAX_WEIGHT: i64 = 1_000_000;
 /// The largest pod count of a quota or a split.
 const MAX_PODS: i64 = 1_000_000;
+/// The largest count of claims, LoadBalancer Services or node ports a quota may declare.
+const MAX_OBJECTS: i64 = 1_000_000;
 
 fn ceiling_split(ctx: &Ctx, node: &Node) -> Option<CeilingSplit> {
     let mut obj = Obj::new(ctx, node, "split")?;
@@ -825,7 +869,23 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
             None
         }
     };
-    let dns = obj.field("dns").and_then(|node| dns(ctx, node));
+    let dns_node = obj.field("dns");
+    let dns = dns_node.and_then(|node| dns(ctx, node));
+    let metrics_node = obj.field("metrics");
+    let metrics = metrics_node.and_then(|node| metrics(ctx, node));
+    let endpoints: Vec<Option<Endpoint>> = obj
+        .items("endpoint", "endpoints")
+        .into_iter()
+        .map(|node| endpoint(ctx, node))
+        .collect();
+    let dra_device_classes: Vec<Option<Spanned<String>>> = obj
+        .items("dra-device-class", "dra-device-classes")
+        .into_iter()
+        .map(|node| {
+            let class = string(ctx, node, "dra-device-class")?;
+            check_name(ctx, &class, "DRA device class", dra_device_class_name).then_some(class)
+        })
+        .collect();
     let gpu_operator_namespace = obj.field("gpu-operator").and_then(|node| {
         let mut inner = Obj::new(ctx, node, "gpu-operator")?;
         let namespace = inner.req_str("namespace", "gpu-operator namespace=\"gpu-operator\"");
@@ -901,6 +961,13 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         // did not mean.
         complete = false;
     }
+    let endpoints = keep_read(endpoints, &mut complete);
+    let dra_device_classes = keep_read(dra_device_classes, &mut complete);
+    // Network declarations that could not be read are not replaced by defaults that would
+    // open or close something their author did not mean.
+    if dns_node.is_some() && dns.is_none() || metrics_node.is_some() && metrics.is_none() {
+        complete = false;
+    }
     if oversubscribe_node.is_some() && oversubscribe.is_none() {
         // An unreadable ratio is not replaced by the default: the cell's bursts are then not
         // checked against a ratio its author did not mean.
@@ -916,7 +983,11 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         dns: dns.unwrap_or(Dns {
             namespace: None,
             selector: None,
+            node_local: None,
         }),
+        metrics,
+        endpoints,
+        dra_device_classes,
         gpu_operator_namespace,
         allow_groups,
         gpu_models,
@@ -1107,33 +1178,126 @@ fn dns(ctx: &Ctx, node: &Node) -> Option<Dns> {
     let mut obj = Obj::new(ctx, node, "dns")?;
     let namespace = obj.opt_str("namespace");
     let selector = obj.opt_str("selector");
+    let node_local_text = obj.opt_str("node-local");
     obj.finish();
+    let node_local = node_local_text
+        .as_ref()
+        .map(|text| cidr(ctx, text, "node-local"));
     if let Some(namespace) = &namespace
         && !check_name(ctx, namespace, "DNS namespace", names::dns_label)
     {
         return None;
     }
-    if let Some(selector) = &selector {
-        let valid = selector.value.split_once('=').is_some_and(|(key, value)| {
-            names::qualified_name(key).is_ok() && names::label_value(value).is_ok()
-        });
-        if !valid {
-            ctx.push(
-                Diagnostic::error(
-                    Code::NameInvalid,
-                    selector.span,
-                    format!("`{}` is not a label selector", selector.value),
-                )
-                .with_label("expected `key=value`")
-                .with_help("write the DNS pods' label, such as `k8s-app=kube-dns`"),
-            );
-            return None;
-        }
+    if let Some(selector) = &selector
+        && !check_selector(ctx, selector, "DNS pods'", "k8s-app=kube-dns")
+    {
+        return None;
     }
+    let node_local = match node_local {
+        Some(None) => return None,
+        Some(Some(block)) => Some(block),
+        None => None,
+    };
     Some(Dns {
         namespace,
         selector,
+        node_local,
     })
+}
+
+fn metrics(ctx: &Ctx, node: &Node) -> Option<Metrics> {
+    let mut obj = Obj::new(ctx, node, "metrics")?;
+    let namespace = obj.req_str("namespace", "metrics namespace=\"monitoring\"");
+    let selector = obj.opt_str("selector");
+    let span = obj.span;
+    obj.finish();
+    let namespace = namespace?;
+    let namespace_ok = check_name(ctx, &namespace, "metrics namespace", names::dns_label);
+    let selector_ok = selector.as_ref().is_none_or(|selector| {
+        check_selector(
+            ctx,
+            selector,
+            "scraper pods'",
+            "app.kubernetes.io/name=prometheus",
+        )
+    });
+    (namespace_ok && selector_ok).then_some(Metrics {
+        span,
+        namespace,
+        selector,
+    })
+}
+
+fn endpoint(ctx: &Ctx, node: &Node) -> Option<Endpoint> {
+    let mut obj = Obj::new(ctx, node, "endpoint")?;
+    let name = obj.req_arg_str(
+        0,
+        "name",
+        "endpoint \"model-weights\" cidr=\"10.40.0.0/16\"",
+    );
+    let cidr_text = obj.req_str("cidr", "cidr=\"10.40.0.0/16\"");
+    let span = obj.span;
+    obj.finish();
+    let name = name?;
+    let block = cidr(ctx, &cidr_text?, "cidr")?;
+    check_name(ctx, &name, "endpoint", names::dns_label).then_some(Endpoint {
+        span,
+        name,
+        cidr: block,
+    })
+}
+
+/// Reads an address block, reporting `network-cidr-invalid`.
+fn cidr(ctx: &Ctx, text: &Spanned<String>, key: &str) -> Option<Spanned<Cidr>> {
+    match crate::validate::network::parse_cidr(&text.value) {
+        Ok(block) => Some(Spanned::new(block, text.span)),
+        Err(reason) => {
+            ctx.push(
+                Diagnostic::error(
+                    Code::NetworkCidrInvalid,
+                    text.span,
+                    format!("`{key}` `{}` is not an address block", text.value),
+                )
+                .with_label(reason)
+                .with_help("write an IPv4 or IPv6 address, or a network as `10.40.0.0/16`; host names cannot be used in network policies"),
+            );
+            None
+        }
+    }
+}
+
+/// Reports a selector that is not `key=value` as `name-invalid`; true when it is one.
+fn check_selector(ctx: &Ctx, selector: &Spanned<String>, pods: &str, example: &str) -> bool {
+    let valid = selector.value.split_once('=').is_some_and(|(key, value)| {
+        names::qualified_name(key).is_ok() && names::label_value(value).is_ok()
+    });
+    if !valid {
+        ctx.push(
+            Diagnostic::error(
+                Code::NameInvalid,
+                selector.span,
+                format!("`{}` is not a label selector", selector.value),
+            )
+            .with_label("expected `key=value`")
+            .with_help(format!("write the {pods} label, such as `{example}`")),
+        );
+    }
+    valid
+}
+
+/// The longest DRA device class name whose quota key `<class>.deviceclass.resource.k8s.io/devices`
+/// still has a prefix of at most 253 characters.
+const MAX_DRA_DEVICE_CLASS: usize = 253 - ".deviceclass.resource.k8s.io".len();
+
+/// A DRA device class name: a DNS-1123 subdomain short enough for its quota key.
+fn dra_device_class_name(name: &str) -> Result<(), String> {
+    names::dns_subdomain(name)?;
+    if name.len() > MAX_DRA_DEVICE_CLASS {
+        return Err(format!(
+            "at most {MAX_DRA_DEVICE_CLASS} characters, so that its quota key is a valid name"
+        ));
+    }
+    Ok(())
 }
 
 fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {

@@ -7,7 +7,7 @@
 //! namespaces against platform namespaces and each other), `groups` (reserved RBAC groups against
 //! the cells that allow them), `kueue` (what the cells' Kueue objects are made from: lending,
 //! bursts, topologies, gangs, NVLink domains, ceiling splits, fleet reservations and Kueue's
-//! limits).
+//! limits), `network` (the address blocks of the cells' network policies).
 //!
 //! Invariant: validation never stops at the first finding; `lower` runs only on a fleet that
 //! produced no error, so it may rely on every reference resolving.
@@ -17,6 +17,7 @@ mod cells_placement;
 pub mod groups;
 pub mod kueue;
 pub mod namespaces;
+pub mod network;
 mod security;
 mod tenants;
 
@@ -45,8 +46,8 @@ pub fn validate(
     let mut fleet = Fleet::default();
     for declaration in declarations {
         match declaration {
-            Declaration::Tenant(tenant) => fleet.tenants.push(tenant),
-            Declaration::Cell(cell) => fleet.cells.push(cell),
+            Declaration::Tenant(tenant) => fleet.tenants.push(*tenant),
+            Declaration::Cell(cell) => fleet.cells.push(*cell),
         }
     }
     fleet
@@ -78,6 +79,7 @@ pub fn validate(
     namespaces::check(&fleet, &mut diagnostics);
     groups::check(&fleet, &mut diagnostics);
     security::check(&fleet, &mut diagnostics);
+    network::check(&fleet, &mut diagnostics);
     (fleet, diagnostics)
 }
 

@@ -4,7 +4,8 @@
 //!
 //! A tenant gets the namespace `<tenant>-<workload>` in every cell where it has a quota.
 //! Platform namespaces are the ones a cell names for its add-ons (the GPU Operator's, where the
-//! MIG and device-plugin ConfigMaps go, and the DNS namespace that network policies trust), the
+//! MIG and device-plugin ConfigMaps go, and the DNS and metrics namespaces that network policies
+//! trust), the
 //! namespaces Kubernetes creates (`default`, `kube-system`, `kube-public`, `kube-node-lease`),
 //! and every namespace with a prefix that Kubernetes or OpenShift reserves (`kube-`,
 //! `openshift-`, and `openshift` itself).
@@ -69,6 +70,13 @@ fn platform_namespaces(cell: &Cell) -> Vec<PlatformNamespace<'_>> {
             name: &dns.value,
             span: Some(dns.span),
             what: "the DNS namespace",
+        });
+    }
+    if let Some(metrics) = &cell.metrics {
+        found.push(PlatformNamespace {
+            name: &metrics.namespace.value,
+            span: Some(metrics.namespace.span),
+            what: "the metrics namespace",
         });
     }
     found
