@@ -56,7 +56,8 @@ tenantc build --format json --color never"
         long_about = "Compile in memory and compare with --out. Fails (exit 1) if any declaration \
 has an error, or if out/ differs from what `tenantc build` would write; the differing files are \
 listed as changed, missing or extra. Run it in CI on the committed tree of every pull request.",
-        after_help = "Examples:\n  tenantc check\n  tenantc check --format json > report.json"
+        after_help = "Examples:\n  tenantc check\n  tenantc check --format json > report.json\n  \
+tenantc check --format sarif > tenantc.sarif   for GitHub code scanning (see docs/ci.md)"
     )]
     Check(CommonArgs),
     /// Explain a diagnostic code: what it finds, why it matters, an example and the fix.
@@ -121,6 +122,8 @@ enum FormatArg {
     Human,
     /// One JSON document, for tools (on stdout).
     Json,
+    /// One SARIF 2.1.0 log, for code scanning (on stdout).
+    Sarif,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -331,11 +334,14 @@ enum Mode {
 }
 
 /// Reports a usage, IO or internal failure (exit 2): on stderr, and for `--format json` also as
-/// `{"fatal": …}` on stdout so tools always get a JSON document.
+/// `{"fatal": …}` on stdout (for `--format sarif`, a SARIF log whose invocation failed) so tools
+/// always get a document.
 fn fail(args: &CommonArgs, message: &str) -> ExitCode {
     eprintln!("error: {message}");
-    if args.format == FormatArg::Json {
-        println!("{}", serde_json::json!({ "fatal": message }));
+    match args.format {
+        FormatArg::Human => {}
+        FormatArg::Json => println!("{}", serde_json::json!({ "fatal": message })),
+        FormatArg::Sarif => print!("{}", render::sarif_fatal(message)),
     }
     ExitCode::from(EXIT_FAILURE)
 }
@@ -558,6 +564,22 @@ fn print_stale(out_dir: &Path, changes: &[Change]) {
     eprintln!("  = help: run `tenantc build` and commit the result; never edit out/ by hand");
 }
 
+/// The prefix of SARIF paths: `--root` as given, with a final `/`, when it is a relative
+/// path below the working folder (the repository root in CI); empty otherwise, so the log never
+/// holds an absolute path.
+fn sarif_base(root: &Path) -> String {
+    let parts: Vec<String> = root
+        .components()
+        .filter(|part| *part != Component::CurDir)
+        .map(|part| match part {
+            Component::Normal(name) => Some(name.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect::<Option<Vec<String>>>()
+        .unwrap_or_default();
+    parts.iter().map(|part| format!("{part}/")).collect()
+}
+
 fn report(args: &CommonArgs, compilation: &Compilation, changes: &[Change]) {
     match args.format {
         FormatArg::Human => {
@@ -570,15 +592,22 @@ fn report(args: &CommonArgs, compilation: &Compilation, changes: &[Change]) {
                 );
             }
         }
-        FormatArg::Json => {
+        FormatArg::Json | FormatArg::Sarif => {
             let stale: Vec<(String, String)> = changes
                 .iter()
                 .map(|change| (change.path().to_string(), change_word(change).to_string()))
                 .collect();
-            print!(
-                "{}",
+            let text = if args.format == FormatArg::Json {
                 render::json_with_stale(&compilation.diagnostics, &compilation.sources, &stale)
-            );
+            } else {
+                render::sarif(
+                    &compilation.diagnostics,
+                    &compilation.sources,
+                    &stale,
+                    &sarif_base(&args.root),
+                )
+            };
+            print!("{text}");
         }
     }
 }

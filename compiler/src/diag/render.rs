@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use std::collections::BTreeMap;
 
-use super::{Diagnostic, Severity};
+use super::{Code, Diagnostic, Severity};
 use crate::source::{FileId, SourceFile, SourceMap};
 
 /// Lines longer than this many bytes are shown as a window around their labels.
@@ -537,6 +537,175 @@ pub fn json_with_stale(
             .collect(),
     };
     let mut text = serde_json::to_string_pretty(&report).unwrap_or_else(|_| "{}".to_string());
+    text.push('\n');
+    text
+}
+
+/// A relative path as a URI reference: every byte but the unreserved characters and `/`
+/// percent-encoded (a space, a non-ASCII letter, `%`, `#` or `?` in a file name).
+fn uri_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for byte in path.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// A SARIF physical location of `span`: the file relative to the repository root (resolved
+/// by code scanning against `%SRCROOT%`) and the region, with 1-based lines and columns in
+/// Unicode code points.
+fn sarif_location(sources: &SourceMap, span: crate::source::Span, base: &str) -> serde_json::Value {
+    let at = position(sources, span);
+    let mut region = serde_json::Map::new();
+    region.insert("startLine".into(), at.line.max(1).into());
+    region.insert("startColumn".into(), at.column.max(1).into());
+    if at.end_line >= at.line && (at.end_line, at.end_column) != (at.line, at.column) {
+        region.insert("endLine".into(), at.end_line.into());
+        region.insert("endColumn".into(), at.end_column.max(1).into());
+    }
+    serde_json::json!({
+        "artifactLocation": { "uri": uri_path(&format!("{base}{}", at.file)), "uriBaseId": "%SRCROOT%" },
+        "region": region,
+    })
+}
+
+/// Renders diagnostics, and the `(path, change)` pairs of a stale output folder, as one SARIF
+/// 2.1.0 log (pretty-printed, with a trailing newline) for code scanning.
+///
+/// One run of the `tenantc` driver; its rules are the codes that occur, in registry order, each
+/// with its one-line description, stage and a pointer to `tenantc explain`. Each diagnostic is a result at its primary label, with its other
+/// labels as related locations, and its notes and help in the message; a stale output file is an
+/// `out-stale` result at that file. Paths are relative to the repository root, so the log holds
+/// no absolute path, timestamp or version.
+///
+/// `base` is prefixed to every path (empty, or the declarations' root relative to the
+/// repository root with a final `/`), so code scanning finds the files when `--root` is a
+/// subfolder.
+pub fn sarif(
+    diagnostics: &[Diagnostic],
+    sources: &SourceMap,
+    stale: &[(String, String)],
+    base: &str,
+) -> String {
+    let mut used: Vec<Code> = diagnostics.iter().map(|d| d.code).collect();
+    used.sort_by_key(|code| Code::ALL.iter().position(|c| c == code));
+    used.dedup();
+    let mut rules: Vec<serde_json::Value> = used
+        .iter()
+        .map(|code| {
+            serde_json::json!({
+                "id": code.as_str(),
+                "shortDescription": { "text": code.description() },
+                "help": { "text": format!("`tenantc explain {}` prints its section of docs/diagnostics.md", code.as_str()) },
+                "properties": { "stage": code.stage() },
+            })
+        })
+        .collect();
+    let stale_rule = (!stale.is_empty()).then_some(rules.len());
+    if stale_rule.is_some() {
+        rules.push(serde_json::json!({
+            "id": "out-stale",
+            "shortDescription": { "text": "the committed output folder differs from what `tenantc build` writes" },
+            "help": { "text": "`tenantc explain out-stale` prints its section of docs/diagnostics.md" },
+            "properties": { "stage": "check" },
+        }));
+    }
+    let mut results: Vec<serde_json::Value> = diagnostics
+        .iter()
+        .map(|diagnostic| {
+            let mut text = diagnostic.message.clone();
+            for note in &diagnostic.notes {
+                text.push_str("\nnote: ");
+                text.push_str(note);
+            }
+            if !diagnostic.help.is_empty() {
+                text.push_str("\nhelp: ");
+                text.push_str(&diagnostic.help);
+            }
+            let primary = diagnostic.primary_span();
+            let mut result = serde_json::Map::new();
+            result.insert("ruleId".into(), diagnostic.code.as_str().into());
+            result.insert(
+                "ruleIndex".into(),
+                used.iter()
+                    .position(|code| *code == diagnostic.code)
+                    .unwrap_or(0)
+                    .into(),
+            );
+            result.insert("level".into(), diagnostic.severity.as_str().into());
+            result.insert("message".into(), serde_json::json!({ "text": text }));
+            if let Some(span) = primary {
+                result.insert(
+                    "locations".into(),
+                    serde_json::json!([{ "physicalLocation": sarif_location(sources, span, base) }]),
+                );
+            }
+            let related: Vec<serde_json::Value> = diagnostic
+                .labels
+                .iter()
+                .filter(|label| Some(label.span) != primary || !label.primary)
+                .enumerate()
+                .map(|(idx, label)| {
+                    serde_json::json!({
+                        "id": idx,
+                        "physicalLocation": sarif_location(sources, label.span, base),
+                        "message": { "text": label.message },
+                    })
+                })
+                .collect();
+            if !related.is_empty() {
+                result.insert("relatedLocations".into(), related.into());
+            }
+            serde_json::Value::Object(result)
+        })
+        .collect();
+    if let Some(index) = stale_rule {
+        for (path, change) in stale {
+            results.push(serde_json::json!({
+                "ruleId": "out-stale",
+                "ruleIndex": index,
+                "level": "error",
+                "message": { "text": format!("{path} is {change} compared with what `tenantc build` writes\nhelp: run `tenantc build` and commit the result; never edit out/ by hand") },
+                "locations": [{ "physicalLocation": {
+                    "artifactLocation": { "uri": uri_path(&format!("{base}out/{path}")), "uriBaseId": "%SRCROOT%" },
+                }}],
+            }));
+        }
+    }
+    let log = serde_json::json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": { "driver": { "name": "tenantc", "rules": rules } },
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    });
+    let mut text = serde_json::to_string_pretty(&log).unwrap_or_else(|_| "{}".to_string());
+    text.push('\n');
+    text
+}
+
+/// A SARIF 2.1.0 log for a run that could not finish (exit 2): no results, the message as a
+/// tool execution notification, and `executionSuccessful: false`.
+pub fn sarif_fatal(message: &str) -> String {
+    let log = serde_json::json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": { "driver": { "name": "tenantc" } },
+            "invocations": [{
+                "executionSuccessful": false,
+                "toolExecutionNotifications": [{ "level": "error", "message": { "text": message } }],
+            }],
+            "results": [],
+        }],
+    });
+    let mut text = serde_json::to_string_pretty(&log).unwrap_or_else(|_| "{}".to_string());
     text.push('\n');
     text
 }

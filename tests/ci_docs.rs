@@ -1,0 +1,132 @@
+//! The CI examples of `docs/ci.md`, tested by running the commands they run (issue 10).
+//!
+//! Consumes: `docs/ci.md` (the `run:` lines of the GitHub Actions workflow that call
+//! `tenantc`, and the `entry:` of the pre-commit hook), the example fleet, the built binary, the
+//! vendored SARIF schema. Produces: nothing; fails when a documented command does not do what
+//! the document says on a clean fleet, a broken tenant file or a stale `out/`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+/// The documented commands: `(what, command line)`.
+fn documented() -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(support::repo().join("docs/ci.md")).unwrap();
+    let mut commands = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        for key in ["run: ", "entry: "] {
+            if let Some(command) = line.strip_prefix(key)
+                && command.starts_with("tenantc ")
+            {
+                commands.push((key.trim_end_matches(": ").to_string(), command.to_string()));
+            }
+        }
+    }
+    commands
+}
+
+/// Runs `command` in `dir` with `sh`, the documented `tenantc` being the binary under test.
+fn run(dir: &Path, command: &str) -> (i32, String) {
+    let bin = Path::new(env!("CARGO_BIN_EXE_tenantc"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn copy_fleet(into: &Path) {
+    for folder in ["tenants", "cells", "out", "catalog"] {
+        let from = support::repo().join(folder);
+        if from.is_dir() {
+            copy_dir(&from, &into.join(folder));
+        }
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn sarif_results(dir: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("tenantc.sarif")).unwrap();
+    let log: serde_json::Value = serde_json::from_str(&text).expect("the log is JSON");
+    assert_eq!(log["version"], "2.1.0");
+    log["runs"][0]["results"].as_array().unwrap().clone()
+}
+
+#[test]
+fn the_documented_ci_commands_pass_a_clean_fleet_and_fail_a_broken_one() {
+    let commands = documented();
+    let kinds: Vec<&str> = commands.iter().map(|(kind, _)| kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["run", "entry"],
+        "docs/ci.md changed its examples: {commands:?}"
+    );
+    let workflow = &commands[0].1;
+    let hook = &commands[1].1;
+    assert!(workflow.contains("> tenantc.sarif"), "{workflow}");
+
+    // A clean fleet: both pass, and the log has no results.
+    let clean = tempfile::tempdir().unwrap();
+    copy_fleet(clean.path());
+    let (status, stderr) = run(clean.path(), workflow);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(sarif_results(clean.path()).is_empty());
+    assert_eq!(run(clean.path(), hook).0, 0);
+
+    // A broken tenant file: both fail, and the log points at the file and line.
+    let broken = tempfile::tempdir().unwrap();
+    copy_fleet(broken.path());
+    let file = broken.path().join("tenants/globex-vision.kdl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("trust \"mig\"", "trust \"medium\"")).unwrap();
+    let (status, _) = run(broken.path(), workflow);
+    assert_eq!(status, 1);
+    let results = sarif_results(broken.path());
+    assert!(!results.is_empty());
+    let at = &results[0]["locations"][0]["physicalLocation"];
+    assert_eq!(at["artifactLocation"]["uri"], "tenants/globex-vision.kdl");
+    assert!(at["region"]["startLine"].as_u64().unwrap() > 1);
+    assert_eq!(run(broken.path(), hook).0, 1);
+
+    // A stale out/: both fail, and the log names the stale file.
+    let stale = tempfile::tempdir().unwrap();
+    copy_fleet(stale.path());
+    let target = stale.path().join("out/us-east-1a/kueue/cohort-root.yaml");
+    std::fs::write(&target, "# edited by hand\n").unwrap();
+    assert_eq!(run(stale.path(), workflow).0, 1);
+    let results = sarif_results(stale.path());
+    assert!(
+        results.iter().any(|result| result["ruleId"] == "out-stale"
+            && result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                == "out/us-east-1a/kueue/cohort-root.yaml"),
+        "{results:#?}"
+    );
+    assert_eq!(run(stale.path(), hook).0, 1);
+}
