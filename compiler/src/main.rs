@@ -429,7 +429,7 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
                 ExitCode::SUCCESS
             } else {
                 if args.format == FormatArg::Human {
-                    print_stale(&out_dir, &changes);
+                    print_stale(&out_dir, &changes, tree, &current);
                 }
                 ExitCode::from(EXIT_ERRORS)
             }
@@ -552,7 +552,16 @@ fn change_word(change: &Change) -> &'static str {
     }
 }
 
-fn print_stale(out_dir: &Path, changes: &[Change]) {
+/// Diff lines shown per changed file, and in all, before the rest is only counted.
+const STALE_DIFF_LINES_PER_FILE: usize = 40;
+const STALE_DIFF_LINES: usize = 200;
+
+fn print_stale(
+    out_dir: &Path,
+    changes: &[Change],
+    built: &tenantc::emit::OutputTree,
+    current: &tenantc::emit::OutputTree,
+) {
     eprintln!(
         "error[out-stale]: {} differs from what `tenantc build` writes ({})",
         out_dir.display(),
@@ -560,6 +569,36 @@ fn print_stale(out_dir: &Path, changes: &[Change]) {
     );
     for change in changes {
         eprintln!("  {:<8} {}", change_word(change), change.path());
+    }
+    // What changed inside each changed file, bounded, so a reviewer sees whether the committed
+    // output was edited by hand or simply not rebuilt.
+    let mut budget = STALE_DIFF_LINES;
+    for change in changes {
+        let Change::Changed(path) = change else {
+            continue;
+        };
+        if budget == 0 {
+            eprintln!("  … more changed files; run `tenantc build` and `git diff` to see all");
+            break;
+        }
+        let text = |tree: &tenantc::emit::OutputTree| {
+            tree.get(path)
+                .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+                .unwrap_or_default()
+        };
+        let diff = tenantc::emit::diff::unified(
+            &text(current),
+            &text(built),
+            STALE_DIFF_LINES_PER_FILE.min(budget),
+        );
+        eprintln!("  --- {}/{path} (in out/)", out_dir.display());
+        eprintln!("  +++ {}/{path} (as built)", out_dir.display());
+        for line in diff.lines() {
+            // The committed out/ is as untrusted as the declarations: escaped, a file cannot fake
+            // lines of a CI log or drive the reviewer's terminal.
+            eprintln!("  {}", tenantc::diag::printable(line.to_string()));
+        }
+        budget = budget.saturating_sub(diff.lines().count());
     }
     eprintln!("  = help: run `tenantc build` and commit the result; never edit out/ by hand");
 }

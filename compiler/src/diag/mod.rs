@@ -86,7 +86,7 @@ pub struct Hidden {
 /// [`crate::names::char_kind_forbidden`]) written as a `\u{..}` escape. Messages quote declared
 /// keys, values and file names; escaped, a pull request cannot fake lines of a CI log (such as a
 /// `0 errors` summary) or send escape sequences to a reviewer's terminal.
-fn printable(text: String) -> String {
+pub fn printable(text: String) -> String {
     if !text
         .chars()
         .any(|ch| crate::names::char_kind_forbidden(ch).is_some())

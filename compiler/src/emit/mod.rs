@@ -13,6 +13,7 @@
 //!   `<class>.deviceclass.resource.k8s.io/devices`) and no GPU key in a Container
 //!   LimitRange can leave this stage: [`render`] refuses the manifest as an internal error.
 
+pub mod diff;
 pub mod fs;
 pub mod ser;
 pub mod yaml;
