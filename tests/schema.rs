@@ -73,6 +73,7 @@ const LISTS: &[(&str, &str, &str)] = &[
     ("cell", "gpu-model", "gpu-models"),
     ("cell", "allow-group", "allow-groups"),
     ("cell", "org", "orgs"),
+    ("cell", "runtime-class", "runtime-classes"),
     ("topology", "level", "levels"),
     ("pool", "taint", "taints"),
     ("pool", "mig-layout", "mig-layouts"),
@@ -90,6 +91,9 @@ const VALUES: &[(&str, &str)] = &[
     ("gpu-model", "pci-ids"),
     ("gpu-model", "sharing"),
     ("profile", "starts"),
+    ("runtime-class", "trust"),
+    ("runtime-class", "pools"),
+    ("cell", "forbidden-label-keys"),
 ];
 
 /// The YAML keys of the positional arguments of a node (`Obj::arg`).
@@ -108,6 +112,7 @@ const ARGS: &[(&str, &[&str])] = &[
     ("taint", &["key", "value"]),
     ("split", &["workload"]),
     ("level", &["label"]),
+    ("runtime-class", &["name"]),
 ];
 
 /// Positional arguments of a node that only has them under one parent: `org "<org>"` is a

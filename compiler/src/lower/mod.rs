@@ -2,8 +2,8 @@
 //!
 //! Consumes: a [`Plan`] (and, for the GPU Operator configs and the capacity report, the cells it
 //! was resolved from). Produces: a [`Manifest`] of typed objects serialized into the canonical
-//! YAML tree, each placed in its kustomization folder: `<cell>/cluster/` (PriorityClasses and
-//! the tenant ClusterRoles),
+//! YAML tree, each placed in its kustomization folder: `<cell>/cluster/` (PriorityClasses, the
+//! tenant ClusterRoles and the RuntimeClasses),
 //! `<cell>/kueue/` (ResourceFlavors, Topologies, Cohorts, WorkloadPriorityClasses),
 //! `<cell>/gpu-operator/`, `<cell>/tenants/<tenant>/` for everything of one tenant (its
 //! namespaces and ClusterQueue included, so a tenant folder applies on its own), and
@@ -22,6 +22,7 @@
 pub mod gpu;
 mod kueue;
 pub mod rbac;
+mod runtime;
 mod tenant;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -87,6 +88,9 @@ pub fn lower(
             );
         }
         for (file, body) in rbac::cluster_roles()? {
+            push("cluster", file, cell_only.clone(), body);
+        }
+        for (file, body) in runtime::objects(cell_plan)? {
             push("cluster", file, cell_only.clone(), body);
         }
         children.insert("cluster".to_string());

@@ -16,6 +16,7 @@
 
 mod capacity;
 mod pinning;
+pub mod runtime;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -70,6 +71,12 @@ pub struct CellPlan {
     pub oversubscribe: f64,
     /// Tenants with a quota in the cell, sorted by name.
     pub tenants: Vec<TenantPlan>,
+    /// Runtime classes, sorted by name (`runtime.rs`).
+    #[serde(skip)]
+    pub runtime_classes: Vec<runtime::RuntimeClassPlan>,
+    /// Label keys no tenant pod may carry, declared by the cell (`forbidden-label-keys`).
+    #[serde(skip)]
+    pub forbidden_label_keys: Vec<String>,
 }
 
 /// A pool, resolved.
@@ -242,6 +249,9 @@ pub struct TenantPlan {
     pub capacity: Vec<Effective>,
     /// The tenant's fleet reservations, with this cell's part.
     pub fleet: Vec<FleetShare>,
+    /// The image registries (with path prefix) its pods may pull from.
+    #[serde(skip)]
+    pub registries: Vec<String>,
 }
 
 /// One fleet reservation of a tenant as one cell sees it.
@@ -356,6 +366,9 @@ pub fn resolve(
         let catalog = hardware::cell_catalog(cell, base_catalog);
         let mut plan = cell_plan(cell, fleet, sources, catalog.as_ref());
         diagnostics.extend(pinning::check(cell, fleet, &plan, catalog.as_ref()));
+        let (runtime_classes, runtime_findings) = runtime::resolve(cell, &plan.pools);
+        plan.runtime_classes = runtime_classes;
+        diagnostics.extend(runtime_findings);
         capacity::fill(&mut plan, cell, fleet);
         cells.push(plan);
     }
@@ -534,6 +547,12 @@ fn cell_plan(cell: &Cell, fleet: &Fleet, sources: &SourceMap, catalog: &Catalog)
         unreserved,
         oversubscribe: cell.oversubscribe.as_ref().map_or(1.0, |ratio| ratio.value),
         tenants,
+        runtime_classes: Vec::new(),
+        forbidden_label_keys: cell
+            .forbidden_label_keys
+            .iter()
+            .map(|key| key.value.clone())
+            .collect(),
     }
 }
 
@@ -713,6 +732,11 @@ fn tenant_plan(
         reach,
         capacity: Vec::new(),
         fleet: fleet_shares(tenant, quota, cell),
+        registries: tenant
+            .registries
+            .iter()
+            .map(|registry| registry.value.clone())
+            .collect(),
     }
 }
 

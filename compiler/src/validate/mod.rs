@@ -7,7 +7,8 @@
 //! namespaces against platform namespaces and each other), `groups` (reserved RBAC groups against
 //! the cells that allow them), `kueue` (what the cells' Kueue objects are made from: lending,
 //! bursts, topologies, gangs, NVLink domains, ceiling splits, fleet reservations and Kueue's
-//! limits).
+//! limits), `runtime` (runtime classes: their pools, and one for every trust class that reserves
+//! GPUs in a cell).
 //!
 //! Invariant: validation never stops at the first finding; `lower` runs only on a fleet that
 //! produced no error, so it may rely on every reference resolving.
@@ -17,6 +18,7 @@ mod cells_placement;
 pub mod groups;
 pub mod kueue;
 pub mod namespaces;
+mod runtime;
 mod tenants;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -76,6 +78,7 @@ pub fn validate(
     kueue::check(&fleet, catalog, &mut diagnostics);
     namespaces::check(&fleet, &mut diagnostics);
     groups::check(&fleet, &mut diagnostics);
+    runtime::check(&fleet, &mut diagnostics);
     (fleet, diagnostics)
 }
 
