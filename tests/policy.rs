@@ -324,3 +324,121 @@ fn the_emitted_params_pin_no_weight_digest_so_every_pod_that_loads_weights_is_de
         policy::check_object(cell, &Request::create("acme-serving-infer", object)).unwrap();
     assert_eq!(denied_rules(&outcome), ["weight-digest"]);
 }
+
+/// Kubernetes' `Toleration.ToleratesTaint` (k8s.io/api/core/v1/toleration.go), the reference
+/// the `pool-tolerations` CEL is checked against.
+fn tolerates(toleration: &Json, taint: &tenantc::plan::TaintPlan) -> bool {
+    let text = |key: &str| toleration.get(key).and_then(Json::as_str).unwrap_or("");
+    if !text("effect").is_empty() && text("effect") != taint.effect {
+        return false;
+    }
+    if !text("key").is_empty() && text("key") != taint.key {
+        return false;
+    }
+    match text("operator") {
+        "Exists" => true,
+        "" | "Equal" => text("value") == taint.value.as_deref().unwrap_or(""),
+        _ => false,
+    }
+}
+
+#[test]
+fn pool_tolerations_follow_kubernetes_toleration_semantics_on_generated_tolerations() {
+    // The family of the toleration rule: every operator, empty and missing keys, values and
+    // effects, against every pool taint of both example cells; the CEL verdict must equal the
+    // reference's: denied exactly when a toleration tolerates a repelling taint of a pool
+    // outside the tenant's flavors that no pool of its flavors carries.
+    let plan = plan();
+    let keys = [
+        "",
+        "train-exclusive",
+        "tenantc.io/pool",
+        "other.example.com/x",
+    ];
+    let values = ["", "true", "h100-infer", "l4-shared", "false"];
+    let operators = ["", "Equal", "Exists"];
+    let effects = ["", "NoSchedule", "NoExecute", "PreferNoSchedule"];
+    let mut state: u64 = 0x5eed_1234_abcd_0001;
+    let mut next = |bound: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        usize::try_from(state % bound as u64).unwrap()
+    };
+    let fixtures = admitted_fixtures();
+    let (mut denied, mut admitted) = (0, 0);
+    for _ in 0..300 {
+        let (cell_name, _, base) = &fixtures[next(fixtures.len())];
+        let cell = cell(&plan, cell_name);
+        let namespace = namespace_of(base);
+        let tenant = cell
+            .tenants
+            .iter()
+            .find(|t| t.namespaces.iter().any(|ns| ns.name == namespace))
+            .unwrap();
+        let own: Vec<&tenantc::plan::PoolPlan> = cell
+            .pools
+            .iter()
+            .filter(|pool| tenant.queue.flavors.iter().any(|f| f.pool == pool.name))
+            .collect();
+        let forbidden: Vec<&tenantc::plan::TaintPlan> = cell
+            .pools
+            .iter()
+            .filter(|pool| !own.iter().any(|mine| mine.name == pool.name))
+            .flat_map(|pool| pool.taints.iter())
+            .filter(|taint| taint.repels())
+            .filter(|taint| !own.iter().any(|mine| mine.taints.contains(taint)))
+            .collect();
+        let mut tolerations = Vec::new();
+        for _ in 0..=next(3) {
+            let mut toleration = serde_json::Map::new();
+            for (field, choices) in [
+                ("key", &keys[..]),
+                ("value", &values[..]),
+                ("operator", &operators[..]),
+                ("effect", &effects[..]),
+            ] {
+                let choice = choices[next(choices.len())];
+                // An empty choice is left out half of the time, written as "" otherwise.
+                if !choice.is_empty() || next(2) == 0 {
+                    toleration.insert(field.to_string(), json!(choice));
+                }
+            }
+            // Only tolerations the API server's validation accepts reach admission: an empty
+            // key needs `Exists`, and `Exists` takes no value.
+            let operator = toleration
+                .get("operator")
+                .and_then(Json::as_str)
+                .unwrap_or("");
+            let key = toleration.get("key").and_then(Json::as_str).unwrap_or("");
+            if key.is_empty() && operator != "Exists" {
+                toleration.insert("operator".to_string(), json!("Exists"));
+            }
+            if toleration.get("operator").and_then(Json::as_str) == Some("Exists") {
+                toleration.remove("value");
+            }
+            tolerations.push(Json::Object(toleration));
+        }
+        let expected = tolerations
+            .iter()
+            .any(|toleration| forbidden.iter().any(|taint| tolerates(toleration, taint)));
+        let mut object = base.clone();
+        pod_spec(&mut object)["tolerations"] = Json::Array(tolerations.clone());
+        let outcome = verdict(cell, &namespace, &object);
+        let rules = denied_rules(&outcome);
+        assert_eq!(
+            rules.contains(&"pool-tolerations"),
+            expected,
+            "{namespace} in {cell_name}: {tolerations:?} against {forbidden:?}: {outcome:?}"
+        );
+        if expected {
+            denied += 1;
+        } else {
+            admitted += 1;
+        }
+    }
+    assert!(
+        denied > 30 && admitted > 30,
+        "{denied} denied, {admitted} admitted"
+    );
+}

@@ -48,8 +48,8 @@ pub const WEIGHT_DIGEST_ANNOTATION: &str = "tenantc.io/weight-digest";
 pub const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 /// The Kueue label that names a workload's WorkloadPriorityClass.
 pub const PRIORITY_LABEL: &str = "kueue.x-k8s.io/priority-class";
-/// Label names (the part after any `prefix/`, compared in lower case) that no tenant pod may
-/// carry, because they would copy user data into every monitoring and billing system that
+/// Label keys (compared in lower case; one without a prefix also forbids it under any
+/// `prefix/`) that no tenant pod may carry, because they would copy user data into every monitoring and billing system that
 /// reads labels; a cell adds its own with `forbidden-label-keys`.
 pub const FORBIDDEN_LABEL_KEYS: &[&str] =
     &["email", "prompt", "session-id", "user-email", "user-id"];

@@ -187,16 +187,38 @@ fn environment() -> Arc<cel::Env> {
     Arc::new(env)
 }
 
+thread_local! {
+    /// Programs compiled on this thread, by expression: a policy's expressions are the same
+    /// on every request, and compiling them costs far more than evaluating them. Every
+    /// program is compiled in the one [`environment`], so the expression alone is the key.
+    static PROGRAMS: std::cell::RefCell<std::collections::BTreeMap<String, std::rc::Rc<cel::Program>>> =
+        const { std::cell::RefCell::new(std::collections::BTreeMap::new()) };
+}
+
+/// An expression compiled in `env`, from the cache when it was compiled before.
+fn program(env: &cel::Env, expression: &str) -> Result<std::rc::Rc<cel::Program>, String> {
+    if let Some(program) = PROGRAMS.with(|programs| programs.borrow().get(expression).cloned()) {
+        return Ok(program);
+    }
+    let program = std::rc::Rc::new(
+        env.compile(expression)
+            .map_err(|error| format!("compile error: {error}"))?,
+    );
+    PROGRAMS.with(|programs| {
+        programs
+            .borrow_mut()
+            .insert(expression.to_string(), program.clone())
+    });
+    Ok(program)
+}
+
 /// The result of one expression in a context: a value, or why it failed.
 fn run(
     env: &cel::Env,
     context: &cel::Context<'_, '_>,
     expression: &str,
 ) -> Result<cel::Value, String> {
-    let program = env
-        .compile(expression)
-        .map_err(|error| format!("compile error: {error}"))?;
-    program
+    program(env, expression)?
         .execute(context)
         .map_err(|error| format!("evaluation error: {error}"))
 }
