@@ -371,13 +371,24 @@ pub fn policy() -> ValidatingAdmissionPolicy {
     }
 }
 
-/// The platform namespace of the params.
-pub fn params_namespace() -> Namespace {
+/// The platform namespace of the params: no pod should ever run there, so Pod Security
+/// `restricted`, pinned to the cell's version like the tenant namespaces.
+pub fn params_namespace(cell: &CellPlan) -> Namespace {
     let mut labels = managed_labels();
     labels.insert(
         "kubernetes.io/metadata.name".to_string(),
         PARAMS_NAMESPACE.to_string(),
     );
+    for mode in ["enforce", "audit", "warn"] {
+        labels.insert(
+            format!("pod-security.kubernetes.io/{mode}"),
+            "restricted".to_string(),
+        );
+        labels.insert(
+            format!("pod-security.kubernetes.io/{mode}-version"),
+            super::kube_version(cell),
+        );
+    }
     Namespace {
         metadata: ObjectMeta {
             name: Some(PARAMS_NAMESPACE.to_string()),
@@ -583,11 +594,11 @@ pub fn binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding {
 }
 
 /// The cell-wide objects: the params namespace and the policy, for `<cell>/cluster/`.
-pub(super) fn cell_objects() -> Result<Vec<(String, Yaml)>, InternalError> {
+pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Yaml)>, InternalError> {
     Ok(vec![
         (
             format!("namespace-{PARAMS_NAMESPACE}.yaml"),
-            to_yaml(&params_namespace())?,
+            to_yaml(&params_namespace(cell))?,
         ),
         (
             "validatingadmissionpolicy-tenant-floor.yaml".to_string(),

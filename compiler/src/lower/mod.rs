@@ -94,7 +94,7 @@ pub fn lower(
         for (file, body) in runtime::objects(cell_plan)? {
             push("cluster", file, cell_only.clone(), body);
         }
-        for (file, body) in admission::cell_objects()? {
+        for (file, body) in admission::cell_objects(cell_plan)? {
             push("cluster", file, cell_only.clone(), body);
         }
         children.insert("cluster".to_string());
