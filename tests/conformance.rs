@@ -43,6 +43,12 @@ mod quota;
 #[path = "conformance/rbac.rs"]
 mod rbac;
 
+#[path = "conformance/admission.rs"]
+mod admission;
+
+#[path = "policy/cases.rs"]
+mod policy_cases;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -192,6 +198,16 @@ const CHECKS: &[(&str, bool, Check)] = &[
         "guard_excepted_namespaces_admit_only_the_declared_capabilities",
         true,
         guard::excepted_namespaces_admit_only_the_declared_capabilities,
+    ),
+    (
+        "admission_floor_judges_like_the_offline_evaluator",
+        true,
+        admission::admission_floor_judges_like_the_offline_evaluator,
+    ),
+    (
+        "admission_self_test_a_policy_admitting_another_tenants_digest_is_caught",
+        true,
+        admission::admission_self_test_a_policy_admitting_another_tenants_digest_is_caught,
     ),
 ];
 

@@ -76,6 +76,7 @@ const LISTS: &[(&str, &str, &str)] = &[
     ("workload", "exception", "exceptions"),
     ("cell", "endpoint", "endpoints"),
     ("cell", "dra-device-class", "dra-device-classes"),
+    ("cell", "runtime-class", "runtime-classes"),
     ("topology", "level", "levels"),
     ("pool", "taint", "taints"),
     ("pool", "mig-layout", "mig-layouts"),
@@ -93,6 +94,9 @@ const VALUES: &[(&str, &str)] = &[
     ("gpu-model", "pci-ids"),
     ("gpu-model", "sharing"),
     ("profile", "starts"),
+    ("runtime-class", "trust"),
+    ("runtime-class", "pools"),
+    ("cell", "forbidden-label-keys"),
 ];
 
 /// The YAML keys of the positional arguments of a node (`Obj::arg`).
@@ -113,6 +117,7 @@ const ARGS: &[(&str, &[&str])] = &[
     ("level", &["label"]),
     ("exception", &["name"]),
     ("endpoint", &["name"]),
+    ("runtime-class", &["name"]),
 ];
 
 /// Positional arguments of a node that only has them under one parent: `org "<org>"` is a

@@ -23,6 +23,7 @@ pub mod model;
 pub mod names;
 pub mod parse;
 pub mod plan;
+pub mod policy;
 pub mod quantity;
 pub mod report;
 pub mod schema;

@@ -88,6 +88,36 @@ Exit codes: 0 described, 1 errors in the declarations, 2 unknown tenant or cell,
 internal errors."
     )]
     Describe(DescribeArgs),
+    /// Check a Kubernetes object against the cell's admission policies, offline.
+    #[command(
+        name = "test-policy",
+        long_about = "Compile the declarations in memory and evaluate the cell's tenant admission \
+floor (the ValidatingAdmissionPolicy tenantc-tenant-floor, through the binding and params of the \
+tenant that owns the object's namespace) on one object, as the API server would on CREATE. The \
+object is a Pod, Job, Deployment, StatefulSet, ReplicaSet or DaemonSet in YAML; its namespace is \
+metadata.namespace or --namespace. Prints `admitted`, or `denied` with every failing validation \
+and the message the API server would return.",
+        after_help = "Examples:\n  tenantc test-policy us-east-1a pod.yaml\n  \
+tenantc test-policy eu-west-4b job.yaml --namespace initech-notebooks-infer\n  \
+tenantc test-policy us-east-1a tests/policy/admitted/us-east-1a/acme-research-pod.yaml\n\n\
+Exit codes: 0 admitted (or not a kind the policy matches), 1 denied, 2 declaration errors, an \
+unknown cell, a namespace no tenant owns, an unreadable object, usage or internal errors."
+    )]
+    TestPolicy(TestPolicyArgs),
+}
+
+#[derive(Debug, Args)]
+struct TestPolicyArgs {
+    /// The cell whose policies judge the object.
+    cell: String,
+    /// The object, a YAML file holding one Kubernetes object.
+    object: PathBuf,
+    /// The namespace of the object, when it has no metadata.namespace.
+    #[arg(long, value_name = "NAMESPACE")]
+    namespace: Option<String>,
+    /// Project root holding tenants/ and cells/.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    root: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -184,7 +214,165 @@ fn main() -> ExitCode {
         Command::Check(args) => run(&args, Mode::Check),
         Command::Explain { code } => explain(code.as_deref()),
         Command::Describe(args) => describe(&args),
+        Command::TestPolicy(args) => test_policy(&args),
     }
+}
+
+/// `tenantc test-policy`: the cell's admission floor on one object, offline.
+fn test_policy(args: &TestPolicyArgs) -> ExitCode {
+    let fatal = |message: &str, help: Option<String>| {
+        eprintln!("error: {message}");
+        if let Some(help) = help {
+            eprintln!("  = help: {help}");
+        }
+        ExitCode::from(EXIT_FAILURE)
+    };
+    let loaded = match load::load(&args.root) {
+        Ok(loaded) => loaded,
+        Err(error) => return fatal(&format!("cannot read declarations: {error}"), None),
+    };
+    let compilation = compile_loaded(&loaded);
+    if compilation.has_errors() || compilation.internal_error.is_some() {
+        eprint!(
+            "{}",
+            render::human(&compilation.diagnostics, &compilation.sources, Color::Never)
+        );
+        return fatal(
+            "the declarations have errors, so there are no policies to test",
+            Some("run `tenantc check` and fix them first".to_string()),
+        );
+    }
+    let Some(plan) = &compilation.plan else {
+        return fatal(
+            "the declarations were not resolved; this is a bug in tenantc",
+            None,
+        );
+    };
+    let Some(cell) = plan.cells.iter().find(|cell| cell.name == args.cell) else {
+        let names: Vec<String> = plan
+            .cells
+            .iter()
+            .map(|cell| format!("`{}`", cell.name))
+            .collect();
+        return fatal(
+            &format!("cell `{}` is not declared", escape(&args.cell)),
+            Some(format!("declared cells are {}", names.join(", "))),
+        );
+    };
+    let text = match std::fs::read_to_string(&args.object) {
+        Ok(text) => text,
+        Err(error) => {
+            return fatal(
+                &format!(
+                    "cannot read `{}`: {error}",
+                    escape(&args.object.display().to_string())
+                ),
+                None,
+            );
+        }
+    };
+    let object = match tenantc::policy::object_from_yaml(&text) {
+        Ok(object) => object,
+        Err(error) => {
+            return fatal(
+                &format!(
+                    "`{}` is not one YAML object: {}",
+                    escape(&args.object.display().to_string()),
+                    escape(&error)
+                ),
+                Some("give one Kubernetes object, without anchors, aliases or tags".to_string()),
+            );
+        }
+    };
+    let namespace = args.namespace.clone().or_else(|| {
+        object
+            .pointer("/metadata/namespace")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    });
+    let Some(namespace) = namespace else {
+        return fatal(
+            "the object has no metadata.namespace",
+            Some("add metadata.namespace, or pass --namespace".to_string()),
+        );
+    };
+    let request = tenantc::policy::Request::create(&namespace, object.clone());
+    let Some((tenant, outcome)) = tenantc::policy::check_object(cell, &request) else {
+        let namespaces: Vec<String> = cell
+            .tenants
+            .iter()
+            .flat_map(|tenant| tenant.namespaces.iter().map(|ns| format!("`{}`", ns.name)))
+            .collect();
+        return fatal(
+            &format!(
+                "no tenant of cell `{}` owns namespace `{}`",
+                cell.name,
+                escape(&namespace)
+            ),
+            Some(format!(
+                "the tenant floor binds the tenant namespaces {}",
+                namespaces.join(", ")
+            )),
+        );
+    };
+    let what = format!(
+        "{} `{}` in namespace `{}` (tenant `{tenant}`, cell `{}`)",
+        escape(
+            object
+                .get("kind")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("object")
+        ),
+        escape(
+            object
+                .pointer("/metadata/name")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("")
+        ),
+        escape(&namespace),
+        cell.name
+    );
+    let policy = tenantc::lower::admission::POLICY_NAME;
+    let binding = tenantc::lower::admission::binding_name(&tenant);
+    match outcome {
+        tenantc::policy::Outcome::NotMatched(why) => {
+            print_out(&format!("not matched: {what}: {}\n", escape(&why)))
+        }
+        tenantc::policy::Outcome::Admitted => print_out(&format!(
+            "admitted: {what}: every validation of `{policy}` holds\n"
+        )),
+        tenantc::policy::Outcome::Denied(denials) => {
+            let mut text = format!("denied: {what}\n");
+            for denial in &denials {
+                let rule = denial
+                    .validation
+                    .and_then(|idx| tenantc::lower::admission::RULES.get(idx))
+                    .map_or("params", |rule| rule.name);
+                text.push_str(&format!(
+                    "  {rule}: ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {}\n",
+                    escape(&denial.message)
+                ));
+            }
+            let _ = print_out(&text);
+            ExitCode::from(EXIT_ERRORS)
+        }
+    }
+}
+
+/// A user-given string made safe to print: every control, bidirectional-formatting and line
+/// separator character escaped.
+fn escape(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            let unsafe_char = c.is_control()
+                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}');
+            if unsafe_char {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// `tenantc describe`: compiles like `check`, then prints one tenant's plan per cell.

@@ -353,6 +353,12 @@ pub struct Cell {
     /// The identities allowed to change objects tenantc manages (`gitops`); the defaults of
     /// `lower/guard.rs` when absent.
     pub gitops: Option<GitOps>,
+    /// Container runtimes GPU pods may name (`runtime-class` nodes), each for some trust
+    /// classes and pools.
+    pub runtime_classes: Vec<RuntimeClassDecl>,
+    /// Label keys that no tenant pod may carry (`forbidden-label-keys`), on top of
+    /// `lower::admission::FORBIDDEN_LABEL_KEYS`.
+    pub forbidden_label_keys: Vec<Spanned<String>>,
     /// False when parts of the declaration could not be read and were left out; references
     /// into an incomplete cell are not reported as unknown, and its capacity is not checked.
     pub complete: bool,
@@ -378,6 +384,22 @@ pub struct OrgDecl {
     pub name: Spanned<String>,
     /// Kueue fair-sharing weight of the org's cohort.
     pub weight: Option<Spanned<i64>>,
+}
+
+/// A RuntimeClass of a cell: a container runtime handler that GPU pods of some trust classes
+/// may name in `runtimeClassName`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuntimeClassDecl {
+    /// The node or list item.
+    pub span: Span,
+    /// The RuntimeClass name (a DNS subdomain).
+    pub name: Spanned<String>,
+    /// The CRI handler the nodes register (a DNS label).
+    pub handler: Spanned<String>,
+    /// The trust classes whose tenants' GPU pods may use it.
+    pub trust: Vec<Spanned<Trust>>,
+    /// The pools whose nodes run the handler; every node of the cell when empty.
+    pub pools: Vec<Spanned<String>>,
 }
 
 /// A GPU model declared in a cell, with the same facts as a catalog entry.

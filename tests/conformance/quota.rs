@@ -42,8 +42,10 @@ const SYSTEM_PRIORITY_CLASSES: &[&str] = &["system-cluster-critical", "system-no
 const UNDECLARED_PRIORITY_CLASS: &str = "conformance-undeclared";
 /// A namespace of the harness's own, for the API server's canonical quantities.
 const SCRATCH_NAMESPACE: &str = "tenantc-conformance-scratch";
-/// The image of every probe pod; no node runs it, admission is all that happens.
-const PROBE_IMAGE: &str = "registry.k8s.io/pause:3.10";
+/// The digest of every probe pod's image, under its tenant's first registry; no node runs it,
+/// admission is all that happens.
+const PROBE_DIGEST: &str =
+    "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 /// How long the resourcequota-controller may take to compute a quota's status.
 const QUOTA_STATUS_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -55,12 +57,12 @@ const EXPECTED_ENTITLEMENT_GAPS: &[(&str, &str)] = &[];
 // The example fleet -------------------------------------------------------------------------
 
 /// The example fleet: its emitted objects, and its plan for what the declarations entitle.
-struct Fleet {
+pub(super) struct Fleet {
     objects: Vec<Object>,
-    plan: Plan,
+    pub(super) plan: Plan,
 }
 
-fn example_fleet() -> Fleet {
+pub(super) fn example_fleet() -> Fleet {
     let compilation = support::compile_root(&support::repo());
     assert!(
         !compilation.has_errors(),
@@ -98,7 +100,7 @@ fn emitted<'a>(
 }
 
 /// The group whose members a check impersonates: the tenant's `member` group.
-fn member_group(tenant: &TenantPlan) -> String {
+pub(super) fn member_group(tenant: &TenantPlan) -> String {
     tenant
         .groups
         .get("member")
@@ -108,7 +110,7 @@ fn member_group(tenant: &TenantPlan) -> String {
 
 /// Applies one cell of the example fleet and waits until quota admission can judge pods in its
 /// namespaces: every ResourceQuota of the cell has its status (hard and used) computed.
-fn set_up_cell(cluster: &Cluster, fleet: &Fleet, cell: &CellPlan) -> Vec<Object> {
+pub(super) fn set_up_cell(cluster: &Cluster, fleet: &Fleet, cell: &CellPlan) -> Vec<Object> {
     let objects = fleet.cell_objects(&cell.name);
     assert!(!objects.is_empty(), "cell {} emits nothing", cell.name);
     let started = Instant::now();
@@ -239,6 +241,9 @@ struct Probe {
     /// An extended resource and how many devices of it the pod requests (and limits).
     gpu: Option<(String, i64)>,
     expect: Expect,
+    /// The tenant's admission params, so that the pod passes the admission floor
+    /// (`lower/admission.rs`) and only quota admission decides.
+    floor: BTreeMap<String, String>,
 }
 
 /// What the API server answered.
@@ -251,8 +256,15 @@ enum Answer {
 
 impl Probe {
     /// A probe in `namespace` of `tenant`, by a member, with nothing requested yet.
-    fn new(tenant: &TenantPlan, namespace: &NamespacePlan, what: String, expect: Expect) -> Probe {
+    fn new(
+        cell: &CellPlan,
+        tenant: &TenantPlan,
+        namespace: &NamespacePlan,
+        what: String,
+        expect: Expect,
+    ) -> Probe {
         Probe {
+            floor: tenantc::lower::admission::params(tenant, cell),
             group: member_group(tenant),
             namespace: namespace.name.clone(),
             service_account: namespace.service_account.clone(),
@@ -263,11 +275,18 @@ impl Probe {
         }
     }
 
-    /// The pod, named `name`: Pod Security `restricted` in every field it checks.
+    /// The first item of a list param of the admission floor.
+    fn first(&self, key: &str) -> String {
+        let list = self.floor.get(key).map_or("", String::as_str);
+        list.split(',').next().unwrap_or_default().to_string()
+    }
+
+    /// The pod, named `name`: Pod Security `restricted` in every field it checks, and every
+    /// validation of the tenant admission floor.
     fn pod(&self, name: &str) -> Value {
         let mut container = json!({
             "name": "probe",
-            "image": PROBE_IMAGE,
+            "image": format!("{}/probe@{PROBE_DIGEST}", self.first("registries")),
             "securityContext": {
                 "allowPrivilegeEscalation": false,
                 "capabilities": {"drop": ["ALL"]},
@@ -293,13 +312,23 @@ impl Probe {
         if let Some(priority) = &self.priority {
             spec["priorityClassName"] = json!(priority);
         }
+        let mut labels = json!({
+            "app.kubernetes.io/managed-by": "tenantc-conformance",
+            "tenant.platform/tenant": self.first("tenant"),
+            "tenant.platform/cell": self.first("cell"),
+        });
+        if self.gpu.is_some() {
+            spec["runtimeClassName"] = json!(self.first("runtimeClasses"));
+            labels["kueue.x-k8s.io/queue-name"] = json!(self.first("queues"));
+            labels["tenant.platform/sku"] = json!(self.first("gpuModels"));
+        }
         json!({
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {
                 "name": name,
                 "namespace": self.namespace,
-                "labels": {"app.kubernetes.io/managed-by": "tenantc-conformance"},
+                "labels": labels,
             },
             "spec": spec,
         })
@@ -312,7 +341,7 @@ fn probe_name(idx: usize) -> String {
 }
 
 /// kubectl's impersonation flags for a member of `group`.
-fn as_member(group: &str) -> Vec<String> {
+pub(super) fn as_member(group: &str) -> Vec<String> {
     vec![
         "--as".to_string(),
         format!("conformance:member-of:{group}"),
@@ -481,6 +510,7 @@ fn priority_probes(cell: &CellPlan, objects: &[Object], only: Option<&str>) -> V
                 let own = namespace.priority.as_ref() == Some(class);
                 let mut probe = if own {
                     Probe::new(
+                        cell,
                         tenant,
                         namespace,
                         format!("its own priority `{class}`"),
@@ -488,6 +518,7 @@ fn priority_probes(cell: &CellPlan, objects: &[Object], only: Option<&str>) -> V
                     )
                 } else {
                     Probe::new(
+                        cell,
                         tenant,
                         namespace,
                         format!("priority `{class}`"),
@@ -501,6 +532,7 @@ fn priority_probes(cell: &CellPlan, objects: &[Object], only: Option<&str>) -> V
                 probes.push(probe);
             }
             probes.push(Probe::new(
+                cell,
                 tenant,
                 namespace,
                 "no priority class".to_string(),
@@ -538,6 +570,7 @@ fn namespaces_admitting_an_undeclared_class(cluster: &Cluster, cell: &CellPlan) 
     for tenant in &cell.tenants {
         for namespace in &tenant.namespaces {
             let mut probe = Probe::new(
+                cell,
                 tenant,
                 namespace,
                 format!("undeclared priority `{UNDECLARED_PRIORITY_CLASS}`"),
@@ -640,6 +673,7 @@ fn gpu_probes(
                     .unwrap_or_else(|| limit.to_string());
                 let room = limit - used;
                 let mut over = Probe::new(
+                    cell,
                     tenant,
                     namespace,
                     format!("{} {resource} (limit {limit}, used {used})", room + 1),
@@ -652,6 +686,7 @@ fn gpu_probes(
                 probes.push(over);
                 if room > 0 {
                     let mut within = Probe::new(
+                        cell,
                         tenant,
                         namespace,
                         format!("{room} {resource} (limit {limit}, used {used})"),
@@ -774,6 +809,7 @@ pub(super) fn quota_admission_judges_server_side_dry_run_like_real_creates(clust
         .find(|class| namespace.priority.as_ref() != Some(class))
         .expect("a denied class");
     let mut refused = Probe::new(
+        cell,
         tenant,
         namespace,
         format!("priority `{denied}`"),
@@ -847,6 +883,7 @@ pub(super) fn quota_admission_judges_server_side_dry_run_like_real_creates(clust
     );
     // With the room used up, one more device is refused also as a dry-run, naming the usage.
     let mut one_more = Probe::new(
+        cell,
         tenant,
         namespace,
         format!("1 {resource} more"),

@@ -959,8 +959,10 @@ pub(super) fn tenant_access_table_matches_the_emitted_rbac(_: &Cluster) {
                 let other = objects
                     .iter()
                     .find(|o| {
+                        // Another tenant's namespace, not a platform one such as `tenantc-system`.
                         o.kind == "Namespace"
                             && cell_of(o) == cell_of(binding)
+                            && !o.json["metadata"]["labels"]["tenant.platform/tenant"].is_null()
                             && o.json["metadata"]["labels"]["tenant.platform/tenant"]
                                 != binding.json["metadata"]["labels"]["tenant.platform/tenant"]
                     })

@@ -73,6 +73,8 @@ codes! {
     NameInvalid => ("name-invalid", "schema", "a name is not a valid Kubernetes name where it will be used"),
     QuantityInvalid => ("quantity-invalid", "schema", "a value is not a valid Kubernetes quantity"),
     KubernetesVersionUnsupported => ("kubernetes-version-unsupported", "schema", "a cell targets a Kubernetes version tenantc does not generate for"),
+    RuntimeClassMissing => ("runtime-class-missing", "validate", "a tenant reserves GPUs in a cell whose runtime classes allow none for its trust class"),
+    RuntimeClassPoolsUnselectable => ("runtime-class-pools-unselectable", "resolve", "the pools of a runtime class share no node label, so no node selector keeps its pods on them"),
     NameDuplicate => ("name-duplicate", "validate", "two declarations of the same kind share a name"),
     NamespaceCollision => ("namespace-collision", "validate", "a tenant namespace is a platform namespace (reserved, or an add-on namespace of a cell) or another tenant's namespace"),
     CellUnknown => ("cell-unknown", "validate", "a reference to a cell that is not declared"),

@@ -3,7 +3,8 @@
 //! Consumes: a [`Plan`] (and, for the GPU Operator configs and the capacity report, the cells it
 //! was resolved from). Produces: a [`Manifest`] of typed objects serialized into the canonical
 //! YAML tree, each placed in its kustomization folder: `<cell>/cluster/` (PriorityClasses, the
-//! tenant ClusterRoles and the admission policies of `guard.rs`),
+//! tenant ClusterRoles, the admission policies of `guard.rs`, the RuntimeClasses, and the tenant
+//! admission policy and its params namespace),
 //! `<cell>/kueue/` (ResourceFlavors, Topologies, Cohorts, WorkloadPriorityClasses),
 //! `<cell>/gpu-operator/`, `<cell>/tenants/<tenant>/` for everything of one tenant (its
 //! namespaces, ClusterQueue and NetworkPolicies included, so a tenant folder applies on its
@@ -20,11 +21,13 @@
 //!   tenant changes only files under that tenant's folders, the root cohort (which holds the
 //!   capacity no tenant reserved) and the reports.
 
+pub mod admission;
 pub mod gpu;
 pub mod guard;
 mod kueue;
 pub mod network;
 pub mod rbac;
+mod runtime;
 mod tenant;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -95,6 +98,12 @@ pub fn lower(
         for (file, body) in guard::cell_objects(cell_plan)? {
             push("cluster", file, cell_only.clone(), body);
         }
+        for (file, body) in runtime::objects(cell_plan)? {
+            push("cluster", file, cell_only.clone(), body);
+        }
+        for (file, body) in admission::cell_objects(cell_plan)? {
+            push("cluster", file, cell_only.clone(), body);
+        }
         children.insert("cluster".to_string());
         for (file, body, tenants) in kueue::cell_objects(cell_plan)? {
             let mut sources = cell_only.clone();
@@ -116,6 +125,9 @@ pub fn lower(
                 push(&folder, file, sources.clone(), body);
             }
             for (file, body) in network::objects(tenant, cell_plan)? {
+                push(&folder, file, sources.clone(), body);
+            }
+            for (file, body) in admission::tenant_objects(tenant, cell_plan)? {
                 push(&folder, file, sources.clone(), body);
             }
             children.insert(folder);

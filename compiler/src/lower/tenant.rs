@@ -400,7 +400,9 @@ mod tests {
                 .iter()
                 .filter(|(path, _)| path.contains("validatingadmissionpolicy"))
                 .count(),
-            4
+            // The guard and the exception policy with their bindings, and the tenant floor
+            // (whose bindings live in the tenant folders).
+            5
         );
     }
 

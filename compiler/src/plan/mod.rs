@@ -17,6 +17,7 @@
 mod capacity;
 pub mod network;
 mod pinning;
+pub mod runtime;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -76,6 +77,12 @@ pub struct CellPlan {
     pub tenants: Vec<TenantPlan>,
     /// What its NetworkPolicies are made from (`network.rs`).
     pub network: NetworkPlan,
+    /// Runtime classes, sorted by name (`runtime.rs`).
+    #[serde(skip)]
+    pub runtime_classes: Vec<runtime::RuntimeClassPlan>,
+    /// Label keys no tenant pod may carry, declared by the cell (`forbidden-label-keys`).
+    #[serde(skip)]
+    pub forbidden_label_keys: Vec<String>,
 }
 
 /// The identities the guard on managed objects lets through.
@@ -270,6 +277,9 @@ pub struct TenantPlan {
     pub capacity: Vec<Effective>,
     /// The tenant's fleet reservations, with this cell's part.
     pub fleet: Vec<FleetShare>,
+    /// The image registries (with path prefix) its pods may pull from.
+    #[serde(skip)]
+    pub registries: Vec<String>,
 }
 
 /// One fleet reservation of a tenant as one cell sees it.
@@ -427,6 +437,9 @@ pub fn resolve(
         let catalog = hardware::cell_catalog(cell, base_catalog);
         let mut plan = cell_plan(cell, fleet, sources, catalog.as_ref());
         diagnostics.extend(pinning::check(cell, fleet, &plan, catalog.as_ref()));
+        let (runtime_classes, runtime_findings) = runtime::resolve(cell, &plan.pools);
+        plan.runtime_classes = runtime_classes;
+        diagnostics.extend(runtime_findings);
         capacity::fill(&mut plan, cell, fleet);
         cells.push(plan);
     }
@@ -607,6 +620,12 @@ fn cell_plan(cell: &Cell, fleet: &Fleet, sources: &SourceMap, catalog: &Catalog)
         gitops: gitops_plan(cell),
         tenants,
         network: network::network(cell),
+        runtime_classes: Vec::new(),
+        forbidden_label_keys: cell
+            .forbidden_label_keys
+            .iter()
+            .map(|key| key.value.clone())
+            .collect(),
     }
 }
 
@@ -853,6 +872,11 @@ fn tenant_plan(
         reach,
         capacity: Vec::new(),
         fleet: fleet_shares(tenant, quota, cell),
+        registries: tenant
+            .registries
+            .iter()
+            .map(|registry| registry.value.clone())
+            .collect(),
     }
 }
 

@@ -18,8 +18,8 @@ use crate::diag::{Code, Diagnostic};
 use crate::model::{
     CeilingSplit, Cell, Cidr, ContainerDefaults, Dns, Endpoint, FleetCellShare, FleetReservation,
     GitOps, GpuModelDecl, Groups, Metrics, MigLayout, MigProfileDecl, MigTableDecl, ModelWeights,
-    OrgDecl, PodSecurityException, Pool, PoolQuota, Priority, Quota, Sharing, Spanned,
-    StorageQuota, Taint, Tenant, Topology, TopologyLevel, Trust, Workload, WorkloadKind,
+    OrgDecl, PodSecurityException, Pool, PoolQuota, Priority, Quota, RuntimeClassDecl, Sharing,
+    Spanned, StorageQuota, Taint, Tenant, Topology, TopologyLevel, Trust, Workload, WorkloadKind,
 };
 use crate::names;
 use crate::parse::{Document, Node};
@@ -929,6 +929,20 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         .collect();
     let gitops_node = obj.field("gitops");
     let gitops = gitops_node.and_then(|node| gitops(ctx, node));
+    let runtime_classes: Vec<Option<RuntimeClassDecl>> = obj
+        .items("runtime-class", "runtime-classes")
+        .into_iter()
+        .map(|node| runtime_class(ctx, node))
+        .collect();
+    let forbidden_label_keys: Vec<Option<Spanned<String>>> = obj
+        .values("forbidden-label-keys")
+        .unwrap_or_default()
+        .into_iter()
+        .map(|node| {
+            string(ctx, node, "forbidden-label-keys")
+                .filter(|key| check_label(ctx, key, names::qualified_name, "label key"))
+        })
+        .collect();
     obj.finish();
     // As for tenants: unreadable parts are left out and the cell is marked incomplete.
     let name = name?;
@@ -968,6 +982,8 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
     if dns_node.is_some() && dns.is_none() || metrics_node.is_some() && metrics.is_none() {
         complete = false;
     }
+    let runtime_classes = keep_read(runtime_classes, &mut complete);
+    let forbidden_label_keys = keep_read(forbidden_label_keys, &mut complete);
     if oversubscribe_node.is_some() && oversubscribe.is_none() {
         // An unreadable ratio is not replaced by the default: the cell's bursts are then not
         // checked against a ratio its author did not mean.
@@ -997,6 +1013,8 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         oversubscribe,
         orgs,
         gitops,
+        runtime_classes,
+        forbidden_label_keys,
         complete,
     })
 }
@@ -1021,6 +1039,44 @@ fn gitops(ctx: &Ctx, node: &Node) -> Option<GitOps> {
         span,
         user,
         break_glass,
+    })
+}
+
+fn runtime_class(ctx: &Ctx, node: &Node) -> Option<RuntimeClassDecl> {
+    let example = "runtime-class \"<name>\" handler=\"nvidia\" { trust \"hard\"; }";
+    let mut obj = Obj::new(ctx, node, "runtime-class")?;
+    let name = obj.req_arg_str(0, "name", example);
+    let handler = obj.req_str("handler", "handler=\"nvidia\"");
+    let trust: Vec<Option<Spanned<Trust>>> = obj
+        .values("trust")
+        .unwrap_or_default()
+        .into_iter()
+        .map(|node| choice(ctx, node, "trust", TRUST))
+        .collect();
+    if trust.is_empty() {
+        obj.missing("trust", "trust", "trust \"hard\"");
+    }
+    let pools: Vec<Option<Spanned<String>>> = obj
+        .values("pools")
+        .unwrap_or_default()
+        .into_iter()
+        .map(|node| string(ctx, node, "pools"))
+        .collect();
+    let span = obj.span;
+    obj.finish();
+    let name = name?;
+    let handler = handler?;
+    let name_ok = check_name(ctx, &name, "runtime class", names::dns_subdomain);
+    let handler_ok = check_name(ctx, &handler, "runtime handler", names::dns_label);
+    let trust: Option<Vec<Spanned<Trust>>> = trust.into_iter().collect();
+    let pools: Option<Vec<Spanned<String>>> = pools.into_iter().collect();
+    let trust = trust.filter(|trust| !trust.is_empty())?;
+    (name_ok && handler_ok).then_some(RuntimeClassDecl {
+        span,
+        name,
+        handler,
+        trust,
+        pools: pools?,
     })
 }
 

@@ -8,6 +8,8 @@
 //! the cells that allow them), `kueue` (what the cells' Kueue objects are made from: lending,
 //! bursts, topologies, gangs, NVLink domains, ceiling splits, fleet reservations and Kueue's
 //! limits), `network` (the address blocks of the cells' network policies).
+//! limits), `runtime` (runtime classes: their pools, and one for every trust class that reserves
+//! GPUs in a cell).
 //!
 //! Invariant: validation never stops at the first finding; `lower` runs only on a fleet that
 //! produced no error, so it may rely on every reference resolving.
@@ -18,6 +20,7 @@ pub mod groups;
 pub mod kueue;
 pub mod namespaces;
 pub mod network;
+mod runtime;
 mod security;
 mod tenants;
 
@@ -80,6 +83,7 @@ pub fn validate(
     groups::check(&fleet, &mut diagnostics);
     security::check(&fleet, &mut diagnostics);
     network::check(&fleet, &mut diagnostics);
+    runtime::check(&fleet, &mut diagnostics);
     (fleet, diagnostics)
 }
 

@@ -219,7 +219,7 @@ fn ambiguous_workload(tenant: &Tenant, reservation: &PoolQuota) -> Diagnostic {
     ))
 }
 
-fn unknown_reference<'a>(
+pub(super) fn unknown_reference<'a>(
     what: &str,
     name: &Spanned<String>,
     candidates: impl Iterator<Item = &'a str> + Clone,

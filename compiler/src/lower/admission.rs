@@ -1,0 +1,625 @@
+//! The tenant admission floor: one ValidatingAdmissionPolicy that serves every tenant of a cell
+//! through params, one params ConfigMap and one binding per tenant.
+//!
+//! Consumes: the cell's plan and one tenant's plan. Produces: for `<cell>/cluster/`, the
+//! platform namespace [`PARAMS_NAMESPACE`] and the policy [`POLICY_NAME`] (the same bytes in
+//! every cell: everything that differs lives in the params); for `<cell>/tenants/<tenant>/`, the
+//! tenant's params ConfigMap (in [`PARAMS_NAMESPACE`], which no tenant role can write) and its
+//! ValidatingAdmissionPolicyBinding, which selects the tenant's namespaces by
+//! `kubernetes.io/metadata.name` and names the ConfigMap in `paramRef`.
+//!
+//! Invariants:
+//! - Fail closed: `failurePolicy: Fail`, `parameterNotFoundAction: Deny`, `validationActions:
+//!   [Deny]`; a missing params key is a runtime error and so a denial, and an empty list (the
+//!   weight digests until they are pinned) admits nothing.
+//! - Every list in the params is one comma-separated string (ConfigMap values are strings),
+//!   read back by the variables below with the Kubernetes strings extension's `split`; no list
+//!   item can contain a comma (names, label keys and values, taints and registries cannot).
+//! - Every expression uses only what the in-process evaluator (`crate::policy`) implements and
+//!   the policy tests run: the CEL standard macros and functions and the strings extension
+//!   (`split`, `join`, `lowerAscii`), which Kubernetes has offered since 1.29.
+//! - A tenant's params and binding depend only on that tenant and its cell, so editing a tenant
+//!   changes only its own folder.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::admissionregistration::v1::{
+    MatchCondition, MatchResources, NamedRuleWithOperations, ParamKind, ParamRef,
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    ValidatingAdmissionPolicyBindingSpec, ValidatingAdmissionPolicySpec, Validation, Variable,
+};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+};
+
+use super::{LABEL_PREFIX, cluster_meta, managed_labels, to_yaml};
+use crate::emit::InternalError;
+use crate::emit::yaml::Yaml;
+use crate::plan::{CellPlan, TenantPlan};
+
+/// The platform namespace that holds every tenant's admission params.
+pub const PARAMS_NAMESPACE: &str = "tenantc-system";
+/// The name of the policy.
+pub const POLICY_NAME: &str = "tenantc-tenant-floor";
+/// The annotation that names the weight digest a pod loads.
+pub const WEIGHT_DIGEST_ANNOTATION: &str = "tenantc.io/weight-digest";
+/// The Kueue label that names a pod's LocalQueue.
+pub const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+/// The Kueue label that names a workload's WorkloadPriorityClass.
+pub const PRIORITY_LABEL: &str = "kueue.x-k8s.io/priority-class";
+/// Label keys (compared in lower case; one without a prefix also forbids it under any
+/// `prefix/`) that no tenant pod may carry, because they would copy user data into every monitoring and billing system that
+/// reads labels; a cell adds its own with `forbidden-label-keys`.
+pub const FORBIDDEN_LABEL_KEYS: &[&str] =
+    &["email", "prompt", "session-id", "user-email", "user-id"];
+/// The LocalQueues of every tenant namespace (`lower/kueue.rs` emits `default`).
+pub const QUEUES: &[&str] = &["default"];
+
+/// The name of a tenant's params ConfigMap.
+pub fn params_name(tenant: &str) -> String {
+    format!("tenant-{tenant}")
+}
+
+/// The name of a tenant's binding.
+pub fn binding_name(tenant: &str) -> String {
+    format!("{POLICY_NAME}-{tenant}")
+}
+
+/// The kinds the policy matches, as `(api group, version, resource)`: Pods, where every
+/// workload ends up, and the built-in controllers whose pod template sits at
+/// `spec.template`, so that their users see a denial when they apply, not later in events.
+pub const MATCHED: &[(&str, &str, &str)] = &[
+    ("", "v1", "pods"),
+    ("", "v1", "pods/ephemeralcontainers"),
+    ("apps", "v1", "daemonsets"),
+    ("apps", "v1", "deployments"),
+    ("apps", "v1", "replicasets"),
+    ("apps", "v1", "statefulsets"),
+    ("batch", "v1", "jobs"),
+];
+
+/// One validation of the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    /// A short name for tests and `tenantc test-policy`.
+    pub name: &'static str,
+    /// The CEL expression; true admits.
+    pub expression: &'static str,
+    /// The fixed message, used when the message expression fails.
+    pub message: &'static str,
+    /// The CEL message expression, which names the offending value.
+    pub message_expression: &'static str,
+}
+
+/// A named CEL variable of the policy.
+pub const VARIABLES: &[(&str, &str)] = &[
+    ("isPod", "object.kind == 'Pod'"),
+    (
+        "spec",
+        "variables.isPod ? object.spec : object.spec.template.spec",
+    ),
+    (
+        "meta",
+        "variables.isPod ? object.metadata : (has(object.spec.template.metadata) ? object.spec.template.metadata : {})",
+    ),
+    (
+        "labels",
+        "has(variables.meta.labels) ? variables.meta.labels : {}",
+    ),
+    (
+        "annotations",
+        "has(variables.meta.annotations) ? variables.meta.annotations : {}",
+    ),
+    (
+        "containers",
+        "(has(variables.spec.containers) ? variables.spec.containers : []) + (has(variables.spec.initContainers) ? variables.spec.initContainers : []) + (has(variables.spec.ephemeralContainers) ? variables.spec.ephemeralContainers : [])",
+    ),
+    (
+        "volumes",
+        "has(variables.spec.volumes) ? variables.spec.volumes : []",
+    ),
+    (
+        "resourceNames",
+        "variables.containers.map(c, (has(c.resources) && has(c.resources.limits) ? c.resources.limits.map(r, r) : []) + (has(c.resources) && has(c.resources.requests) ? c.resources.requests.map(r, r) : []))",
+    ),
+    (
+        "gpuPod",
+        "variables.resourceNames.exists(names, names.exists(r, r.startsWith('nvidia.com/'))) || (has(variables.spec.resourceClaims) && size(variables.spec.resourceClaims) > 0)",
+    ),
+    (
+        "runtimeClasses",
+        "params.data.runtimeClasses == '' ? [] : params.data.runtimeClasses.split(',')",
+    ),
+    (
+        "registries",
+        "params.data.registries == '' ? [] : params.data.registries.split(',')",
+    ),
+    (
+        "queues",
+        "params.data.queues == '' ? [] : params.data.queues.split(',')",
+    ),
+    (
+        "priorities",
+        "params.data.priorities == '' ? [] : params.data.priorities.split(',')",
+    ),
+    (
+        "gpuModels",
+        "params.data.gpuModels == '' ? [] : params.data.gpuModels.split(',')",
+    ),
+    (
+        "weightDigests",
+        "params.data.weightDigests == '' ? [] : params.data.weightDigests.split(',')",
+    ),
+    (
+        "inferenceNamespaces",
+        "params.data.inferenceNamespaces == '' ? [] : params.data.inferenceNamespaces.split(',')",
+    ),
+    (
+        "trainingServiceAccounts",
+        "params.data.trainingServiceAccounts == '' ? [] : params.data.trainingServiceAccounts.split(',')",
+    ),
+    (
+        "forbiddenLabelKeys",
+        "params.data.forbiddenLabelKeys == '' ? [] : params.data.forbiddenLabelKeys.split(',')",
+    ),
+    (
+        "forbiddenTaints",
+        "params.data.forbiddenTaints == '' ? [] : params.data.forbiddenTaints.split(',').map(f, {'key': f.split('=')[0], 'value': f.split('=')[1].split(':')[0], 'effect': f.split(':')[1]})",
+    ),
+    (
+        "badTolerations",
+        "(has(variables.spec.tolerations) ? variables.spec.tolerations : []).filter(t, variables.forbiddenTaints.exists(f, ((!has(t.key) || t.key == '') ? (has(t.operator) && t.operator == 'Exists') : (t.key == f.key && ((has(t.operator) && t.operator == 'Exists') || (has(t.value) ? t.value : '') == f.value))) && (!has(t.effect) || t.effect == '' || t.effect == f.effect)))",
+    ),
+    (
+        "badImages",
+        "variables.containers.filter(c, !has(c.image) || !variables.registries.exists(r, c.image.startsWith(r + '/')) || !c.image.matches('@sha256:[a-f0-9]{64}$')).map(c, has(c.image) ? c.image : '(no image)')",
+    ),
+    (
+        "loadsWeights",
+        "'tenantc.io/weight-digest' in variables.annotations || variables.volumes.exists(v, v.name == 'weights' || v.name.startsWith('weights-'))",
+    ),
+    (
+        "secretNames",
+        "variables.volumes.filter(v, has(v.secret) && has(v.secret.secretName)).map(v, v.secret.secretName) + variables.volumes.filter(v, has(v.projected) && has(v.projected.sources)).map(v, v.projected.sources.filter(s, has(s.secret) && has(s.secret.name)).map(s, s.secret.name)).map(names, names.join(',')).filter(n, n != '') + variables.containers.map(c, (has(c.env) ? c.env.filter(e, has(e.valueFrom) && has(e.valueFrom.secretKeyRef) && has(e.valueFrom.secretKeyRef.name)).map(e, e.valueFrom.secretKeyRef.name) : []) + (has(c.envFrom) ? c.envFrom.filter(e, has(e.secretRef) && has(e.secretRef.name)).map(e, e.secretRef.name) : [])).map(names, names.join(',')).filter(n, n != '') + (has(variables.spec.imagePullSecrets) ? variables.spec.imagePullSecrets.filter(s, has(s.name)).map(s, s.name) : [])",
+    ),
+    (
+        "claimNames",
+        "variables.volumes.filter(v, has(v.persistentVolumeClaim)).map(v, v.persistentVolumeClaim.claimName)",
+    ),
+    (
+        "foreignReferences",
+        "variables.secretNames.map(n, n.split(',')).map(names, names.filter(n, !n.startsWith(params.data.tenant + '-')).join(',')).filter(n, n != '') + variables.claimNames.filter(n, !n.startsWith(params.data.tenant + '-'))",
+    ),
+    (
+        "missingLabels",
+        "(['tenant.platform/tenant', 'tenant.platform/cell'] + (variables.gpuPod ? ['tenant.platform/sku'] : [])).filter(k, !(k in variables.labels))",
+    ),
+    (
+        "badLabelKeys",
+        "variables.labels.filter(k, variables.forbiddenLabelKeys.exists(f, k.lowerAscii() == f || k.lowerAscii().endsWith('/' + f)))",
+    ),
+];
+
+/// The validations, in the order the API server evaluates them.
+pub const RULES: &[Rule] = &[
+    Rule {
+        name: "runtime-class",
+        expression: "!variables.gpuPod || (has(variables.spec.runtimeClassName) ? variables.runtimeClasses.exists(r, r == variables.spec.runtimeClassName) : params.data.runtimeClassRequired != 'true')",
+        message: "GPU pods must set spec.runtimeClassName to a runtime class their tenant's trust class allows",
+        message_expression: "params.data.runtimeClassRequired == 'true' ? 'GPU pods of tenant ' + params.data.tenant + ' must set spec.runtimeClassName to one of [' + params.data.runtimeClasses + ']' + (has(variables.spec.runtimeClassName) ? ', not ' + variables.spec.runtimeClassName : '') : 'GPU pods must leave spec.runtimeClassName unset: this cell declares no runtime class'",
+    },
+    Rule {
+        name: "pool-tolerations",
+        expression: "size(variables.badTolerations) == 0",
+        message: "pods may tolerate only the taints of the pools their tenant uses",
+        message_expression: "'pods of tenant ' + params.data.tenant + ' may not tolerate the taints of pools it does not use; remove the tolerations of ' + variables.badTolerations.map(t, has(t.key) && t.key != '' ? t.key : '(every taint)').join(', ')",
+    },
+    Rule {
+        name: "local-queue",
+        expression: "!variables.gpuPod || ('kueue.x-k8s.io/queue-name' in variables.labels && variables.labels['kueue.x-k8s.io/queue-name'] in variables.queues)",
+        message: "GPU pods must carry the label kueue.x-k8s.io/queue-name naming one of their tenant's LocalQueues",
+        message_expression: "'GPU pods must carry the label kueue.x-k8s.io/queue-name with one of [' + params.data.queues + ']' + ('kueue.x-k8s.io/queue-name' in variables.labels ? ', not ' + variables.labels['kueue.x-k8s.io/queue-name'] : '') + ', so that Kueue admits them to their pool'",
+    },
+    Rule {
+        name: "priority-class",
+        expression: "!('kueue.x-k8s.io/priority-class' in variables.labels) || (request.namespace + '=' + variables.labels['kueue.x-k8s.io/priority-class']) in variables.priorities",
+        message: "the label kueue.x-k8s.io/priority-class must name the namespace's own WorkloadPriorityClass",
+        message_expression: "'the label kueue.x-k8s.io/priority-class may not be ' + variables.labels['kueue.x-k8s.io/priority-class'] + ' in namespace ' + request.namespace + '; entitled: [' + params.data.priorities + ']'",
+    },
+    Rule {
+        name: "nvidia-env",
+        expression: "!variables.containers.exists(c, has(c.env) && c.env.exists(e, e.name == 'NVIDIA_VISIBLE_DEVICES' || e.name == 'NVIDIA_DRIVER_CAPABILITIES'))",
+        message: "containers may not set NVIDIA_VISIBLE_DEVICES or NVIDIA_DRIVER_CAPABILITIES; request GPUs in resources.limits instead",
+        message_expression: "'container ' + variables.containers.filter(c, has(c.env) && c.env.exists(e, e.name == 'NVIDIA_VISIBLE_DEVICES' || e.name == 'NVIDIA_DRIVER_CAPABILITIES')).map(c, c.name).join(', ') + ' may not set NVIDIA_VISIBLE_DEVICES or NVIDIA_DRIVER_CAPABILITIES; request GPUs in resources.limits instead'",
+    },
+    Rule {
+        name: "nvidia-env-from",
+        expression: "!variables.containers.exists(c, has(c.envFrom) && c.envFrom.exists(e, has(e.prefix) && e.prefix != '' && ('NVIDIA_VISIBLE_DEVICES'.startsWith(e.prefix) || 'NVIDIA_DRIVER_CAPABILITIES'.startsWith(e.prefix))))",
+        message: "envFrom may not use a prefix that can form NVIDIA_VISIBLE_DEVICES or NVIDIA_DRIVER_CAPABILITIES",
+        message_expression: "'envFrom of container ' + variables.containers.filter(c, has(c.envFrom) && c.envFrom.exists(e, has(e.prefix) && e.prefix != '' && ('NVIDIA_VISIBLE_DEVICES'.startsWith(e.prefix) || 'NVIDIA_DRIVER_CAPABILITIES'.startsWith(e.prefix)))).map(c, c.name).join(', ') + ' may not use a prefix that can form NVIDIA_VISIBLE_DEVICES or NVIDIA_DRIVER_CAPABILITIES'",
+    },
+    Rule {
+        name: "host-namespaces",
+        expression: "params.data.hostAccess == 'true' || !((has(variables.spec.hostNetwork) && variables.spec.hostNetwork) || (has(variables.spec.hostPID) && variables.spec.hostPID) || (has(variables.spec.hostIPC) && variables.spec.hostIPC))",
+        message: "hostNetwork, hostPID and hostIPC are allowed only for hard tenants on an exclusive pool",
+        message_expression: "'tenant ' + params.data.tenant + ' may not use hostNetwork, hostPID or hostIPC: only hard tenants on an exclusive pool may; remove them'",
+    },
+    Rule {
+        name: "rdma-devices",
+        expression: "params.data.hostAccess == 'true' || !variables.resourceNames.exists(names, names.exists(r, r.startsWith('rdma/')))",
+        message: "RDMA devices are allowed only for hard tenants on an exclusive pool",
+        message_expression: "'tenant ' + params.data.tenant + ' may not request RDMA devices (rdma/*): only hard tenants on an exclusive pool may'",
+    },
+    Rule {
+        name: "images",
+        expression: "size(variables.badImages) == 0",
+        message: "images must come from the tenant's registries and be pinned by @sha256: digest",
+        message_expression: "'image ' + variables.badImages.join(', ') + ' is not allowed: images must come from [' + params.data.registries + '] and be pinned by @sha256:<digest>'",
+    },
+    Rule {
+        name: "weight-digest",
+        expression: "!variables.loadsWeights || ('tenantc.io/weight-digest' in variables.annotations && variables.annotations['tenantc.io/weight-digest'] in variables.weightDigests)",
+        message: "pods that load weights must carry the annotation tenantc.io/weight-digest with one of the tenant's pinned digests",
+        message_expression: "('tenantc.io/weight-digest' in variables.annotations ? 'weight digest ' + variables.annotations['tenantc.io/weight-digest'] + ' is not one of the pinned digests of tenant ' + params.data.tenant : 'pods that load weights must carry the annotation tenantc.io/weight-digest') + ' (pinned: [' + params.data.weightDigests + '])'",
+    },
+    Rule {
+        name: "weight-volumes-read-only",
+        expression: "variables.containers.all(c, !has(c.volumeMounts) || c.volumeMounts.all(m, !(m.name == 'weights' || m.name.startsWith('weights-')) || (has(m.readOnly) && m.readOnly)))",
+        message: "weight volumes (named weights or weights-*) must be mounted with readOnly: true",
+        message_expression: "'container ' + variables.containers.filter(c, has(c.volumeMounts) && c.volumeMounts.exists(m, (m.name == 'weights' || m.name.startsWith('weights-')) && !(has(m.readOnly) && m.readOnly))).map(c, c.name).join(', ') + ' must mount its weight volumes with readOnly: true'",
+    },
+    Rule {
+        name: "host-path",
+        expression: "!variables.volumes.exists(v, has(v.hostPath))",
+        message: "hostPath volumes are not allowed",
+        message_expression: "'volume ' + variables.volumes.filter(v, has(v.hostPath)).map(v, v.name).join(', ') + ' is a hostPath volume, which tenant pods may not use'",
+    },
+    Rule {
+        name: "own-references",
+        expression: "size(variables.foreignReferences) == 0",
+        message: "PersistentVolumeClaims and Secrets that pods reference must be named with the tenant's name and a dash as prefix",
+        message_expression: "'references to ' + variables.foreignReferences.join(', ') + ' are not allowed: PersistentVolumeClaims and Secrets of tenant ' + params.data.tenant + ' must be named ' + params.data.tenant + '-*'",
+    },
+    Rule {
+        name: "training-service-account",
+        expression: "!(request.namespace in variables.inferenceNamespaces) || !((has(variables.spec.serviceAccountName) ? variables.spec.serviceAccountName : 'default') in variables.trainingServiceAccounts)",
+        message: "the training ServiceAccount may not be used in inference namespaces",
+        message_expression: "'ServiceAccount ' + variables.spec.serviceAccountName + ' is the training identity of tenant ' + params.data.tenant + ' and may not run in inference namespace ' + request.namespace",
+    },
+    Rule {
+        name: "chargeback-labels",
+        expression: "size(variables.missingLabels) == 0 && variables.labels['tenant.platform/tenant'] == params.data.tenant && variables.labels['tenant.platform/cell'] == params.data.cell && (!variables.gpuPod || variables.labels['tenant.platform/sku'] in variables.gpuModels)",
+        message: "pods must carry the chargeback labels tenant.platform/tenant, tenant.platform/cell and, with GPUs, tenant.platform/sku (the queue label is required by the local-queue rule)",
+        message_expression: "size(variables.missingLabels) > 0 ? 'pods must carry the chargeback labels ' + variables.missingLabels.join(', ') : 'chargeback labels must be tenant.platform/tenant=' + params.data.tenant + ', tenant.platform/cell=' + params.data.cell + (variables.gpuPod ? ' and tenant.platform/sku one of [' + params.data.gpuModels + ']' : '')",
+    },
+    Rule {
+        name: "forbidden-labels",
+        expression: "size(variables.badLabelKeys) == 0",
+        message: "pods may not carry labels that hold user data (prompts, user emails, session ids)",
+        message_expression: "'labels ' + variables.badLabelKeys.join(', ') + ' may hold user data and are not allowed; forbidden: [' + params.data.forbiddenLabelKeys + ']'",
+    },
+];
+
+/// The condition under which the policy runs: every CREATE, and an UPDATE only when it changes
+/// the spec, labels or annotations, so that a controller can still remove its finalizer from
+/// an object admitted under older params.
+pub const MATCH_CONDITION: (&str, &str) = (
+    "changes-what-the-floor-checks",
+    "request.operation != 'UPDATE' || object.spec != oldObject.spec || (has(object.metadata.labels) ? object.metadata.labels : {}) != (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}) || (has(object.metadata.annotations) ? object.metadata.annotations : {}) != (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {})",
+);
+
+/// The policy, the same in every cell.
+pub fn policy() -> ValidatingAdmissionPolicy {
+    let mut groups: BTreeMap<(&str, &str), Vec<String>> = BTreeMap::new();
+    for (group, version, resource) in MATCHED {
+        groups
+            .entry((group, version))
+            .or_default()
+            .push((*resource).to_string());
+    }
+    let resource_rules = groups
+        .into_iter()
+        .map(|((group, version), resources)| NamedRuleWithOperations {
+            api_groups: Some(vec![group.to_string()]),
+            api_versions: Some(vec![version.to_string()]),
+            operations: Some(vec!["CREATE".to_string(), "UPDATE".to_string()]),
+            resources: Some(resources),
+            scope: Some("Namespaced".to_string()),
+            ..NamedRuleWithOperations::default()
+        })
+        .collect();
+    ValidatingAdmissionPolicy {
+        metadata: cluster_meta(POLICY_NAME),
+        spec: Some(ValidatingAdmissionPolicySpec {
+            failure_policy: Some("Fail".to_string()),
+            match_constraints: Some(MatchResources {
+                resource_rules: Some(resource_rules),
+                ..MatchResources::default()
+            }),
+            match_conditions: Some(vec![MatchCondition {
+                name: MATCH_CONDITION.0.to_string(),
+                expression: MATCH_CONDITION.1.to_string(),
+            }]),
+            param_kind: Some(ParamKind {
+                api_version: Some("v1".to_string()),
+                kind: Some("ConfigMap".to_string()),
+            }),
+            variables: Some(
+                VARIABLES
+                    .iter()
+                    .map(|(name, expression)| Variable {
+                        name: (*name).to_string(),
+                        expression: (*expression).to_string(),
+                    })
+                    .collect(),
+            ),
+            validations: Some(
+                RULES
+                    .iter()
+                    .map(|rule| Validation {
+                        expression: rule.expression.to_string(),
+                        message: Some(rule.message.to_string()),
+                        message_expression: Some(rule.message_expression.to_string()),
+                        reason: Some("Forbidden".to_string()),
+                    })
+                    .collect(),
+            ),
+            ..ValidatingAdmissionPolicySpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// The platform namespace of the params: no pod should ever run there, so Pod Security
+/// `restricted`, pinned to the cell's version like the tenant namespaces.
+pub fn params_namespace(cell: &CellPlan) -> Namespace {
+    let mut labels = managed_labels();
+    labels.insert(
+        "kubernetes.io/metadata.name".to_string(),
+        PARAMS_NAMESPACE.to_string(),
+    );
+    for mode in ["enforce", "audit", "warn"] {
+        labels.insert(
+            format!("pod-security.kubernetes.io/{mode}"),
+            "restricted".to_string(),
+        );
+        labels.insert(
+            format!("pod-security.kubernetes.io/{mode}-version"),
+            super::kube_version(cell),
+        );
+    }
+    Namespace {
+        metadata: ObjectMeta {
+            name: Some(PARAMS_NAMESPACE.to_string()),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    }
+}
+
+/// The `key=value:effect` of every repelling pool taint of the cell that the tenant may not
+/// tolerate: taints of pools outside its Kueue flavors that no pool of its flavors also carries.
+fn forbidden_taints(tenant: &TenantPlan, cell: &CellPlan) -> Vec<String> {
+    let own: Vec<&crate::plan::PoolPlan> = cell
+        .pools
+        .iter()
+        .filter(|pool| {
+            tenant
+                .queue
+                .flavors
+                .iter()
+                .any(|flavor| flavor.pool == pool.name)
+        })
+        .collect();
+    let mut taints: Vec<String> = cell
+        .pools
+        .iter()
+        .filter(|pool| !own.iter().any(|mine| mine.name == pool.name))
+        .flat_map(|pool| pool.taints.iter())
+        .filter(|taint| taint.repels())
+        .filter(|taint| {
+            !own.iter().any(|mine| {
+                mine.taints
+                    .iter()
+                    .any(|other| taint.tolerated_by_toleration_of(other))
+            })
+        })
+        .map(|taint| {
+            format!(
+                "{}={}:{}",
+                taint.key,
+                taint.value.as_deref().unwrap_or(""),
+                taint.effect
+            )
+        })
+        .collect();
+    taints.sort();
+    taints.dedup();
+    taints
+}
+
+/// The params of one tenant in a cell, as ConfigMap data.
+pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> {
+    let join = |items: Vec<String>| items.join(",");
+    let own_pools: Vec<&crate::plan::PoolPlan> = cell
+        .pools
+        .iter()
+        .filter(|pool| {
+            tenant
+                .queue
+                .flavors
+                .iter()
+                .any(|flavor| flavor.pool == pool.name)
+        })
+        .collect();
+    let host_access =
+        tenant.trust == "hard" && own_pools.iter().any(|pool| pool.sharing == "exclusive");
+    let mut gpu_models: Vec<String> = own_pools.iter().map(|pool| pool.gpu.clone()).collect();
+    gpu_models.sort();
+    gpu_models.dedup();
+    let runtime_classes = cell
+        .runtime_classes
+        .iter()
+        .filter(|class| class.trust.contains(&tenant.trust))
+        .map(|class| class.name.clone())
+        .collect();
+    let inference: Vec<&crate::plan::NamespacePlan> = tenant
+        .namespaces
+        .iter()
+        .filter(|namespace| namespace.workload == "infer")
+        .collect();
+    let mut training_accounts: Vec<String> = tenant
+        .namespaces
+        .iter()
+        .filter(|namespace| namespace.workload == "train")
+        .map(|namespace| namespace.service_account.clone())
+        .filter(|account| !inference.iter().any(|ns| &ns.service_account == account))
+        .collect();
+    training_accounts.sort();
+    let priorities = tenant
+        .namespaces
+        .iter()
+        .filter_map(|namespace| {
+            Some(format!(
+                "{}={}",
+                namespace.name,
+                namespace.priority.as_ref()?
+            ))
+        })
+        .collect();
+    let mut forbidden_labels: Vec<String> = FORBIDDEN_LABEL_KEYS
+        .iter()
+        .map(|key| (*key).to_string())
+        .chain(
+            cell.forbidden_label_keys
+                .iter()
+                .map(|key| key.to_ascii_lowercase()),
+        )
+        .collect();
+    forbidden_labels.sort();
+    forbidden_labels.dedup();
+    let mut registries = tenant.registries.clone();
+    registries.sort();
+    BTreeMap::from([
+        ("cell".to_string(), cell.name.clone()),
+        ("forbiddenLabelKeys".to_string(), join(forbidden_labels)),
+        (
+            "forbiddenTaints".to_string(),
+            join(forbidden_taints(tenant, cell)),
+        ),
+        ("gpuModels".to_string(), join(gpu_models)),
+        ("hostAccess".to_string(), host_access.to_string()),
+        (
+            "inferenceNamespaces".to_string(),
+            join(inference.iter().map(|ns| ns.name.clone()).collect()),
+        ),
+        ("priorities".to_string(), join(priorities)),
+        (
+            "queues".to_string(),
+            join(QUEUES.iter().map(|q| (*q).to_string()).collect()),
+        ),
+        ("registries".to_string(), join(registries)),
+        (
+            "runtimeClassRequired".to_string(),
+            (!cell.runtime_classes.is_empty()).to_string(),
+        ),
+        ("runtimeClasses".to_string(), join(runtime_classes)),
+        ("tenant".to_string(), tenant.name.clone()),
+        (
+            "trainingServiceAccounts".to_string(),
+            join(training_accounts),
+        ),
+        // The pinned weight digests come from the signed-weights stage (issue 9), which does
+        // not exist yet: the list is empty, so every pod that loads weights is denied.
+        ("weightDigests".to_string(), String::new()),
+    ])
+}
+
+/// The params ConfigMap of one tenant.
+pub fn params_config_map(tenant: &TenantPlan, cell: &CellPlan) -> ConfigMap {
+    let mut labels = managed_labels();
+    labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(params_name(&tenant.name)),
+            namespace: Some(PARAMS_NAMESPACE.to_string()),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        },
+        data: Some(params(tenant, cell)),
+        ..ConfigMap::default()
+    }
+}
+
+/// The binding of one tenant: its namespaces, its params.
+pub fn binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding {
+    let mut labels = managed_labels();
+    labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
+    ValidatingAdmissionPolicyBinding {
+        metadata: ObjectMeta {
+            name: Some(binding_name(&tenant.name)),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ValidatingAdmissionPolicyBindingSpec {
+            policy_name: Some(POLICY_NAME.to_string()),
+            validation_actions: Some(vec!["Deny".to_string()]),
+            param_ref: Some(ParamRef {
+                name: Some(params_name(&tenant.name)),
+                namespace: Some(PARAMS_NAMESPACE.to_string()),
+                parameter_not_found_action: Some("Deny".to_string()),
+                selector: None,
+            }),
+            match_resources: Some(MatchResources {
+                namespace_selector: Some(LabelSelector {
+                    match_expressions: Some(vec![LabelSelectorRequirement {
+                        key: "kubernetes.io/metadata.name".to_string(),
+                        operator: "In".to_string(),
+                        values: Some(
+                            tenant
+                                .namespaces
+                                .iter()
+                                .map(|namespace| namespace.name.clone())
+                                .collect(),
+                        ),
+                    }]),
+                    match_labels: None,
+                }),
+                ..MatchResources::default()
+            }),
+        }),
+    }
+}
+
+/// The cell-wide objects: the params namespace and the policy, for `<cell>/cluster/`.
+pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Yaml)>, InternalError> {
+    Ok(vec![
+        (
+            format!("namespace-{PARAMS_NAMESPACE}.yaml"),
+            to_yaml(&params_namespace(cell))?,
+        ),
+        (
+            "validatingadmissionpolicy-tenant-floor.yaml".to_string(),
+            to_yaml(&policy())?,
+        ),
+    ])
+}
+
+/// One tenant's params and binding, for its folder.
+pub(super) fn tenant_objects(
+    tenant: &TenantPlan,
+    cell: &CellPlan,
+) -> Result<Vec<(String, Yaml)>, InternalError> {
+    Ok(vec![
+        (
+            "admission-params.yaml".to_string(),
+            to_yaml(&params_config_map(tenant, cell))?,
+        ),
+        (
+            "admission-binding.yaml".to_string(),
+            to_yaml(&binding(tenant))?,
+        ),
+    ])
+}

@@ -1,0 +1,38 @@
+//! RuntimeClasses of a cell.
+//!
+//! Consumes: the cell's resolved runtime classes (`plan::runtime`). Produces: one
+//! `node.k8s.io/v1` RuntimeClass per class as `(file in <cell>/cluster/, object)`.
+//!
+//! Invariants: a plain mapping of the plan; `scheduling` carries the node selector of the
+//! class's pools and never a toleration (the RuntimeClass admission plugin would merge it into
+//! every pod naming the class, letting a tenant reach a pool beyond its pinning); a class that
+//! runs on every node has no `scheduling` at all.
+
+use k8s_openapi::api::node::v1::{RuntimeClass, Scheduling};
+
+use super::{cluster_meta, to_yaml};
+use crate::emit::InternalError;
+use crate::emit::yaml::Yaml;
+use crate::plan::CellPlan;
+
+/// The RuntimeClasses of a cell.
+pub(super) fn objects(cell: &CellPlan) -> Result<Vec<(String, Yaml)>, InternalError> {
+    cell.runtime_classes
+        .iter()
+        .map(|class| {
+            let object = RuntimeClass {
+                metadata: cluster_meta(&class.name),
+                handler: class.handler.clone(),
+                overhead: None,
+                scheduling: (!class.node_selector.is_empty()).then(|| Scheduling {
+                    node_selector: Some(class.node_selector.clone()),
+                    tolerations: None,
+                }),
+            };
+            Ok((
+                format!("runtimeclass-{}.yaml", class.name),
+                to_yaml(&object)?,
+            ))
+        })
+        .collect()
+}

@@ -1,0 +1,310 @@
+//! Conformance of the tenant admission floor: the real API server judges the policy tests'
+//! objects exactly as tenantc's in-process evaluator (`tenantc::policy`, also behind
+//! `tenantc test-policy`) does.
+//!
+//! Consumes: the example fleet (applied cell by cell with `quota::set_up_cell`, so each
+//! cell's params, bindings and RuntimeClasses are the ones in force), the admitted fixtures
+//! and the denied cases of `tests/policy/cases.rs`. Produces: pass or fail, and one line per
+//! cell with the counts.
+//!
+//! Invariants:
+//! - Every object is created by server-side dry-run as a member of its tenant (impersonated),
+//!   so Pod Security, RBAC, quota and the admission floor all judge it and nothing is stored.
+//! - An admitted fixture must be admitted; a denied case must be refused with
+//!   `ValidatingAdmissionPolicy 'tenantc-tenant-floor' with binding '…' denied request:`
+//!   followed by the first message the offline evaluator gives, and the offline evaluator must
+//!   agree on both.
+//! - The self-test weakens the deployed policy so that it admits another tenant's weight
+//!   digest, shows that the comparison reports it, and restores the policy even if it fails.
+
+use super::policy_cases::{admitted_fixtures, cases, fixture, namespace_of};
+use super::quota::{as_member, example_fleet, member_group, set_up_cell};
+use super::*;
+
+use std::time::Duration;
+
+use tenantc::lower::admission;
+use tenantc::plan::CellPlan;
+use tenantc::policy::{Outcome, Request};
+
+/// How long a change of policy or params may take to reach the API server's admission plugin.
+const PROPAGATION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Creates `object` by server-side dry-run as a member of the tenant owning its namespace;
+/// `Ok` when admitted, else the API server's message.
+fn dry_run(cluster: &Cluster, cell: &CellPlan, object: &Value) -> Result<(), String> {
+    let namespace = namespace_of(object);
+    let tenant = cell
+        .tenants
+        .iter()
+        .find(|tenant| tenant.namespaces.iter().any(|ns| ns.name == namespace))
+        .unwrap_or_else(|| panic!("no tenant of {} owns {namespace}", cell.name));
+    let mut args: Vec<String> = ["create", "--dry-run=server", "-o", "name", "-f", "-"]
+        .iter()
+        .map(|arg| (*arg).to_string())
+        .collect();
+    args.extend(as_member(&member_group(tenant)));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = cluster.kubectl_with(&cluster.user_kubeconfig, &args, &object.to_string());
+    if run.ok {
+        Ok(())
+    } else {
+        Err(run.stderr.trim().to_string())
+    }
+}
+
+/// The ServiceAccount of a Pod or of a workload's template.
+fn service_account_of(object: &Value) -> Option<String> {
+    let spec = if object["kind"] == "Pod" {
+        &object["spec"]
+    } else {
+        &object["spec"]["template"]["spec"]
+    };
+    spec["serviceAccountName"].as_str().map(str::to_string)
+}
+
+/// Creates the object's ServiceAccount when its namespace lacks it; returns its name if created.
+fn ensure_service_account(cluster: &Cluster, object: &Value) -> Option<String> {
+    let account = service_account_of(object)?;
+    let namespace = namespace_of(object);
+    let exists = cluster.kubectl(&["get", "serviceaccount", &account, "-n", &namespace], "");
+    if exists.ok {
+        return None;
+    }
+    let manifest = json!({
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": account, "namespace": namespace},
+        "automountServiceAccountToken": false,
+    });
+    let run = cluster.kubectl(
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager",
+            "conformance-scratch",
+            "-f",
+            "-",
+        ],
+        &manifest.to_string(),
+    );
+    assert!(
+        run.ok,
+        "creating ServiceAccount {namespace}/{account} failed:\n{}",
+        run.stderr
+    );
+    Some(account)
+}
+
+fn remove_service_account(cluster: &Cluster, namespace: &str, account: &str) {
+    let run = cluster.kubectl(
+        &[
+            "delete",
+            "serviceaccount",
+            account,
+            "-n",
+            namespace,
+            "--wait=false",
+        ],
+        "",
+    );
+    assert!(
+        run.ok,
+        "deleting ServiceAccount {namespace}/{account} failed:\n{}",
+        run.stderr
+    );
+}
+
+/// What the offline evaluator says: `None` admitted, else its first message.
+fn offline(cell: &CellPlan, object: &Value) -> Option<String> {
+    let request = Request::create(&namespace_of(object), object.clone());
+    match tenantc::policy::check_object(cell, &request) {
+        Some((_, Outcome::Denied(denials))) => denials.first().map(|denial| denial.message.clone()),
+        Some((_, Outcome::Admitted)) => None,
+        other => panic!("{}: not judged offline: {other:?}", namespace_of(object)),
+    }
+}
+
+/// Every disagreement between the API server and the offline evaluator on one cell's objects:
+/// its admitted fixtures and the denied cases named by `only` (all when empty).
+fn disagreements(cluster: &Cluster, cell: &CellPlan, only: &[&str]) -> (usize, Vec<String>) {
+    let mut objects: Vec<(String, Value, bool)> = Vec::new();
+    if only.is_empty() {
+        for (cell_name, path, object) in admitted_fixtures() {
+            if cell_name == cell.name {
+                objects.push((path.display().to_string(), object, false));
+            }
+        }
+    }
+    for case in cases() {
+        if case.cell == cell.name && (only.is_empty() || only.contains(&case.name)) {
+            let mut object = fixture(case.fixture, case.cell);
+            (case.mutate)(&mut object);
+            objects.push((case.name.to_string(), object, true));
+        }
+    }
+    let mut problems = Vec::new();
+    for (what, object, denied) in &objects {
+        let expected = offline(cell, object);
+        if expected.is_some() != *denied {
+            problems.push(format!("{what}: the offline evaluator says {expected:?}"));
+            continue;
+        }
+        let tenant = &object["metadata"]["namespace"];
+        // A ServiceAccount the object names but the tenant lacks (the training identity in an
+        // inference namespace) is created first, as a tenant admin could, so that the
+        // ServiceAccount admission plugin does not refuse the pod before the floor judges it.
+        let created = ensure_service_account(cluster, object);
+        let answer = dry_run(cluster, cell, object);
+        if let Some(account) = created {
+            remove_service_account(cluster, &namespace_of(object), &account);
+        }
+        match (answer, expected) {
+            (Ok(()), None) => {}
+            (Err(message), Some(expected)) => {
+                let binding_of = cell
+                    .tenants
+                    .iter()
+                    .find(|t| {
+                        t.namespaces
+                            .iter()
+                            .any(|ns| ns.name == namespace_of(object))
+                    })
+                    .map(|t| admission::binding_name(&t.name))
+                    .unwrap_or_default();
+                let wanted = format!(
+                    "ValidatingAdmissionPolicy '{}' with binding '{binding_of}' denied request: {expected}",
+                    admission::POLICY_NAME
+                );
+                if !message.contains(&wanted) {
+                    problems.push(format!(
+                        "{what} ({tenant}): the API server refused it with\n    {message}\n  but tenantc expects\n    {wanted}"
+                    ));
+                }
+            }
+            (Ok(()), Some(expected)) => problems.push(format!(
+                "{what} ({tenant}): the API server admitted it; tenantc denies it with: {expected}"
+            )),
+            (Err(message), None) => problems.push(format!(
+                "{what} ({tenant}): the API server refused it; tenantc admits it:\n    {message}"
+            )),
+        }
+    }
+    (objects.len(), problems)
+}
+
+/// Retries `disagreements` until there are none or the propagation time is up.
+fn settled_disagreements(
+    cluster: &Cluster,
+    cell: &CellPlan,
+    only: &[&str],
+) -> (usize, Vec<String>) {
+    let started = Instant::now();
+    loop {
+        let (count, problems) = disagreements(cluster, cell, only);
+        if problems.is_empty() || started.elapsed() > PROPAGATION_TIMEOUT {
+            return (count, problems);
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+pub(super) fn admission_floor_judges_like_the_offline_evaluator(cluster: &Cluster) {
+    install_crds(cluster);
+    let fleet = example_fleet();
+    let mut failures = Vec::new();
+    for cell in &fleet.plan.cells {
+        set_up_cell(cluster, &fleet, cell);
+        let (count, problems) = settled_disagreements(cluster, cell, &[]);
+        println!(
+            "  cell {}: {count} objects judged alike by the API server and tenantc ({} disagree)",
+            cell.name,
+            problems.len()
+        );
+        failures.extend(problems);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Applies a policy server-side with tenantc's field manager.
+fn apply_policy(
+    cluster: &Cluster,
+    policy: &k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy,
+) {
+    let text = serde_json::to_string(policy).expect("a policy as JSON");
+    let run = cluster.kubectl(
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager",
+            FIELD_MANAGER,
+            "-f",
+            "-",
+        ],
+        &text,
+    );
+    assert!(run.ok, "applying the policy failed:\n{}", run.stderr);
+}
+
+/// Re-applies the emitted policy when dropped, so a failing self-test never leaves a weakened
+/// policy behind.
+struct Restore<'a>(&'a Cluster);
+
+impl Drop for Restore<'_> {
+    fn drop(&mut self) {
+        apply_policy(self.0, &admission::policy());
+    }
+}
+
+pub(super) fn admission_self_test_a_policy_admitting_another_tenants_digest_is_caught(
+    cluster: &Cluster,
+) {
+    install_crds(cluster);
+    let fleet = example_fleet();
+    let cell = fleet
+        .plan
+        .cells
+        .iter()
+        .find(|cell| cell.name == "us-east-1a")
+        .expect("cell us-east-1a");
+    set_up_cell(cluster, &fleet, cell);
+    let case = ["another tenant's weight digest"];
+    let (_, before) = settled_disagreements(cluster, cell, &case);
+    assert!(before.is_empty(), "before the self-test: {before:?}");
+    let mut weakened = admission::policy();
+    let validations = weakened
+        .spec
+        .as_mut()
+        .and_then(|spec| spec.validations.as_mut())
+        .expect("validations");
+    let idx = admission::RULES
+        .iter()
+        .position(|rule| rule.name == "weight-digest")
+        .expect("the weight-digest rule");
+    // Any digest at all passes: another tenant's included.
+    validations[idx].expression =
+        "!variables.loadsWeights || 'tenantc.io/weight-digest' in variables.annotations"
+            .to_string();
+    {
+        let _restore = Restore(cluster);
+        apply_policy(cluster, &weakened);
+        let started = Instant::now();
+        let caught = loop {
+            let (_, problems) = disagreements(cluster, cell, &case);
+            if !problems.is_empty() || started.elapsed() > PROPAGATION_TIMEOUT {
+                break problems;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        };
+        assert!(
+            caught
+                .iter()
+                .any(|problem| problem.contains("the API server admitted it")),
+            "a policy that admits another tenant's digest was not caught: {caught:?}"
+        );
+        println!("  self-test, a policy admitting another tenant's digest: reported");
+    }
+    let (_, after) = settled_disagreements(cluster, cell, &case);
+    assert!(after.is_empty(), "after restoring the policy: {after:?}");
+}
