@@ -123,6 +123,9 @@ impl Step {
     }
 }
 
+/// The length in bytes after which a reason is cut and marked with `...`.
+const MAX_REASON_CHARS: usize = 1000;
+
 /// Why a bundle was rejected: the step that failed and a precise reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
@@ -131,10 +134,26 @@ pub struct Error {
 }
 
 impl Error {
+    /// Reasons quote bundle contents (media types, names, checkpoint lines), so every control,
+    /// bidirectional-formatting and separator character is escaped and the length is bounded:
+    /// the `Display` of an error is always one printable line.
     fn new(step: Step, reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        let mut printable = String::with_capacity(reason.len().min(MAX_REASON_CHARS));
+        for ch in reason.chars() {
+            if printable.len() >= MAX_REASON_CHARS {
+                printable.push_str("...");
+                break;
+            }
+            if crate::names::char_kind_forbidden(ch).is_some() {
+                printable.push_str(&format!("\\u{{{:x}}}", u32::from(ch)));
+            } else {
+                printable.push(ch);
+            }
+        }
         Error {
             step,
-            reason: reason.into(),
+            reason: printable,
         }
     }
 

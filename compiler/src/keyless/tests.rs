@@ -137,6 +137,21 @@ fn rejects_an_unknown_media_type_and_unknown_fields() {
 }
 
 #[test]
+fn reasons_are_one_printable_line_of_bounded_length() {
+    let bundle = with(
+        BLOB_BUNDLE,
+        "/mediaType",
+        Value::from(format!("a\nb\u{202e}c{}", "x".repeat(5000))),
+    );
+    let error = blob_error(&bundle, TRUSTED_ROOT);
+    let text = error.to_string();
+    assert!(text.starts_with("keyless step 1 (bundle and trust root) failed: the bundle media type `a\\u{a}b\\u{202e}cxxx"), "{text}");
+    assert!(!text.contains('\n'));
+    assert!(error.reason().len() <= 1000 + 12);
+    assert!(error.reason().ends_with("..."));
+}
+
+#[test]
 fn rejects_a_public_key_bundle_as_not_keyless() {
     let bundle = with(
         BLOB_BUNDLE,
@@ -744,6 +759,9 @@ fn random_byte_flips_in_a_bundle_never_panic_and_never_verify() {
                 serde_json::from_slice::<Value>(&mutated).is_ok_and(|value| value == original);
             let result = verify(&mutated, TRUSTED_ROOT, &identity(), artifact);
             assert_eq!(result.is_ok(), same, "flip at byte {idx}: {result:?}");
+            if let Err(error) = &result {
+                assert!(!error.to_string().contains(['\n', '\r']), "{error}");
+            }
             checked += usize::from(!same);
         }
         // Flips inside the decoded leaf certificate reach the DER parser and the chain check.
