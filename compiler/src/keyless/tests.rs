@@ -803,3 +803,41 @@ fn random_byte_flips_in_the_trust_root_never_panic() {
     // Flips in fields the check does not read (`baseUrl`, `uri`, the CA's subject) still verify.
     assert!(rejected > 300, "{rejected}");
 }
+
+#[test]
+fn verifies_p384_signatures_and_refuses_other_key_types() {
+    use p384::ecdsa::signature::Signer as _;
+    let key = p384::ecdsa::SigningKey::from_slice(&[0x24; 48]).unwrap();
+    let mut spki = hex_decode("3076301006072a8648ce3d020106052b81040022036200");
+    spki.extend_from_slice(key.verifying_key().to_encoded_point(false).as_bytes());
+    let public = crypto::PublicKey::from_spki_der(&spki).unwrap();
+    assert_eq!(public.default_hash(), crypto::HashAlg::Sha384);
+    let signature: p384::ecdsa::Signature = key.sign(b"weights");
+    let der = signature.to_der().as_bytes().to_vec();
+    public
+        .verify(crypto::HashAlg::Sha384, b"weights", &der)
+        .unwrap();
+    assert!(
+        public
+            .verify(crypto::HashAlg::Sha384, b"weight", &der)
+            .is_err()
+    );
+    assert!(
+        public
+            .verify(crypto::HashAlg::Sha256, b"weights", &der)
+            .is_err()
+    );
+    // A P-256 signature is not a P-384 one.
+    let rogue = RogueLog::new();
+    assert!(
+        public
+            .verify(crypto::HashAlg::Sha384, b"weights", &rogue.sign(b"weights"))
+            .is_err()
+    );
+    // An Ed25519 key (RFC 8410 SPKI) is refused, never skipped.
+    let ed25519 = hex_decode(
+        "302a300506032b6570032100d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
+    );
+    let error = crypto::PublicKey::from_spki_der(&ed25519).unwrap_err();
+    assert_eq!(error, "the public key is not an ECDSA P-256 or P-384 key");
+}
