@@ -116,12 +116,58 @@ pub(super) fn check_body(
             signature_matches(field("signature")?, "signature")?;
             certificate_matches(field("verifier")?, "verifier")
         }
+        ("intoto", "0.0.2", Content::Dsse { payload_type, .. }) => {
+            digest_matches(
+                text(&["spec", "content", "payloadHash", "algorithm"])?,
+                text(&["spec", "content", "payloadHash", "value"])?,
+                "payload digest",
+            )?;
+            let envelope = body
+                .get("spec")
+                .and_then(|spec| spec.get("content"))
+                .and_then(|content| content.get("envelope"))
+                .ok_or_else(|| "the entry body has no `spec.content.envelope`".to_string())?;
+            if let Some(entry_type) = envelope.get("payloadType")
+                && entry_type.as_str() != Some(payload_type.as_str())
+            {
+                return Err(format!(
+                    "the entry's payload type is not the envelope's `{payload_type}`"
+                ));
+            }
+            let signatures = envelope
+                .get("signatures")
+                .and_then(Value::as_array)
+                .ok_or_else(|| {
+                    "the entry body has no `spec.content.envelope.signatures` list".to_string()
+                })?;
+            let [only] = signatures.as_slice() else {
+                return Err(format!(
+                    "the entry body has {} signatures, not exactly one",
+                    signatures.len()
+                ));
+            };
+            let field = |key: &str| -> Result<&str, String> {
+                only.get(key).and_then(Value::as_str).ok_or_else(|| {
+                    format!(
+                        "the entry body's `spec.content.envelope.signatures[0].{key}` is not a string"
+                    )
+                })
+            };
+            // Rekor's intoto 0.0.2 stores the signature base64-encoded twice.
+            let once = unb64(field("sig")?)
+                .map_err(|reason| format!("the entry's signature is {reason}"))?;
+            let once = String::from_utf8(once)
+                .map_err(|_| "the entry's signature is not base64 twice".to_string())?;
+            signature_matches(&once, "signature")?;
+            certificate_matches(field("publicKey")?, "public key")
+        }
         ("hashedrekord", "0.0.1", Content::Dsse { .. })
-        | ("dsse", "0.0.1", Content::Message { .. }) => Err(format!(
+        | ("dsse", "0.0.1", Content::Message { .. })
+        | ("intoto", "0.0.2", Content::Message { .. }) => Err(format!(
             "the entry is a `{kind}` entry, which does not fit the bundle's content"
         )),
         _ => Err(format!(
-            "the Rekor entry kind `{kind}` {version} is not supported (only hashedrekord 0.0.1 and dsse 0.0.1)"
+            "the Rekor entry kind `{kind}` {version} is not supported (only hashedrekord 0.0.1, dsse 0.0.1 and intoto 0.0.2)"
         )),
     }
 }

@@ -530,9 +530,36 @@ impl RogueLog {
 
     /// Re-signs the entry's SET and checkpoint for a new integrated time.
     fn resign(&self, bundle: &[u8], integrated_time: i64) -> Vec<u8> {
+        self.resign_entry(bundle, integrated_time, None)
+    }
+
+    /// Re-signs the entry for a new integrated time and, if given, a new body of another kind
+    /// and version (as the only leaf of a tree of size 1, like the fixtures' entries).
+    fn resign_entry(
+        &self,
+        bundle: &[u8],
+        integrated_time: i64,
+        new_body: Option<(&str, &str, Vec<u8>)>,
+    ) -> Vec<u8> {
         let mut document = json(bundle);
         let entry = document.pointer_mut(ENTRY).unwrap();
         entry["integratedTime"] = Value::from(integrated_time.to_string());
+        if let Some((kind, version, body)) = new_body {
+            assert_eq!(entry["inclusionProof"]["treeSize"], "1");
+            let root = crypto::HashAlg::Sha256.digest(&[&[0u8][..], &body].concat());
+            let old_root = entry["inclusionProof"]["rootHash"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            entry["kindVersion"] = serde_json::json!({"kind": kind, "version": version});
+            entry["canonicalizedBody"] = Value::from(b64(&body));
+            entry["inclusionProof"]["rootHash"] = Value::from(b64(&root));
+            let envelope = entry["inclusionProof"]["checkpoint"]["envelope"]
+                .as_str()
+                .unwrap();
+            entry["inclusionProof"]["checkpoint"]["envelope"] =
+                Value::from(envelope.replace(&old_root, &b64(&root)));
+        }
         let canonical = format!(
             "{{\"body\":\"{}\",\"integratedTime\":{integrated_time},\"logID\":\"{}\",\"logIndex\":{}}}",
             entry["canonicalizedBody"].as_str().unwrap(),
@@ -840,4 +867,72 @@ fn verifies_p384_signatures_and_refuses_other_key_types() {
     );
     let error = crypto::PublicKey::from_spki_der(&ed25519).unwrap_err();
     assert_eq!(error, "the public key is not an ECDSA P-256 or P-384 key");
+}
+
+/// An `intoto` 0.0.2 body for the DSSE fixture, as Rekor stores one: the signature base64-encoded
+/// twice, the verifier certificate as base64 PEM.
+fn intoto_body(encode_signature_twice: bool) -> Vec<u8> {
+    let bundle = json(DSSE_BUNDLE);
+    let dsse_body: Value = serde_json::from_slice(
+        &unb64(
+            bundle
+                .pointer(&format!("{ENTRY}/canonicalizedBody"))
+                .unwrap()
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let sig = bundle["dsseEnvelope"]["signatures"][0]["sig"]
+        .as_str()
+        .unwrap();
+    let sig = if encode_signature_twice {
+        b64(sig.as_bytes())
+    } else {
+        sig.to_string()
+    };
+    bytes(&serde_json::json!({
+        "apiVersion": "0.0.2",
+        "kind": "intoto",
+        "spec": {"content": {
+            "envelope": {
+                "payloadType": IN_TOTO,
+                "signatures": [{"publicKey": dsse_body["spec"]["signatures"][0]["verifier"], "sig": sig}],
+            },
+            "hash": {"algorithm": "sha256", "value": hex(&[0u8; 32])},
+            "payloadHash": dsse_body["spec"]["payloadHash"],
+        }},
+    }))
+}
+
+#[test]
+fn verifies_an_intoto_entry_and_rejects_one_that_disagrees() {
+    let rogue = RogueLog::new();
+    let root = rogue.trusted_root();
+    let time = 1_795_946_624;
+    let bundle = rogue.resign_entry(
+        DSSE_BUNDLE,
+        time,
+        Some(("intoto", "0.0.2", intoto_body(true))),
+    );
+    let verified = verify(&bundle, &root, &identity(), dsse()).unwrap();
+    assert_eq!(verified.integrated_time, time);
+    // The signature encoded once is not Rekor's form, so it is not the bundle's signature.
+    let bundle = rogue.resign_entry(
+        DSSE_BUNDLE,
+        time,
+        Some(("intoto", "0.0.2", intoto_body(false))),
+    );
+    let error = verify(&bundle, &root, &identity(), dsse()).unwrap_err();
+    assert_eq!(error.step(), Step::RekorBody, "{error}");
+    // An intoto entry cannot stand for a message signature.
+    let bundle = rogue.resign_entry(
+        BLOB_BUNDLE,
+        1_795_946_623,
+        Some(("intoto", "0.0.2", intoto_body(true))),
+    );
+    let error = blob_error(&bundle, &root);
+    assert_eq!(error.step(), Step::RekorBody);
+    assert!(error.reason().contains("does not fit"), "{error}");
 }
