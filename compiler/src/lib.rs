@@ -15,6 +15,7 @@ pub mod describe;
 pub mod diag;
 pub mod emit;
 pub mod hardware;
+pub mod keyless;
 pub mod kube;
 pub mod limits;
 pub mod load;
