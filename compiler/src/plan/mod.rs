@@ -17,6 +17,7 @@
 mod capacity;
 pub mod network;
 mod pinning;
+pub mod storage;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -76,6 +77,10 @@ pub struct CellPlan {
     pub tenants: Vec<TenantPlan>,
     /// What its NetworkPolicies are made from (`network.rs`).
     pub network: NetworkPlan,
+    /// Its object storage and workload identity (`storage.rs`), when declared; not part of
+    /// `describe`.
+    #[serde(skip)]
+    pub storage: Option<storage::StoragePlan>,
 }
 
 /// The identities the guard on managed objects lets through.
@@ -270,6 +275,9 @@ pub struct TenantPlan {
     pub capacity: Vec<Effective>,
     /// The tenant's fleet reservations, with this cell's part.
     pub fleet: Vec<FleetShare>,
+    /// Read-only shared-base object prefixes (`shared/…/`); not part of `describe`.
+    #[serde(skip)]
+    pub shared_bases: Vec<String>,
 }
 
 /// One fleet reservation of a tenant as one cell sees it.
@@ -607,6 +615,7 @@ fn cell_plan(cell: &Cell, fleet: &Fleet, sources: &SourceMap, catalog: &Catalog)
         gitops: gitops_plan(cell),
         tenants,
         network: network::network(cell),
+        storage: storage::storage_plan(cell),
     }
 }
 
@@ -853,6 +862,11 @@ fn tenant_plan(
         reach,
         capacity: Vec::new(),
         fleet: fleet_shares(tenant, quota, cell),
+        shared_bases: tenant
+            .shared_bases
+            .iter()
+            .map(|base| base.value.clone())
+            .collect(),
     }
 }
 

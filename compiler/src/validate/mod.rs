@@ -12,9 +12,11 @@
 //! Invariant: validation never stops at the first finding; `lower` runs only on a fleet that
 //! produced no error, so it may rely on every reference resolving.
 
+pub mod audit;
 mod cells;
 mod cells_placement;
 pub mod groups;
+pub mod iam;
 pub mod kueue;
 pub mod namespaces;
 pub mod network;
@@ -80,6 +82,7 @@ pub fn validate(
     groups::check(&fleet, &mut diagnostics);
     security::check(&fleet, &mut diagnostics);
     network::check(&fleet, &mut diagnostics);
+    iam::check(&fleet, &mut diagnostics);
     (fleet, diagnostics)
 }
 
