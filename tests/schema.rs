@@ -65,6 +65,8 @@ const LISTS: &[(&str, &str, &str)] = &[
     ("tenant", "registry", "registries"),
     ("tenant", "model", "models"),
     ("tenant", "fleet", "fleet"),
+    ("tenant", "shared-base", "shared-bases"),
+    ("storage", "bucket", "buckets"),
     ("fleet", "cell", "cells"),
     ("quota", "pool", "pools"),
     ("quota", "split", "splits"),
@@ -877,7 +879,9 @@ registries:
 models:
   - name: llama-70b
     version: "2026-10-01"
-    prefix: s3://acme-models/llama-70b/2026-10-01/
+    prefix: s3://acme-models/models/x/llama-70b/2026-10-01/
+shared-bases:
+  - shared/llama-70b/2026-10-01/
 "#;
 
 const BASE_CELL: &str = r#"# A cell that uses every field.
@@ -892,6 +896,9 @@ dns:
   selector: k8s-app=kube-dns
 gpu-operator:
   namespace: gpu-operator
+storage:
+  buckets: [fleet-c1-models]
+  aws: {account: "123456789012", identity: pod-identity, cluster: eks-c1}
 oversubscribe: 1.5
 orgs:
   - {name: acme, weight: 2}
@@ -1698,18 +1705,25 @@ fn unusual_but_valid_values_are_accepted_by_schema_and_compiler() {
         ),
         (
             Kind::Tenant,
-            Change::Set("/models/0/prefix", json!("gs://bucket/")),
+            Change::Set("/models/0/prefix", json!("gs://bucket/models/x/")),
         ),
         (
             Kind::Tenant,
-            Change::Set("/models/0/prefix", json!("az://container/a b/")),
+            Change::Set("/models/0/prefix", json!("az://container/models/x/a b/")),
         ),
         (Kind::Tenant, Change::Set("/registries", json!([]))),
         (Kind::Tenant, Change::Remove("/models")),
         (Kind::Cell, Change::Set("/kubernetes", json!("v1.30"))),
         (Kind::Cell, Change::Set("/kubernetes", json!("1.36"))),
         (Kind::Cell, Change::Set("/driver", json!("9999"))),
-        (Kind::Cell, Change::Set("/cloud/provider", json!("on-prem"))),
+        (
+            Kind::Cell,
+            // A cloud tenantc emits no storage IAM for, so without `storage`.
+            Change::All(vec![
+                Change::Set("/cloud/provider", json!("on-prem")),
+                Change::Remove("/storage"),
+            ]),
+        ),
         (Kind::Cell, Change::Set("/dns", json!({}))),
         (
             Kind::Cell,

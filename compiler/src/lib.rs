@@ -5,7 +5,7 @@
 //! the output tree of per-cell Kubernetes manifests.
 //!
 //! The pipeline is `load` (disk, in the binary; [`compile_loaded`] takes its result) → [`parse`] → [`schema`] → [`validate`] →
-//! [`lower`] → [`emit`]; see `ARCHITECTURE.md` for the stage map and invariants.
+//! [`lower`] → [`emit`] → the storage IAM audit of `validate/audit.rs`; see `ARCHITECTURE.md` for the stage map and invariants.
 //!
 //! Invariant: [`compile`] is pure: no IO, no clock, no environment; the same inputs give the
 //! same bytes.
@@ -62,6 +62,9 @@ pub struct Compilation {
     /// The resolved plan, present when the declarations validated (even if the plan's own
     /// checks then found errors).
     pub plan: Option<plan::Plan>,
+    /// The validated declarations the plan was resolved from (what the storage IAM audit
+    /// locates its findings at).
+    pub fleet: model::Fleet,
     /// The output tree, present only when no diagnostic is an error.
     pub output: Option<OutputTree>,
     /// A broken invariant of the compiler itself (a bug, not a user mistake).
@@ -230,6 +233,7 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
     // Cap what each file shows; the hidden findings are counted, and still fail the run.
     let diagnostics = diag::truncate(diagnostics);
 
+    let mut diagnostics = diagnostics;
     let mut output = None;
     let mut internal_error = None;
     if let Some(plan) = plan
@@ -237,7 +241,18 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
         .filter(|_| !diagnostics.iter().any(Diagnostic::is_error))
     {
         match lower::lower(plan, &fleet, catalog).and_then(|manifest| emit::render(&manifest)) {
-            Ok(tree) => output = Some(tree),
+            Ok(tree) => {
+                // The security audit judges the bytes that would be written; a finding keeps
+                // the whole tree from being written.
+                let findings = validate::audit::audit(&tree, plan, &fleet);
+                if findings.is_empty() {
+                    output = Some(tree);
+                } else {
+                    diagnostics.extend(findings);
+                    diag::sort(&mut diagnostics, &sources);
+                    diagnostics = diag::truncate(diagnostics);
+                }
+            }
             Err(error) => internal_error = Some(error.to_string()),
         }
     }
@@ -245,6 +260,7 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
         sources,
         diagnostics,
         plan,
+        fleet,
         output,
         internal_error,
     }

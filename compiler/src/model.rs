@@ -108,6 +108,9 @@ pub struct Tenant {
     pub registries: Vec<Spanned<String>>,
     /// Model weights the tenant runs.
     pub models: Vec<ModelWeights>,
+    /// Read-only object prefixes shared by several tenants, such as a base model
+    /// (`shared-base "shared/llama-70b/"`); each starts with `shared/` and ends with `/`.
+    pub shared_bases: Vec<Spanned<String>>,
     /// Fleet-level reservations across cells (`fleet` nodes), checked against the per-cell
     /// reservations.
     pub fleet: Vec<FleetReservation>,
@@ -359,9 +362,85 @@ pub struct Cell {
     /// Label keys that no tenant pod may carry (`forbidden-label-keys`), on top of
     /// `lower::admission::FORBIDDEN_LABEL_KEYS`.
     pub forbidden_label_keys: Vec<Spanned<String>>,
+    /// The cell's object-store buckets and workload identity (`storage`), from which
+    /// `lower/iam.rs` derives per-tenant storage IAM; no IAM is emitted when absent.
+    pub storage: Option<Storage>,
     /// False when parts of the declaration could not be read and were left out; references
     /// into an incomplete cell are not reported as unknown, and its capacity is not checked.
     pub complete: bool,
+}
+
+/// The object storage of a cell and how its workloads authenticate to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Storage {
+    /// The node or mapping.
+    pub span: Span,
+    /// Buckets holding `models/<tenant>/`, `checkpoints/<tenant>/` and `shared/` prefixes.
+    pub buckets: Vec<Spanned<String>>,
+    /// The cloud identity tenant ServiceAccounts are bound to.
+    pub identity: CloudIdentity,
+}
+
+/// A cell's workload identity: how a Kubernetes ServiceAccount becomes a cloud identity.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CloudIdentity {
+    /// AWS IAM roles, assumed through EKS Pod Identity or IRSA.
+    Aws(AwsIdentity),
+    /// Google service accounts, impersonated through GKE Workload Identity.
+    Gcp(GcpIdentity),
+}
+
+impl CloudIdentity {
+    /// The `cloud` a cell must declare for this identity.
+    pub fn cloud(&self) -> &'static str {
+        match self {
+            CloudIdentity::Aws(_) => "aws",
+            CloudIdentity::Gcp(_) => "gcp",
+        }
+    }
+
+    /// The node that declares it.
+    pub fn span(&self) -> Span {
+        match self {
+            CloudIdentity::Aws(aws) => aws.span,
+            CloudIdentity::Gcp(gcp) => gcp.span,
+        }
+    }
+}
+
+/// How EKS pods assume an IAM role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AwsMode {
+    /// EKS Pod Identity: a pod identity association per ServiceAccount.
+    PodIdentity,
+    /// IAM roles for service accounts: the cluster's OIDC provider and a role annotation.
+    Irsa,
+}
+
+/// The AWS account and the way pods assume roles in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AwsIdentity {
+    /// The node or mapping.
+    pub span: Span,
+    /// The 12-digit account id that holds the roles and buckets.
+    pub account: Spanned<String>,
+    /// Pod Identity or IRSA.
+    pub mode: Spanned<AwsMode>,
+    /// The cluster's OIDC provider without `https://` (IRSA only).
+    pub oidc_provider: Option<Spanned<String>>,
+    /// The EKS cluster name (Pod Identity only); the cell name when absent.
+    pub cluster: Option<Spanned<String>>,
+}
+
+/// The Google Cloud project and Workload Identity pool of a GKE cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GcpIdentity {
+    /// The node or mapping.
+    pub span: Span,
+    /// The project id that holds the Google service accounts.
+    pub project: Spanned<String>,
+    /// The Workload Identity pool; `<project>.svc.id.goog` when absent.
+    pub workload_pool: Option<Spanned<String>>,
 }
 
 /// Who may change the objects tenantc manages in a cell.

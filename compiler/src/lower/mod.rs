@@ -9,7 +9,8 @@
 //! `<cell>/gpu-operator/`, `<cell>/tenants/<tenant>/` for everything of one tenant (its
 //! namespaces, ClusterQueue and NetworkPolicies included, so a tenant folder applies on its
 //! own), and
-//! `<cell>/reports/`.
+//! `<cell>/reports/`, and, outside every kustomization, `<cell>/iam/<tenant>/` for the storage IAM
+//! documents of `iam.rs`.
 //!
 //! Invariants:
 //! - A plain mapping: every number and name comes from the plan; nothing here recomputes
@@ -24,6 +25,7 @@
 pub mod admission;
 pub mod gpu;
 pub mod guard;
+pub mod iam;
 mod kueue;
 pub mod network;
 pub mod rbac;
@@ -76,6 +78,7 @@ pub fn lower(
         let cell_source = cell_plan.source.clone();
         let cell_only = BTreeSet::from([cell_source.clone()]);
         let mut children = BTreeSet::new();
+        let mut iam_files = Vec::new();
         let mut push = |folder: &str, file: String, sources: BTreeSet<String>, body: Yaml| {
             manifest.objects.push(Object {
                 folder: format!("{cell_name}/{folder}"),
@@ -131,7 +134,12 @@ pub fn lower(
                 push(&folder, file, sources.clone(), body);
             }
             children.insert(folder);
+            if let Some(storage) = &cell_plan.storage {
+                let header = crate::emit::header(&sources);
+                iam_files.extend(iam::files(cell_name, storage, tenant, &header)?);
+            }
         }
+        manifest.extras.extend(iam_files);
         reports(&mut manifest, cell_plan, cell, fleet, catalog);
         // The cell folder lists its tenants; the header names the folder, not each file, so
         // that editing a tenant never rewrites the cell's kustomization.

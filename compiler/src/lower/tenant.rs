@@ -7,7 +7,8 @@
 //! `guard.rs`'s policy reads), the ResourceQuota holding the
 //! namespace's part of the tenant's ceiling and its GPU reservations, the ResourceQuota that
 //! denies every priority class but the namespace's own (declared or not), and a LimitRange; each with its
-//! file path inside the tenant folder.
+//! file path inside the tenant folder. A ServiceAccount carries the annotation of its storage
+//! identity when the cell's identity kind uses one (`iam.rs`).
 //!
 //! Invariants:
 //! - Tenant groups are bound only to the ClusterRoles of `rbac.rs`, never to the built-in
@@ -67,7 +68,23 @@ pub(super) fn objects(
         objects.push((
             format!("{kind}/serviceaccount-{}.yaml", namespace.service_account),
             to_yaml(&ServiceAccount {
-                metadata: meta(&namespace.service_account),
+                metadata: ObjectMeta {
+                    // The cloud identity of the workload's storage IAM (`iam.rs`), when the
+                    // cell's identity kind names it on the ServiceAccount.
+                    annotations: cell
+                        .storage
+                        .as_ref()
+                        .and_then(|storage| {
+                            crate::plan::storage::service_account_annotation(
+                                storage,
+                                &cell.name,
+                                &tenant.name,
+                                kind,
+                            )
+                        })
+                        .map(|annotation| BTreeMap::from([annotation])),
+                    ..meta(&namespace.service_account)
+                },
                 // No API token in every pod by default; the account holds no role anyway.
                 automount_service_account_token: Some(false),
                 ..ServiceAccount::default()

@@ -18,6 +18,7 @@ mod capacity;
 pub mod network;
 mod pinning;
 pub mod runtime;
+pub mod storage;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -83,6 +84,10 @@ pub struct CellPlan {
     /// Label keys no tenant pod may carry, declared by the cell (`forbidden-label-keys`).
     #[serde(skip)]
     pub forbidden_label_keys: Vec<String>,
+    /// Its object storage and workload identity (`storage.rs`), when declared; not part of
+    /// `describe`.
+    #[serde(skip)]
+    pub storage: Option<storage::StoragePlan>,
 }
 
 /// The identities the guard on managed objects lets through.
@@ -280,6 +285,9 @@ pub struct TenantPlan {
     /// The image registries (with path prefix) its pods may pull from.
     #[serde(skip)]
     pub registries: Vec<String>,
+    /// Read-only shared-base object prefixes (`shared/…/`); not part of `describe`.
+    #[serde(skip)]
+    pub shared_bases: Vec<String>,
 }
 
 /// One fleet reservation of a tenant as one cell sees it.
@@ -626,6 +634,7 @@ fn cell_plan(cell: &Cell, fleet: &Fleet, sources: &SourceMap, catalog: &Catalog)
             .iter()
             .map(|key| key.value.clone())
             .collect(),
+        storage: storage::storage_plan(cell),
     }
 }
 
@@ -876,6 +885,11 @@ fn tenant_plan(
             .registries
             .iter()
             .map(|registry| registry.value.clone())
+            .collect(),
+        shared_bases: tenant
+            .shared_bases
+            .iter()
+            .map(|base| base.value.clone())
             .collect(),
     }
 }

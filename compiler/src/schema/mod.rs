@@ -16,10 +16,11 @@ use reader::{Ctx, Obj, boolean, choice, integer, number, quantity, string};
 
 use crate::diag::{Code, Diagnostic};
 use crate::model::{
-    CeilingSplit, Cell, Cidr, ContainerDefaults, Dns, Endpoint, FleetCellShare, FleetReservation,
-    GitOps, GpuModelDecl, Groups, Metrics, MigLayout, MigProfileDecl, MigTableDecl, ModelWeights,
-    OrgDecl, PodSecurityException, Pool, PoolQuota, Priority, Quota, RuntimeClassDecl, Sharing,
-    Spanned, StorageQuota, Taint, Tenant, Topology, TopologyLevel, Trust, Workload, WorkloadKind,
+    AwsIdentity, AwsMode, CeilingSplit, Cell, Cidr, CloudIdentity, ContainerDefaults, Dns,
+    Endpoint, FleetCellShare, FleetReservation, GcpIdentity, GitOps, GpuModelDecl, Groups, Metrics,
+    MigLayout, MigProfileDecl, MigTableDecl, ModelWeights, OrgDecl, PodSecurityException, Pool,
+    PoolQuota, Priority, Quota, RuntimeClassDecl, Sharing, Spanned, Storage, StorageQuota, Taint,
+    Tenant, Topology, TopologyLevel, Trust, Workload, WorkloadKind,
 };
 use crate::names;
 use crate::parse::{Document, Node};
@@ -255,6 +256,11 @@ fn tenant(ctx: &Ctx, node: &Node, document: &Document) -> Option<Tenant> {
         .into_iter()
         .map(|node| model_weights(ctx, node))
         .collect();
+    let shared_bases: Vec<Option<Spanned<String>>> = obj
+        .items("shared-base", "shared-bases")
+        .into_iter()
+        .map(|node| string(ctx, node, "shared-base"))
+        .collect();
     let fleet: Vec<Option<FleetReservation>> = obj
         .items("fleet", "fleet")
         .into_iter()
@@ -294,6 +300,7 @@ fn tenant(ctx: &Ctx, node: &Node, document: &Document) -> Option<Tenant> {
     let quotas = keep_read(quotas, &mut complete);
     let workloads = keep_read(workloads, &mut complete);
     let models = keep_read(models, &mut complete);
+    let shared_bases = keep_read(shared_bases, &mut complete);
     let fleet = keep_read(fleet, &mut complete);
     if quota_parts_missing {
         complete = false;
@@ -310,6 +317,7 @@ fn tenant(ctx: &Ctx, node: &Node, document: &Document) -> Option<Tenant> {
         workloads,
         registries,
         models,
+        shared_bases,
         fleet,
         complete,
     })
@@ -943,6 +951,8 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
                 .filter(|key| check_label(ctx, key, names::qualified_name, "label key"))
         })
         .collect();
+    let storage_node = obj.field("storage");
+    let storage = storage_node.and_then(|node| storage(ctx, node));
     obj.finish();
     // As for tenants: unreadable parts are left out and the cell is marked incomplete.
     let name = name?;
@@ -973,6 +983,10 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
     if gitops_node.is_some() && gitops.is_none() {
         // Never replaced by the defaults: the guard would then name an identity the platform
         // did not mean.
+        complete = false;
+    }
+    if storage_node.is_some() && storage.is_none() {
+        // An unreadable storage declaration emits no IAM rather than a guess at it.
         complete = false;
     }
     let endpoints = keep_read(endpoints, &mut complete);
@@ -1015,8 +1029,223 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         gitops,
         runtime_classes,
         forbidden_label_keys,
+        storage,
         complete,
     })
+}
+
+const AWS_MODES: &[(&str, AwsMode)] = &[
+    ("pod-identity", AwsMode::PodIdentity),
+    ("irsa", AwsMode::Irsa),
+];
+
+/// Reads `storage { bucket "…"; aws …; }` or `gcp …` of a cell.
+fn storage(ctx: &Ctx, node: &Node) -> Option<Storage> {
+    let mut obj = Obj::new(ctx, node, "storage")?;
+    let bucket_nodes = obj.items("bucket", "buckets");
+    if bucket_nodes.is_empty() {
+        obj.missing("bucket", "buckets", "bucket \"<bucket>\"");
+    }
+    let buckets: Vec<Option<Spanned<String>>> = bucket_nodes
+        .into_iter()
+        .map(|node| {
+            let bucket = string(ctx, node, "bucket")?;
+            check_text(
+                ctx,
+                &bucket,
+                "bucket",
+                crate::validate::iam::bucket_name_ok,
+                "3 to 63 lowercase letters, digits, `.` and `-`, starting and ending with a letter or digit",
+            )
+            .then_some(bucket)
+        })
+        .collect();
+    let aws_node = obj.field("aws");
+    let gcp_node = obj.field("gcp");
+    if aws_node.is_none() && gcp_node.is_none() {
+        obj.missing(
+            "aws",
+            "aws",
+            "aws account=\"123456789012\" identity=\"pod-identity\"",
+        );
+    }
+    let span = obj.span;
+    obj.finish();
+    let aws = aws_node.and_then(|node| aws_identity(ctx, node));
+    let gcp = gcp_node.and_then(|node| gcp_identity(ctx, node));
+    let identity = match (aws, gcp) {
+        (Some(aws), None) if gcp_node.is_none() => CloudIdentity::Aws(aws),
+        (None, Some(gcp)) if aws_node.is_none() => CloudIdentity::Gcp(gcp),
+        (Some(_), Some(gcp)) => {
+            ctx.push(
+                Diagnostic::error(
+                    Code::StorageIdentityMismatch,
+                    gcp.span,
+                    "storage declares both an `aws` and a `gcp` identity",
+                )
+                .with_label("a second identity")
+                .with_help("keep the identity of the cell's own cloud"),
+            );
+            return None;
+        }
+        _ => return None,
+    };
+    let buckets: Vec<Spanned<String>> = buckets.into_iter().collect::<Option<_>>()?;
+    (!buckets.is_empty()).then_some(Storage {
+        span,
+        buckets,
+        identity,
+    })
+}
+
+fn aws_identity(ctx: &Ctx, node: &Node) -> Option<AwsIdentity> {
+    let mut obj = Obj::new(ctx, node, "aws")?;
+    let account = obj.req_str("account", "account=\"123456789012\"");
+    let mode = match obj.field("identity") {
+        Some(node) => choice(ctx, node, "identity", AWS_MODES),
+        None => {
+            obj.missing("identity", "identity", "identity=\"pod-identity\"");
+            None
+        }
+    };
+    let oidc_provider = obj.opt_str("oidc-provider");
+    let cluster = obj.opt_str("cluster");
+    let span = obj.span;
+    obj.finish();
+    let account = account?;
+    let mode = mode?;
+    let mut ok = check_text(
+        ctx,
+        &account,
+        "AWS account",
+        |text| text.len() == 12 && text.bytes().all(|byte| byte.is_ascii_digit()),
+        "12 digits",
+    );
+    if let Some(provider) = &oidc_provider {
+        ok &= check_text(
+            ctx,
+            provider,
+            "OIDC provider",
+            crate::validate::iam::oidc_provider_ok,
+            "a host and path such as `oidc.eks.us-east-1.amazonaws.com/id/<id>`, without `https://`",
+        );
+    }
+    if let Some(cluster) = &cluster {
+        ok &= check_text(
+            ctx,
+            cluster,
+            "EKS cluster",
+            |text| {
+                (1..=100).contains(&text.len())
+                    && text.starts_with(|ch: char| ch.is_ascii_alphanumeric())
+                    && text
+                        .chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_'))
+            },
+            "1 to 100 letters, digits, `-` and `_`, starting with a letter or digit",
+        );
+    }
+    match (mode.value, &oidc_provider, &cluster) {
+        (AwsMode::Irsa, None, _) => {
+            ctx.push(
+                Diagnostic::error(
+                    Code::FieldMissing,
+                    mode.span,
+                    "`identity=\"irsa\"` needs `oidc-provider`",
+                )
+                .with_label("IRSA trusts the cluster's OIDC provider")
+                .with_help("add `oidc-provider=\"oidc.eks.<region>.amazonaws.com/id/<id>\"`, from `aws eks describe-cluster`"),
+            );
+            return None;
+        }
+        (AwsMode::Irsa, _, Some(cluster)) | (AwsMode::PodIdentity, Some(cluster), _) => {
+            let other = if mode.value == AwsMode::Irsa {
+                "`cluster` is for Pod Identity"
+            } else {
+                "`oidc-provider` is for IRSA"
+            };
+            ctx.push(
+                Diagnostic::error(
+                    Code::StorageIdentityMismatch,
+                    cluster.span,
+                    format!(
+                        "{other}, not for `identity=\"{}\"`",
+                        match mode.value {
+                            AwsMode::Irsa => "irsa",
+                            AwsMode::PodIdentity => "pod-identity",
+                        }
+                    ),
+                )
+                .with_label("not used by this identity")
+                .with_help("remove it, or change `identity`"),
+            );
+            return None;
+        }
+        _ => {}
+    }
+    ok.then_some(AwsIdentity {
+        span,
+        account,
+        mode,
+        oidc_provider,
+        cluster,
+    })
+}
+
+fn gcp_identity(ctx: &Ctx, node: &Node) -> Option<GcpIdentity> {
+    let mut obj = Obj::new(ctx, node, "gcp")?;
+    let project = obj.req_str("project", "project=\"<project id>\"");
+    let workload_pool = obj.opt_str("workload-pool");
+    let span = obj.span;
+    obj.finish();
+    let project = project?;
+    let mut ok = check_text(
+        ctx,
+        &project,
+        "Google Cloud project",
+        crate::validate::iam::project_id_ok,
+        "6 to 30 lowercase letters, digits and `-`, starting with a letter",
+    );
+    if let Some(pool) = &workload_pool {
+        ok &= check_text(
+            ctx,
+            pool,
+            "Workload Identity pool",
+            |text| {
+                text.strip_suffix(".svc.id.goog")
+                    .is_some_and(crate::validate::iam::project_id_ok)
+            },
+            "`<project id>.svc.id.goog`",
+        );
+    }
+    ok.then_some(GcpIdentity {
+        span,
+        project,
+        workload_pool,
+    })
+}
+
+/// Checks a cloud name against a rule, reporting `name-invalid` with the expected form.
+fn check_text(
+    ctx: &Ctx,
+    text: &Spanned<String>,
+    what: &str,
+    rule: fn(&str) -> bool,
+    expected: &str,
+) -> bool {
+    if rule(&text.value) {
+        return true;
+    }
+    ctx.push(
+        Diagnostic::error(
+            Code::NameInvalid,
+            text.span,
+            format!("{what} `{}` is not valid", text.value),
+        )
+        .with_label(format!("expected {expected}"))
+        .with_help(format!("write the {what} as the cloud console shows it")),
+    );
+    false
 }
 
 fn gitops(ctx: &Ctx, node: &Node) -> Option<GitOps> {

@@ -14,9 +14,11 @@
 //! Invariant: validation never stops at the first finding; `lower` runs only on a fleet that
 //! produced no error, so it may rely on every reference resolving.
 
+pub mod audit;
 mod cells;
 mod cells_placement;
 pub mod groups;
+pub mod iam;
 pub mod kueue;
 pub mod namespaces;
 pub mod network;
@@ -84,6 +86,7 @@ pub fn validate(
     security::check(&fleet, &mut diagnostics);
     network::check(&fleet, &mut diagnostics);
     runtime::check(&fleet, &mut diagnostics);
+    iam::check(&fleet, &mut diagnostics);
     (fleet, diagnostics)
 }
 

@@ -1,0 +1,490 @@
+//! Storage IAM per tenant and cell, by the cell's cloud.
+//!
+//! Consumes: a cell's [`StoragePlan`] and a tenant's plan in it. Produces: the JSON documents of
+//! `out/<cell>/iam/<tenant>/`, for Terraform or the cloud console (they are not Kubernetes
+//! objects and no kustomization lists them):
+//! - AWS, per workload kind: `<kind>-permissions.json` (the role's identity policy),
+//!   `<kind>-trust.json` (its trust policy, for EKS Pod Identity or IRSA) and, for Pod Identity,
+//!   `<kind>-pod-identity-association.json` (the input of `aws eks
+//!   create-pod-identity-association`);
+//! - GCP, per workload kind: `<kind>-bucket-<bucket>.json` (conditional bindings for the bucket's
+//!   IAM policy) and `<kind>-workload-identity.json` (the Google service account's IAM policy);
+//! - `identities.json`: the generated-code header and, per workload kind, the namespace,
+//!   ServiceAccount and cloud identity.
+//!
+//! Invariants:
+//! - Read grants name only `models/<tenant>/`, the tenant's `shared/…/` prefixes and, for its
+//!   own use, `checkpoints/<tenant>/`; write grants name only `checkpoints/<tenant>/`, and only
+//!   the `train` identity has them; ListBucket always carries an `s3:prefix` condition.
+//! - Trust names exactly the workload's own ServiceAccount with `StringEquals`, never a pattern.
+//! - Every document is typed ([`PolicyDocument`], [`GcpPolicy`], …) and written with sorted keys,
+//!   so the audit of `validate/audit.rs` reads back the same types from the bytes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::emit::{Extra, InternalError};
+use crate::plan::storage::{
+    IdentityPlan, StoragePlan, google_account_email, oidc_provider_arn, role_arn,
+};
+use crate::plan::{NamespacePlan, TenantPlan};
+use crate::validate::iam::{checkpoints_prefix, models_prefix};
+
+/// The IAM policy language version.
+pub const POLICY_VERSION: &str = "2012-10-17";
+/// Actions that read objects.
+pub const READ_ACTIONS: [&str; 1] = ["s3:GetObject"];
+/// The action that lists a bucket, always limited by an `s3:prefix` condition.
+pub const LIST_ACTION: &str = "s3:ListBucket";
+/// Actions that write checkpoints (multipart uploads included).
+pub const WRITE_ACTIONS: [&str; 4] = [
+    "s3:AbortMultipartUpload",
+    "s3:DeleteObject",
+    "s3:ListMultipartUploadParts",
+    "s3:PutObject",
+];
+/// The Google role that reads objects.
+pub const GCP_READ_ROLE: &str = "roles/storage.objectViewer";
+/// The Google role that reads and writes objects.
+pub const GCP_WRITE_ROLE: &str = "roles/storage.objectUser";
+/// The Google role that lets a Kubernetes ServiceAccount act as a Google service account.
+pub const GCP_WORKLOAD_IDENTITY_ROLE: &str = "roles/iam.workloadIdentityUser";
+/// The workload kind whose identity may write checkpoints.
+pub const WRITER_KIND: &str = "train";
+
+/// An AWS IAM policy document (identity or trust policy).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyDocument {
+    /// Always [`POLICY_VERSION`].
+    #[serde(rename = "Version")]
+    pub version: String,
+    /// The statements.
+    #[serde(rename = "Statement")]
+    pub statement: Vec<Statement>,
+}
+
+/// Condition operator → condition key → values.
+pub type Conditions = BTreeMap<String, BTreeMap<String, Vec<String>>>;
+
+/// One statement of an AWS policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Statement {
+    /// A name for reviews.
+    #[serde(rename = "Sid")]
+    pub sid: String,
+    /// `Allow` (tenantc emits nothing else).
+    #[serde(rename = "Effect")]
+    pub effect: String,
+    /// Who may assume the role (trust policies only).
+    #[serde(rename = "Principal", default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<BTreeMap<String, String>>,
+    /// Actions.
+    #[serde(rename = "Action")]
+    pub action: Vec<String>,
+    /// Resources (identity policies only).
+    #[serde(rename = "Resource", default, skip_serializing_if = "Vec::is_empty")]
+    pub resource: Vec<String>,
+    /// Conditions.
+    #[serde(
+        rename = "Condition",
+        default,
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub condition: Conditions,
+}
+
+/// The input of `aws eks create-pod-identity-association --cli-input-json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PodIdentityAssociation {
+    /// The EKS cluster.
+    pub cluster_name: String,
+    /// The tenant namespace.
+    pub namespace: String,
+    /// The workload's ServiceAccount.
+    pub service_account: String,
+    /// The role it assumes.
+    pub role_arn: String,
+}
+
+/// A Google IAM policy fragment: bindings to add to a bucket's or service account's policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GcpPolicy {
+    /// The bindings.
+    pub bindings: Vec<GcpBinding>,
+    /// Policy version 3, which conditional bindings need.
+    pub version: u32,
+}
+
+/// One Google IAM binding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GcpBinding {
+    /// The role.
+    pub role: String,
+    /// Who holds it.
+    pub members: Vec<String>,
+    /// When it applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<GcpCondition>,
+}
+
+/// A Google IAM condition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GcpCondition {
+    /// A short name.
+    pub title: String,
+    /// The CEL expression.
+    pub expression: String,
+}
+
+/// The summary file of a tenant's IAM folder, with the generated-code header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Identities {
+    /// The generated-code header.
+    #[serde(rename = "$comment")]
+    pub comment: String,
+    /// Per workload kind, what its identity is.
+    pub identities: Vec<Identity>,
+}
+
+/// One workload kind's identity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Identity {
+    /// Train or infer.
+    pub workload: String,
+    /// The namespace.
+    pub namespace: String,
+    /// The ServiceAccount.
+    pub service_account: String,
+    /// The AWS role ARN or the Google service account e-mail.
+    pub cloud_identity: String,
+    /// Whether it may write checkpoints.
+    pub writes_checkpoints: bool,
+}
+
+/// The object ARN pattern covering every key under `prefix` in `bucket`.
+pub fn object_arn(bucket: &str, prefix: &str) -> String {
+    format!("arn:aws:s3:::{bucket}/{prefix}*")
+}
+
+/// The ARN of a bucket.
+pub fn bucket_arn(bucket: &str) -> String {
+    format!("arn:aws:s3:::{bucket}")
+}
+
+/// The CEL condition that limits a Google binding to the objects under `prefix`.
+pub fn gcs_prefix_condition(bucket: &str, prefix: &str) -> String {
+    format!("resource.name.startsWith(\"projects/_/buckets/{bucket}/objects/{prefix}\")")
+}
+
+/// The prefixes a workload may read: its models, the shared bases and, for the writer, its own
+/// checkpoints (to resume from them).
+pub fn read_prefixes(tenant: &TenantPlan, kind: &str) -> Vec<String> {
+    let mut prefixes = vec![models_prefix(&tenant.name)];
+    prefixes.extend(tenant.shared_bases.iter().cloned());
+    if kind == WRITER_KIND {
+        prefixes.push(checkpoints_prefix(&tenant.name));
+    }
+    prefixes.sort();
+    prefixes.dedup();
+    prefixes
+}
+
+/// The prefixes a workload may write: its checkpoints, for the writer only.
+pub fn write_prefixes(tenant: &TenantPlan, kind: &str) -> Vec<String> {
+    if kind == WRITER_KIND {
+        vec![checkpoints_prefix(&tenant.name)]
+    } else {
+        Vec::new()
+    }
+}
+
+/// The identity policy of a workload's AWS role.
+pub fn permissions(storage: &StoragePlan, tenant: &TenantPlan, kind: &str) -> PolicyDocument {
+    let read = read_prefixes(tenant, kind);
+    let write = write_prefixes(tenant, kind);
+    let strings = |items: &[&str]| items.iter().map(|item| item.to_string()).collect();
+    let objects = |prefixes: &[String]| -> Vec<String> {
+        storage
+            .buckets
+            .iter()
+            .flat_map(|bucket| prefixes.iter().map(|prefix| object_arn(bucket, prefix)))
+            .collect()
+    };
+    let mut listed: Vec<String> = read.iter().map(|prefix| format!("{prefix}*")).collect();
+    listed.extend(write.iter().map(|prefix| format!("{prefix}*")));
+    listed.sort();
+    listed.dedup();
+    let mut statement = vec![
+        Statement {
+            sid: "ReadModels".into(),
+            effect: "Allow".into(),
+            principal: None,
+            action: strings(&READ_ACTIONS),
+            resource: objects(&read),
+            condition: Conditions::new(),
+        },
+        Statement {
+            sid: "ListOwnPrefixes".into(),
+            effect: "Allow".into(),
+            principal: None,
+            action: vec![LIST_ACTION.to_string()],
+            resource: storage
+                .buckets
+                .iter()
+                .map(|bucket| bucket_arn(bucket))
+                .collect(),
+            condition: Conditions::from([(
+                "StringLike".to_string(),
+                BTreeMap::from([("s3:prefix".to_string(), listed)]),
+            )]),
+        },
+    ];
+    if !write.is_empty() {
+        statement.push(Statement {
+            sid: "WriteCheckpoints".into(),
+            effect: "Allow".into(),
+            principal: None,
+            action: strings(&WRITE_ACTIONS),
+            resource: objects(&write),
+            condition: Conditions::new(),
+        });
+    }
+    PolicyDocument {
+        version: POLICY_VERSION.into(),
+        statement,
+    }
+}
+
+/// The trust policy of a workload's AWS role, naming exactly its ServiceAccount.
+pub fn trust(storage: &StoragePlan, namespace: &NamespacePlan) -> Option<PolicyDocument> {
+    let statement = match &storage.identity {
+        IdentityPlan::AwsPodIdentity { account, cluster } => Statement {
+            sid: "EksPodIdentity".into(),
+            effect: "Allow".into(),
+            principal: Some(BTreeMap::from([(
+                "Service".to_string(),
+                "pods.eks.amazonaws.com".to_string(),
+            )])),
+            action: vec!["sts:AssumeRole".into(), "sts:TagSession".into()],
+            resource: Vec::new(),
+            condition: Conditions::from([(
+                "StringEquals".to_string(),
+                BTreeMap::from([
+                    ("aws:SourceAccount".to_string(), vec![account.clone()]),
+                    (
+                        "aws:RequestTag/eks-cluster-name".to_string(),
+                        vec![cluster.clone()],
+                    ),
+                    (
+                        "aws:RequestTag/kubernetes-namespace".to_string(),
+                        vec![namespace.name.clone()],
+                    ),
+                    (
+                        "aws:RequestTag/kubernetes-service-account".to_string(),
+                        vec![namespace.service_account.clone()],
+                    ),
+                ]),
+            )]),
+        },
+        IdentityPlan::AwsIrsa { account, provider } => Statement {
+            sid: "Irsa".into(),
+            effect: "Allow".into(),
+            principal: Some(BTreeMap::from([(
+                "Federated".to_string(),
+                oidc_provider_arn(account, provider),
+            )])),
+            action: vec!["sts:AssumeRoleWithWebIdentity".into()],
+            resource: Vec::new(),
+            condition: Conditions::from([(
+                "StringEquals".to_string(),
+                BTreeMap::from([
+                    (
+                        format!("{provider}:aud"),
+                        vec!["sts.amazonaws.com".to_string()],
+                    ),
+                    (
+                        format!("{provider}:sub"),
+                        vec![service_account_subject(namespace)],
+                    ),
+                ]),
+            )]),
+        },
+        IdentityPlan::Gcp { .. } => return None,
+    };
+    Some(PolicyDocument {
+        version: POLICY_VERSION.into(),
+        statement: vec![statement],
+    })
+}
+
+/// `system:serviceaccount:<namespace>:<name>`.
+pub fn service_account_subject(namespace: &NamespacePlan) -> String {
+    format!(
+        "system:serviceaccount:{}:{}",
+        namespace.name, namespace.service_account
+    )
+}
+
+/// The Workload Identity member of a Kubernetes ServiceAccount.
+pub fn workload_identity_member(pool: &str, namespace: &NamespacePlan) -> String {
+    format!(
+        "serviceAccount:{pool}[{}/{}]",
+        namespace.name, namespace.service_account
+    )
+}
+
+/// The conditional bindings of a workload's Google service account on one bucket.
+pub fn bucket_bindings(bucket: &str, project: &str, tenant: &TenantPlan, kind: &str) -> GcpPolicy {
+    let member = format!(
+        "serviceAccount:{}",
+        google_account_email(project, &tenant.name, kind)
+    );
+    let binding = |role: &str, prefix: &str, verb: &str| GcpBinding {
+        role: role.to_string(),
+        members: vec![member.clone()],
+        condition: Some(GcpCondition {
+            title: format!("{verb} {prefix}"),
+            expression: gcs_prefix_condition(bucket, prefix),
+        }),
+    };
+    let mut bindings: Vec<GcpBinding> = read_prefixes(tenant, kind)
+        .iter()
+        .filter(|prefix| !write_prefixes(tenant, kind).contains(prefix))
+        .map(|prefix| binding(GCP_READ_ROLE, prefix, "read"))
+        .collect();
+    bindings.extend(
+        write_prefixes(tenant, kind)
+            .iter()
+            .map(|prefix| binding(GCP_WRITE_ROLE, prefix, "write")),
+    );
+    GcpPolicy {
+        bindings,
+        version: 3,
+    }
+}
+
+/// The IAM policy of a workload's Google service account: its Kubernetes ServiceAccount only.
+pub fn workload_identity(pool: &str, namespace: &NamespacePlan) -> GcpPolicy {
+    GcpPolicy {
+        bindings: vec![GcpBinding {
+            role: GCP_WORKLOAD_IDENTITY_ROLE.to_string(),
+            members: vec![workload_identity_member(pool, namespace)],
+            condition: None,
+        }],
+        version: 1,
+    }
+}
+
+/// Writes a typed document as JSON with keys sorted at every level and a final newline.
+pub fn to_json<T: Serialize>(document: &T) -> Result<Vec<u8>, InternalError> {
+    let value = serde_json::to_value(document)
+        .map_err(|error| InternalError(format!("an IAM document cannot be written: {error}")))?;
+    let mut text = serde_json::to_string_pretty(&sorted(value))
+        .map_err(|error| InternalError(format!("an IAM document cannot be written: {error}")))?;
+    text.push('\n');
+    Ok(text.into_bytes())
+}
+
+/// Rebuilds a JSON value with the keys of every object in sorted order, whatever map the
+/// `serde_json` features select.
+fn sorted(value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let entries: BTreeMap<String, serde_json::Value> = map
+                .into_iter()
+                .map(|(key, value)| (key, sorted(value)))
+                .collect();
+            serde_json::Value::Object(entries.into_iter().collect())
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.into_iter().map(sorted).collect())
+        }
+        other => other,
+    }
+}
+
+/// The folder of a tenant's IAM documents in the output tree.
+pub fn folder(cell: &str, tenant: &str) -> String {
+    format!("{cell}/iam/{tenant}")
+}
+
+/// Every IAM file of a tenant in a cell, as output-tree paths and contents.
+pub fn files(
+    cell: &str,
+    storage: &StoragePlan,
+    tenant: &TenantPlan,
+    header: &str,
+) -> Result<Vec<Extra>, InternalError> {
+    let folder = folder(cell, &tenant.name);
+    let mut files = Vec::new();
+    let mut identities = Vec::new();
+    let mut put = |name: String, contents: Vec<u8>| {
+        files.push(Extra {
+            path: format!("{folder}/{name}"),
+            contents,
+        });
+    };
+    for namespace in &tenant.namespaces {
+        let kind = namespace.workload;
+        let cloud_identity = match &storage.identity {
+            IdentityPlan::AwsPodIdentity { account, cluster } => {
+                let arn = role_arn(account, cell, &tenant.name, kind);
+                put(
+                    format!("{kind}-pod-identity-association.json"),
+                    to_json(&PodIdentityAssociation {
+                        cluster_name: cluster.clone(),
+                        namespace: namespace.name.clone(),
+                        service_account: namespace.service_account.clone(),
+                        role_arn: arn.clone(),
+                    })?,
+                );
+                arn
+            }
+            IdentityPlan::AwsIrsa { account, .. } => role_arn(account, cell, &tenant.name, kind),
+            IdentityPlan::Gcp { project, pool } => {
+                for bucket in &storage.buckets {
+                    put(
+                        format!("{kind}-bucket-{bucket}.json"),
+                        to_json(&bucket_bindings(bucket, project, tenant, kind))?,
+                    );
+                }
+                put(
+                    format!("{kind}-workload-identity.json"),
+                    to_json(&workload_identity(pool, namespace))?,
+                );
+                google_account_email(project, &tenant.name, kind)
+            }
+        };
+        if let Some(trust) = trust(storage, namespace) {
+            put(format!("{kind}-trust.json"), to_json(&trust)?);
+            put(
+                format!("{kind}-permissions.json"),
+                to_json(&permissions(storage, tenant, kind))?,
+            );
+        }
+        identities.push(Identity {
+            workload: kind.to_string(),
+            namespace: namespace.name.clone(),
+            service_account: namespace.service_account.clone(),
+            cloud_identity,
+            writes_checkpoints: !write_prefixes(tenant, kind).is_empty(),
+        });
+    }
+    put(
+        "identities.json".to_string(),
+        to_json(&Identities {
+            comment: header.trim_start_matches("# ").trim_end().to_string(),
+            identities,
+        })?,
+    );
+    Ok(files)
+}

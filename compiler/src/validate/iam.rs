@@ -1,0 +1,211 @@
+//! Checks of the declarations storage IAM is made from.
+//!
+//! Consumes: the [`Fleet`]. Produces: diagnostics for model prefixes outside the tenant's own
+//! `models/<tenant>/` prefix (`model-prefix-outside-tenant`), shared-base prefixes that are not
+//! plain `shared/…/` prefixes (`shared-base-prefix-invalid`), and cell storage identities that do
+//! not match the cell's cloud (`storage-identity-mismatch`); also the name rules the schema
+//! stage uses for buckets, OIDC providers and project ids.
+//!
+//! Invariant: after these checks every prefix `lower/iam.rs` grants is made of the characters
+//! `[A-Za-z0-9._/-]` only, so no grant can hold a wildcard, and a shared-base prefix can never
+//! name a `models/` or `checkpoints/` prefix of any tenant.
+
+use crate::diag::{Code, Diagnostic};
+use crate::model::Fleet;
+
+/// The prefix of a tenant's model weights inside a bucket.
+pub fn models_prefix(tenant: &str) -> String {
+    format!("models/{tenant}/")
+}
+
+/// The prefix of a tenant's training checkpoints inside a bucket.
+pub fn checkpoints_prefix(tenant: &str) -> String {
+    format!("checkpoints/{tenant}/")
+}
+
+/// The first folder of every shared-base prefix.
+pub const SHARED_ROOT: &str = "shared/";
+
+/// Whether a bucket name follows the rules both S3 and Cloud Storage share.
+pub fn bucket_name_ok(name: &str) -> bool {
+    (3..=63).contains(&name.len())
+        && name.starts_with(|ch: char| ch.is_ascii_lowercase() || ch.is_ascii_digit())
+        && name.ends_with(|ch: char| ch.is_ascii_lowercase() || ch.is_ascii_digit())
+        && name
+            .chars()
+            .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || matches!(ch, '.' | '-'))
+        && !name.contains("..")
+}
+
+/// Whether an OIDC provider is a host and path without scheme or wildcard.
+pub fn oidc_provider_ok(provider: &str) -> bool {
+    (1..=255).contains(&provider.len())
+        && provider.contains('.')
+        && provider
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '.' | '-' | '/'))
+        && provider
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
+/// Whether a Google Cloud project id is valid: 6 to 30 characters, lowercase letters, digits
+/// and `-`, starting with a letter and not ending with `-`.
+pub fn project_id_ok(project: &str) -> bool {
+    (6..=30).contains(&project.len())
+        && project.starts_with(|ch: char| ch.is_ascii_lowercase())
+        && !project.ends_with('-')
+        && project
+            .chars()
+            .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-')
+}
+
+/// The object key part of a `scheme://bucket/key` prefix (the whole text when it has no
+/// scheme).
+pub fn object_key(prefix: &str) -> &str {
+    match prefix.split_once("://") {
+        Some((_, rest)) => rest.split_once('/').map_or("", |(_, key)| key),
+        None => prefix,
+    }
+}
+
+/// Why an object prefix a grant would use is unsafe, if it is.
+pub fn prefix_problem(prefix: &str) -> Option<&'static str> {
+    if !prefix.ends_with('/') {
+        Some("a prefix ends with `/`, or a grant on it also covers longer names")
+    } else if !prefix
+        .chars()
+        .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_' | '-' | '/'))
+    {
+        Some(
+            "only letters, digits, `.`, `_`, `-` and `/` are allowed; `*`, `?` and `$` are IAM wildcards and variables",
+        )
+    } else if prefix
+        .trim_end_matches('/')
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == "..")
+    {
+        Some("empty, `.` and `..` folders are refused")
+    } else {
+        None
+    }
+}
+
+/// Runs every storage IAM check.
+pub fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
+    for tenant in &fleet.tenants {
+        let own = models_prefix(&tenant.name.value);
+        for model in &tenant.models {
+            let key = object_key(&model.prefix.value);
+            if !key.starts_with(&own) {
+                diagnostics.push(
+                    Diagnostic::error(
+                        Code::ModelPrefixOutsideTenant,
+                        model.prefix.span,
+                        format!(
+                            "model `{}` of tenant `{}` is stored outside `{own}`",
+                            model.name.value, tenant.name.value
+                        ),
+                    )
+                    .with_label(format!("the object key `{key}` does not start with `{own}`"))
+                    .with_help(format!(
+                        "store the weights under `{own}<model>/<version>/`, the only models prefix the tenant's identities may read"
+                    )),
+                );
+            }
+        }
+        for base in &tenant.shared_bases {
+            let problem = if !base.value.starts_with(SHARED_ROOT) {
+                Some(
+                    "a shared-base prefix starts with `shared/`, apart from every tenant's `models/` and `checkpoints/`",
+                )
+            } else if base.value == SHARED_ROOT {
+                Some("`shared/` alone would grant every shared base")
+            } else {
+                prefix_problem(&base.value)
+            };
+            if let Some(problem) = problem {
+                diagnostics.push(
+                    Diagnostic::error(
+                        Code::SharedBasePrefixInvalid,
+                        base.span,
+                        format!(
+                            "shared-base prefix `{}` of tenant `{}` is not a plain `shared/…/` prefix",
+                            base.value, tenant.name.value
+                        ),
+                    )
+                    .with_label(problem)
+                    .with_help("write the object key prefix inside the bucket, such as `shared/llama-70b/2026-10-01/`"),
+                );
+            }
+        }
+    }
+    for cell in &fleet.cells {
+        let Some(storage) = &cell.storage else {
+            continue;
+        };
+        let wanted = storage.identity.cloud();
+        if cell.cloud.value.is_empty() || cell.cloud.value == wanted {
+            continue;
+        }
+        diagnostics.push(
+            Diagnostic::error(
+                Code::StorageIdentityMismatch,
+                storage.identity.span(),
+                format!(
+                    "cell `{}` runs in `{}` but its storage identity is for `{wanted}`",
+                    cell.name.value, cell.cloud.value
+                ),
+            )
+            .with_label(format!("an identity for `{wanted}`"))
+            .with_secondary(cell.cloud.span, "the cell's cloud")
+            .with_help(match cell.cloud.value.as_str() {
+                "aws" => "declare `aws account=\"…\" identity=\"pod-identity\"` (or `\"irsa\"`) in `storage`",
+                "gcp" => "declare `gcp project=\"…\"` in `storage`",
+                _ => "tenantc emits storage IAM for `aws` and `gcp` cells only; remove `storage` from this cell",
+            }),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_keys_drop_the_scheme_and_bucket() {
+        assert_eq!(object_key("s3://b/models/t/x/"), "models/t/x/");
+        assert_eq!(object_key("gs://b"), "");
+        assert_eq!(object_key("models/t/"), "models/t/");
+    }
+
+    #[test]
+    fn prefixes_with_wildcards_or_dot_folders_are_refused() {
+        for bad in [
+            "shared/*/",
+            "shared/a",
+            "shared/../models/t/",
+            "shared//a/",
+            "shared/${aws:username}/",
+        ] {
+            assert!(prefix_problem(bad).is_some(), "{bad}");
+        }
+        assert_eq!(prefix_problem("shared/llama-70b/2026.10_01/"), None);
+    }
+
+    #[test]
+    fn cloud_names_follow_their_rules() {
+        assert!(bucket_name_ok("fleet-us-east-1a-models"));
+        assert!(!bucket_name_ok("Fleet"));
+        assert!(!bucket_name_ok("a*b"));
+        assert!(project_id_ok("fleet-eu-prod"));
+        assert!(!project_id_ok("fleet"));
+        assert!(oidc_provider_ok(
+            "oidc.eks.us-east-1.amazonaws.com/id/ABC123"
+        ));
+        assert!(!oidc_provider_ok(
+            "https://oidc.eks.us-east-1.amazonaws.com/id/ABC"
+        ));
+        assert!(!oidc_provider_ok("oidc.eks.*.amazonaws.com"));
+    }
+}

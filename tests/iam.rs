@@ -1,0 +1,397 @@
+//! Storage IAM end to end: a real policy linter on every emitted AWS identity policy, the
+//! security audit against tampered documents, and a property over generated fleets.
+//!
+//! Consumes: the example fleet (`tenants/`, `cells/`) and generated fleets. Produces: test
+//! results only.
+//!
+//! Invariant: the Parliament test skips with a message when `parliament` is not installed, but
+//! fails under `CI=true`, where `.ci/run` installs it.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)] // Test code: a panic is a failed test.
+
+mod support;
+
+use std::process::{Command, Stdio};
+
+use tenantc::diag::Code;
+use tenantc::{Compilation, InputFile, compile};
+
+fn example() -> Compilation {
+    let compilation = support::compile_root(&support::repo());
+    assert!(
+        compilation.output.is_some(),
+        "the example fleet must build: {:?}",
+        compilation.diagnostics
+    );
+    compilation
+}
+
+fn iam_files(compilation: &Compilation, ending: &str) -> Vec<(String, String)> {
+    let tree = compilation.output.as_ref().unwrap();
+    tree.iter()
+        .filter(|(path, _)| path.split('/').nth(1) == Some("iam") && path.ends_with(ending))
+        .map(|(path, bytes)| (path.clone(), String::from_utf8(bytes.clone()).unwrap()))
+        .collect()
+}
+
+/// Parliament's command line, run through the interpreter so that it is found whether or not
+/// pip put its script on `PATH`.
+fn parliament() -> Command {
+    let mut command = Command::new("python3");
+    command.args(["-m", "parliament.cli"]);
+    command
+}
+
+#[test]
+fn parliament_finds_nothing_in_any_emitted_aws_policy() {
+    let probe = parliament().arg("--version").stdin(Stdio::null()).output();
+    if !probe.is_ok_and(|output| output.status.success()) {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "parliament is not installed, and CI must lint the emitted IAM policies (see .ci/run)"
+        );
+        eprintln!(
+            "SKIPPED: parliament is not installed (`python3 -m pip install parliament`); the emitted AWS policies were not linted"
+        );
+        return;
+    }
+    let compilation = example();
+    let mut policies = iam_files(&compilation, "-permissions.json");
+    // The ok fixture cases cover the identity kinds the example fleet does not (Pod Identity,
+    // several buckets).
+    for case in support::subdirs(&support::repo().join("tests/cases/ok")) {
+        let compilation = support::compile_root(&case.join("input"));
+        if compilation.output.is_some() {
+            policies.extend(iam_files(&compilation, "-permissions.json"));
+        }
+    }
+    assert!(
+        policies.len() >= 8,
+        "the example fleet and the ok cases emit AWS policies: {}",
+        policies.len()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for (idx, (path, text)) in policies.iter().enumerate() {
+        let file = dir.path().join(format!("{idx}.json"));
+        std::fs::write(&file, text).unwrap();
+        paths.push((file, path));
+    }
+    // `--file` refuses to run when stdin is not a terminal, so every file goes through
+    // `--files`, with an empty stdin; each finding names its file.
+    let list: Vec<String> = paths
+        .iter()
+        .map(|(file, _)| file.display().to_string())
+        .collect();
+    let output = parliament()
+        .arg("--files")
+        .arg(list.join(","))
+        .arg("--json")
+        .arg("--include-community-auditors")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let mut findings = String::from_utf8_lossy(&output.stdout).into_owned();
+    for (file, path) in &paths {
+        findings = findings.replace(&file.display().to_string(), path);
+    }
+    assert!(
+        output.status.success() && findings.trim().is_empty(),
+        "parliament reports on the emitted policies:\n{findings}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The linter is live: the same run flags a policy that is known to be bad.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws:s3:::fleet-us-east-1a-models"}]}"#,
+    )
+    .unwrap();
+    let output = parliament()
+        .arg("--files")
+        .arg(&bad)
+        .arg("--json")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("RESOURCE_MISMATCH"),
+        "parliament must flag an object action on a bucket ARN"
+    );
+}
+
+/// Replaces `from` by `to` in one emitted file and audits the tampered tree.
+fn audit_tampered(path: &str, from: &str, to: &str) -> Vec<tenantc::diag::Diagnostic> {
+    let compilation = example();
+    let mut tree = compilation.output.clone().unwrap();
+    let text = String::from_utf8(tree[path].clone()).unwrap();
+    assert!(text.contains(from), "{path} holds {from}");
+    tree.insert(path.to_string(), text.replace(from, to).into_bytes());
+    tenantc::validate::audit::audit(
+        &tree,
+        compilation.plan.as_ref().unwrap(),
+        &compilation.fleet,
+    )
+}
+
+#[test]
+fn the_audit_passes_the_emitted_tree() {
+    let compilation = example();
+    let findings = tenantc::validate::audit::audit(
+        compilation.output.as_ref().unwrap(),
+        compilation.plan.as_ref().unwrap(),
+        &compilation.fleet,
+    );
+    assert!(findings.is_empty(), "{findings:?}");
+}
+
+#[test]
+fn the_audit_catches_a_hand_made_cross_tenant_grant() {
+    let findings = audit_tampered(
+        "us-east-1a/iam/acme-serving/infer-permissions.json",
+        "models/acme-serving/*\",\n",
+        "models/acme-serving/*\",\n        \"arn:aws:s3:::fleet-us-east-1a-models/models/acme-research/*\",\n",
+    );
+    let rendered: Vec<String> = findings
+        .iter()
+        .map(|finding| format!("{} {:?}", finding.message, finding.labels))
+        .collect();
+    assert!(
+        findings
+            .iter()
+            .all(|finding| finding.code == Code::IamGrantTooBroad),
+        "{rendered:?}"
+    );
+    assert!(
+        rendered
+            .iter()
+            .any(|text| text.contains("tenant `acme-serving`")
+                && text.contains("`models/acme-research/` of another tenant")),
+        "{rendered:?}"
+    );
+}
+
+#[test]
+fn the_audit_catches_every_family_of_tampering() {
+    let cases = [
+        (
+            "us-east-1a/iam/acme-serving/infer-permissions.json",
+            "\"s3:GetObject\"",
+            "\"s3:*\"",
+            "wildcard action",
+        ),
+        (
+            "us-east-1a/iam/acme-serving/infer-permissions.json",
+            "models/acme-serving/*\"",
+            "*\"",
+            "identity may not read",
+        ),
+        (
+            "us-east-1a/iam/acme-serving/train-permissions.json",
+            "fleet-us-east-1a-models/checkpoints/acme-serving/*\"\n      ],\n      \"Sid\": \"WriteCheckpoints\"",
+            "fleet-us-east-1a-models/models/acme-serving/*\"\n      ],\n      \"Sid\": \"WriteCheckpoints\"",
+            "writes to models",
+        ),
+        (
+            "us-east-1a/iam/acme-serving/infer-permissions.json",
+            "\"checkpoints/acme-serving/*\",\n",
+            "",
+            "",
+        ),
+        (
+            "us-east-1a/iam/acme-serving/infer-permissions.json",
+            "\"models/acme-serving/*\",",
+            "\"checkpoints/acme-research/*\",",
+            "`checkpoints/acme-research/` of another tenant",
+        ),
+        (
+            "us-east-1a/iam/acme-serving/infer-trust.json",
+            "\"StringEquals\"",
+            "\"StringLike\"",
+            "uses `StringLike`",
+        ),
+        (
+            "us-east-1a/iam/acme-serving/infer-trust.json",
+            "system:serviceaccount:acme-serving-infer:server",
+            "system:serviceaccount:acme-research-train:trainer",
+            "is not bound to exactly",
+        ),
+        (
+            "eu-west-4b/iam/globex-vision/infer-bucket-fleet-eu-west-4b-models.json",
+            "objects/models/globex-vision/",
+            "objects/models/",
+            "identity may not read",
+        ),
+        (
+            "eu-west-4b/iam/globex-vision/infer-workload-identity.json",
+            "[globex-vision-infer/",
+            "[acme-research-train/",
+            "to a member other than",
+        ),
+    ];
+    for (path, from, to, expected) in cases {
+        let compilation = example();
+        let text = String::from_utf8(compilation.output.as_ref().unwrap()[path].clone()).unwrap();
+        if !text.contains(from) {
+            // The infer identity reads no checkpoints: this case checks the premise only.
+            assert!(expected.is_empty(), "{path} lacks {from:?}:\n{text}");
+            continue;
+        }
+        let findings = audit_tampered(path, from, to);
+        let labels: Vec<String> = findings
+            .iter()
+            .flat_map(|finding| finding.labels.iter().map(|label| label.message.clone()))
+            .collect();
+        assert!(
+            labels.iter().any(|label| label.contains(expected)),
+            "{path}: {from:?} -> {to:?} gave {labels:?}"
+        );
+    }
+}
+
+/// A tiny deterministic generator (xorshift), so the property needs no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, bound: u64) -> u64 {
+        self.next() % bound
+    }
+}
+
+fn generated_fleet(rng: &mut Rng) -> Vec<InputFile> {
+    let aws = rng.below(3);
+    let identity = match aws {
+        0 => r#"aws account="111122223333" identity="pod-identity""#.to_string(),
+        1 => r#"aws account="111122223333" identity="irsa" oidc-provider="oidc.eks.eu-west-1.amazonaws.com/id/ABC""#.to_string(),
+        _ => r#"gcp project="fleet-gen-project""#.to_string(),
+    };
+    let cloud = if aws < 2 { "aws" } else { "gcp" };
+    let buckets: String = (0..=rng.below(2))
+        .map(|idx| format!("        bucket \"bucket-{idx}\"\n"))
+        .collect();
+    let cell = format!(
+        "cell \"c1\" {{\n    cloud \"{cloud}\" region=\"r1\"\n    kubernetes \"1.33\"\n    driver \"570\"\n    storage {{\n{buckets}        {identity}\n    }}\n    priority \"batch\" value=1000\n    pool \"p\" {{\n        gpu \"H100-80GB-SXM\"\n        nodes 64 gpus-per-node=8\n        sharing \"exclusive\"\n    }}\n}}\n"
+    );
+    let mut inputs = vec![InputFile {
+        path: "cells/c1.kdl".into(),
+        contents: cell.into_bytes(),
+    }];
+    // Names that are prefixes of one another, so `models/a/` must not cover `models/a-b/`.
+    let stems = [
+        "a",
+        "a-b",
+        "ab",
+        "models",
+        "checkpoints",
+        "shared",
+        "t1",
+        "t1-train",
+    ];
+    let count = 2 + rng.below(5) as usize;
+    let mut names: Vec<&str> = Vec::new();
+    while names.len() < count {
+        let name = stems[rng.below(stems.len() as u64) as usize];
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    for name in names {
+        let workloads = match rng.below(3) {
+            0 => "    workload \"train\" service-account=\"trainer\" priority=\"batch\"\n",
+            1 => "    workload \"infer\" service-account=\"server\" priority=\"batch\"\n",
+            _ => {
+                "    workload \"train\" service-account=\"trainer\" priority=\"batch\"\n    workload \"infer\" service-account=\"server\" priority=\"batch\"\n"
+            }
+        };
+        let first = if workloads.contains("train") {
+            "train"
+        } else {
+            "infer"
+        };
+        let shared = if rng.below(2) == 0 {
+            format!(
+                "    shared-base \"shared/{}/\"\n",
+                stems[rng.below(stems.len() as u64) as usize]
+            )
+        } else {
+            String::new()
+        };
+        let tenant = format!(
+            "tenant \"{name}\" {{\n    org \"o-{name}\"\n    team \"t\"\n    trust \"hard\"\n    groups admin=\"{name}-admins\"\n    quota cell=\"c1\" cpu=\"1\" memory=\"1Gi\" pods=10 {{ pool \"p\" reserved=8 workload=\"{first}\"; }}\n{workloads}{shared}    model \"m\" version=\"1\" prefix=\"s3://bucket-0/models/{name}/m/1/\"\n}}\n"
+        );
+        inputs.push(InputFile {
+            path: format!("tenants/{name}.kdl"),
+            contents: tenant.into_bytes(),
+        });
+    }
+    inputs
+}
+
+#[test]
+fn no_tenant_policy_names_another_tenants_prefix_in_generated_fleets() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut checked = 0;
+    for round in 0..40 {
+        let inputs = generated_fleet(&mut rng);
+        let compilation = compile(&inputs);
+        assert!(
+            compilation.output.is_some(),
+            "round {round}: the generated fleet must build: {:#?} {:?} {}",
+            compilation.diagnostics,
+            compilation.internal_error,
+            inputs
+                .iter()
+                .map(|input| String::from_utf8_lossy(&input.contents).into_owned())
+                .collect::<String>()
+        );
+        let tree = compilation.output.as_ref().unwrap();
+        let tenants: Vec<String> = compilation
+            .fleet
+            .tenants
+            .iter()
+            .map(|t| t.name.value.clone())
+            .collect();
+        for (path, bytes) in tree {
+            let parts: Vec<&str> = path.split('/').collect();
+            let [_, "iam", owner, _] = parts.as_slice() else {
+                continue;
+            };
+            let text = String::from_utf8(bytes.clone()).unwrap();
+            for other in tenants.iter().filter(|other| other != owner) {
+                for root in ["models", "checkpoints"] {
+                    let prefix = format!("{root}/{other}/");
+                    assert!(
+                        !text.contains(&prefix),
+                        "round {round}: {path} names {prefix}:\n{text}"
+                    );
+                }
+                for kind in ["train", "infer"] {
+                    assert!(
+                        !text.contains(&format!("system:serviceaccount:{other}-{kind}:"))
+                            && !text.contains(&format!("[{other}-{kind}/"))
+                            && !text.contains(&format!("\"{other}-{kind}\"")),
+                        "round {round}: {path} trusts a ServiceAccount of {other}:\n{text}"
+                    );
+                }
+            }
+            assert!(
+                !text.contains("\"s3:*\"") && !text.contains("\"*\""),
+                "{path}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "only {checked} IAM files checked");
+}
