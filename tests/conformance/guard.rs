@@ -34,7 +34,8 @@ const ADMIN_BINDING: &str = "tenantc-conformance-guard-admins";
 /// An object tenantc does not manage, in a tenant namespace.
 const UNMANAGED: &str = "conformance-unmanaged";
 /// The image of every probe pod; no node runs it, admission is all that happens.
-const PROBE_IMAGE: &str = "registry.k8s.io/pause:3.10";
+const PROBE_DIGEST: &str =
+    "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
 fn example() -> (Vec<Object>, CellPlan) {
     let compilation = support::compile_root(&support::repo());
@@ -434,11 +435,29 @@ pub(super) fn only_the_gitops_controller_changes_managed_objects(cluster: &Clust
     report(results);
 }
 
-/// A Pod Security `restricted` pod, changed by `change`.
-fn pod(namespace: &str, service_account: &str, name: &str, change: impl Fn(&mut Value)) -> Value {
+/// The first item of a list param of the tenant's admission floor.
+fn first_param(floor: &BTreeMap<String, String>, key: &str) -> String {
+    let list = floor.get(key).map_or("", String::as_str);
+    list.split(',').next().unwrap_or_default().to_string()
+}
+
+/// A Pod Security `restricted` pod that also passes every validation of the tenant admission
+/// floor (an image of the tenant's registry pinned by digest, the chargeback labels), so that
+/// only Pod Security and the exception policy judge it; changed by `change`.
+fn pod(
+    floor: &BTreeMap<String, String>,
+    namespace: &str,
+    service_account: &str,
+    name: &str,
+    change: impl Fn(&mut Value),
+) -> Value {
+    let image = format!("{}/probe@{PROBE_DIGEST}", first_param(floor, "registries"));
     let mut pod = json!({
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {"name": name, "namespace": namespace, "labels": {
+            "tenant.platform/tenant": first_param(floor, "tenant"),
+            "tenant.platform/cell": first_param(floor, "cell"),
+        }},
         "spec": {
             "serviceAccountName": service_account,
             "automountServiceAccountToken": false,
@@ -447,7 +466,7 @@ fn pod(namespace: &str, service_account: &str, name: &str, change: impl Fn(&mut 
                 "seccompProfile": {"type": "RuntimeDefault"},
             },
             "containers": [{
-                "name": "probe", "image": PROBE_IMAGE,
+                "name": "probe", "image": image,
                 "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": true},
             }],
         },
@@ -532,13 +551,15 @@ pub(super) fn excepted_namespaces_admit_only_the_declared_capabilities(cluster: 
                     }),
                     exception_policy,
                 ),
+                // The tenant admission floor refuses hostPath for every tenant too, and the API
+                // server reports whichever policy it evaluates first: either names hostPath.
                 (
                     "a pod with a hostPath volume",
                     Box::new(|pod: &mut Value| {
                         pod["spec"]["volumes"] =
                             json!([{"name": "host", "hostPath": {"path": "/"}}]);
                     }),
-                    exception_policy,
+                    Expect::RefusedWith("hostPath"),
                 ),
             ],
         ),
@@ -566,6 +587,7 @@ pub(super) fn excepted_namespaces_admit_only_the_declared_capabilities(cluster: 
         let user = format!("conformance:member-of:{group}");
         for (idx, (what, change, expect)) in pods.into_iter().enumerate() {
             let body = pod(
+                &tenantc::lower::admission::params(tenant, &cell),
                 &namespace.name,
                 &namespace.service_account,
                 &format!("guard-probe-{idx}"),
