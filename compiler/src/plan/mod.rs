@@ -270,6 +270,9 @@ pub struct TenantPlan {
     pub capacity: Vec<Effective>,
     /// The tenant's fleet reservations, with this cell's part.
     pub fleet: Vec<FleetShare>,
+    /// The tenant's model weights, each verified against its lock entry and signature (the
+    /// weights stage fills it; a model that failed is never here), sorted by name and version.
+    pub weights: Vec<crate::weights::VerifiedModel>,
 }
 
 /// One fleet reservation of a tenant as one cell sees it.
@@ -853,6 +856,8 @@ fn tenant_plan(
         reach,
         capacity: Vec::new(),
         fleet: fleet_shares(tenant, quota, cell),
+        // Filled by `compile` from the weights stage, which runs before the plan.
+        weights: Vec::new(),
     }
 }
 
