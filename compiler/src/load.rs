@@ -8,7 +8,8 @@
 //! located diagnostic, so one bad file never stops the run.
 //!
 //! Invariants:
-//! - The only disk reads of the compiler besides `emit::fs`.
+//! - The only disk reads of the compiler besides `emit::fs` and `weights::digest::hash_dir`, which
+//!   only the `tenantc weights` commands call (a build never reads model weights).
 //! - Nothing outside the canonical project root is ever opened: every symbolic link is resolved
 //!   first, and a link that leads out of the root (or nowhere, or into a cycle) is a finding.
 //! - Only regular declaration files (`.kdl`, `.yaml`, `.yml`) and signing material are opened, never a FIFO, socket
