@@ -18,10 +18,11 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-/// A scratch folder holding a copy of the example fleet's `tenants/` and `cells/`.
+/// A scratch folder holding a copy of the example fleet's `tenants/` and `cells/`, and the
+/// `keys/` and `weights/` its models are verified with.
 fn example_fleet_copy() -> tempfile::TempDir {
     let scratch = tempfile::tempdir().unwrap();
-    for folder in ["tenants", "cells"] {
+    for folder in ["tenants", "cells", "keys", "weights"] {
         copy_dir(&support::repo().join(folder), &scratch.path().join(folder));
     }
     scratch

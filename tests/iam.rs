@@ -329,7 +329,7 @@ fn generated_fleet(rng: &mut Rng) -> Vec<InputFile> {
             String::new()
         };
         let tenant = format!(
-            "tenant \"{name}\" {{\n    org \"o-{name}\"\n    team \"t\"\n    trust \"hard\"\n    groups admin=\"{name}-admins\"\n    quota cell=\"c1\" cpu=\"1\" memory=\"1Gi\" pods=10 {{ pool \"p\" reserved=8 workload=\"{first}\"; }}\n{workloads}{shared}    model \"m\" version=\"1\" prefix=\"s3://bucket-0/models/{name}/m/1/\"\n}}\n"
+            "tenant \"{name}\" {{\n    org \"o-{name}\"\n    team \"t\"\n    trust \"hard\"\n    groups admin=\"{name}-admins\"\n    quota cell=\"c1\" cpu=\"1\" memory=\"1Gi\" pods=10 {{ pool \"p\" reserved=8 workload=\"{first}\"; }}\n{workloads}{shared}}}\n"
         );
         inputs.push(InputFile {
             path: format!("tenants/{name}.kdl"),

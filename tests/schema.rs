@@ -64,6 +64,7 @@ const LISTS: &[(&str, &str, &str)] = &[
     ("tenant", "workload", "workloads"),
     ("tenant", "registry", "registries"),
     ("tenant", "model", "models"),
+    ("model", "key", "keys"),
     ("tenant", "fleet", "fleet"),
     ("tenant", "shared-base", "shared-bases"),
     ("storage", "bucket", "buckets"),
@@ -880,6 +881,8 @@ models:
   - name: llama-70b
     version: "2026-10-01"
     prefix: s3://acme-models/models/x/llama-70b/2026-10-01/
+    keys:
+      - keys/x/release.pub.pem
 shared-bases:
   - shared/llama-70b/2026-10-01/
 "#;
@@ -1041,7 +1044,7 @@ fn compile_with(kind: Kind, changed: &Json) -> Vec<String> {
         Kind::Tenant => (text_of(changed), BASE_CELL.to_string()),
         Kind::Cell => (BASE_TENANT.to_string(), text_of(changed)),
     };
-    let compilation = compile(&[
+    let mut inputs = vec![
         InputFile {
             path: "tenants/x.yaml".into(),
             contents: tenant.into_bytes(),
@@ -1050,13 +1053,69 @@ fn compile_with(kind: Kind, changed: &Json) -> Vec<String> {
             path: "cells/c1.yaml".into(),
             contents: cell.into_bytes(),
         },
-    ]);
+    ];
+    // Lock the model where the (possibly changed) tenant declares it, so only the change is judged.
+    let tenant_json = match kind {
+        Kind::Tenant => changed.clone(),
+        Kind::Cell => base(Kind::Tenant),
+    };
+    let prefix = tenant_json
+        .pointer("/models/0/prefix")
+        .and_then(Json::as_str)
+        .unwrap_or("s3://acme-models/llama-70b/2026-10-01/");
+    inputs.extend(base_signing_material(prefix));
+    let compilation = compile(&inputs);
     let codes: BTreeSet<String> = compilation
         .diagnostics
         .iter()
         .map(|d| d.code.as_str().to_string())
         .collect();
     codes.into_iter().collect()
+}
+
+/// The key, signature and lock that verify the base tenant's model: the signing fixture's
+/// key and bundle, locked for `llama-70b 2026-10-01` at `prefix`.
+fn base_signing_material(prefix: &str) -> Vec<InputFile> {
+    use tenantc::weights::{digest, lock, sig};
+    let fixtures = Path::new(ROOT).join("tests/fixtures/signing/model-signing");
+    let read = |name: &str| fs::read(fixtures.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let bundle = read("model.sig.json");
+    let statement = sig::read_statement(&read("statement.json")).unwrap_or_else(|e| panic!("{e}"));
+    let sha256 = |bytes: &[u8]| {
+        use sha2::Digest as _;
+        digest::hex(&sha2::Sha256::digest(bytes))
+    };
+    let entry = lock::LockedModel {
+        name: "llama-70b".into(),
+        version: "2026-10-01".into(),
+        prefix: prefix.into(),
+        digest: format!("sha256:{}", digest::hex(&statement.root)),
+        hashing: lock::Hashing::files_sha256(),
+        files: lock::locked_files(&statement.files),
+        signature: lock::LockedSignature {
+            format: "model-signing".into(),
+            path: "weights/x/llama-70b.sig.json".into(),
+            sha256: sha256(&bundle),
+        },
+    };
+    let lock_file = lock::write(&lock::LockFile {
+        version: lock::LOCK_VERSION,
+        models: vec![entry],
+    });
+    vec![
+        InputFile {
+            path: "keys/x/release.pub.pem".into(),
+            contents: read("signing-key.pub.pem"),
+        },
+        InputFile {
+            path: "weights/x.lock".into(),
+            contents: lock_file,
+        },
+        InputFile {
+            path: "weights/x/llama-70b.sig.json".into(),
+            contents: bundle,
+        },
+    ]
 }
 
 /// Checks that the change is rejected by the schema and that the compiler reports every code

@@ -458,6 +458,13 @@ all of the nominal quota; every other GPU resource is 0.\n",
             share.reserved
         ));
     }
+    for model in &tenant.weights {
+        let _ = writeln!(
+            out,
+            "\n  Model `{} {}`: weights at `{}`, digest `{}` (verified, {}).",
+            model.name, model.version, model.prefix, model.digest, model.signature
+        );
+    }
     out.push_str(
         "\n  Effective capacity = min(quota, cell, topology); `*` marks the term that binds.\n",
     );

@@ -32,6 +32,7 @@ pub mod source;
 #[cfg(test)]
 mod testing;
 pub mod validate;
+pub mod weights;
 
 use diag::{Code, Diagnostic};
 use emit::OutputTree;
@@ -102,6 +103,30 @@ fn file_stem(path: &str) -> String {
         .to_string()
 }
 
+/// The declaration of tenant `name` among `inputs`, if a tenant file declares it readably
+/// (for `tenantc weights lock`, which needs the model's version, prefix and signer).
+pub fn read_tenant(inputs: &[InputFile], name: &str) -> Option<model::Tenant> {
+    let mut sources = SourceMap::new();
+    for input in inputs {
+        let Some((DeclKind::Tenant, Some(format))) = classify(&input.path) else {
+            continue;
+        };
+        let Ok(text) = std::str::from_utf8(&input.contents) else {
+            continue;
+        };
+        let file = sources.add(input.path.clone(), text.to_string());
+        let text = sources.get(file).map(|f| f.text.as_str()).unwrap_or("");
+        let (document, _) = parse::parse(file, text, format);
+        if let (Some(schema::Declaration::Tenant(tenant)), _) =
+            schema::read(&document, DeclKind::Tenant, &sources)
+            && tenant.name.value == name
+        {
+            return Some(*tenant);
+        }
+    }
+    None
+}
+
 /// Compiles the given files.
 ///
 /// A path with a name that [`load::name_problem`] refuses is reported as `path-unsafe` and the
@@ -140,6 +165,7 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
     let mut diagnostics = Vec::new();
     let mut declarations = Vec::new();
     let mut unreadable = validate::Unreadable::default();
+    let mut material = weights::Material::new();
     for finding in findings {
         refuse(finding, &mut sources, &mut diagnostics, &mut unreadable);
     }
@@ -155,6 +181,11 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
                 },
             };
             refuse(&finding, &mut sources, &mut diagnostics, &mut unreadable);
+            continue;
+        }
+        if weights::is_material(&input.path) {
+            // Signing material is read by the weights stage, never parsed or shown.
+            material.insert(input.path.clone(), input.contents.clone());
             continue;
         }
         if let Some((_, None)) = classify(&input.path) {
@@ -225,8 +256,17 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
     // Resolve only a fleet that validated: the plan's checks assume sound references.
     let mut plan = None;
     if !diagnostics.iter().any(Diagnostic::is_error) {
-        let (resolved, findings) = plan::resolve(&fleet, &sources, catalog);
+        // Weights are verified before anything is resolved, and a model that fails stops the
+        // build like any other error: nothing unverified reaches the plan or the output.
+        let (verified, weight_findings) = weights::verify(&fleet, &material);
+        diagnostics.extend(weight_findings);
+        let (mut resolved, findings) = plan::resolve(&fleet, &sources, catalog);
         diagnostics.extend(findings);
+        for cell in &mut resolved.cells {
+            for tenant in &mut cell.tenants {
+                tenant.weights = verified.get(&tenant.name).cloned().unwrap_or_default();
+            }
+        }
         plan = Some(resolved);
     }
     diag::sort(&mut diagnostics, &sources);

@@ -1,16 +1,18 @@
 //! Load: the declaration files under a project root, read defensively.
 //!
-//! Consumes: a root folder, whose `tenants/` and `cells/` come from untrusted pull requests.
-//! Produces: a [`Loaded`]: an [`InputFile`] for every file under `tenants/` and `cells/`
-//! (recursively, dotfiles skipped, sorted by relative path), and a [`Finding`] for every file or
+//! Consumes: a root folder, whose `tenants/` and `cells/` (and the signing material under
+//! `keys/` and `weights/`) come from untrusted pull requests.
+//! Produces: a [`Loaded`]: an [`InputFile`] for every file under `tenants/`, `cells/`, `keys/`
+//! and `weights/` (recursively, dotfiles skipped, sorted by relative path), and a [`Finding`] for every file or
 //! folder that was refused or could not be read; [`Finding::diagnostic`] turns a finding into a
 //! located diagnostic, so one bad file never stops the run.
 //!
 //! Invariants:
-//! - The only disk reads of the compiler besides `emit::fs`.
+//! - The only disk reads of the compiler besides `emit::fs` and `weights::digest::hash_dir`, which
+//!   only the `tenantc weights` commands call (a build never reads model weights).
 //! - Nothing outside the canonical project root is ever opened: every symbolic link is resolved
 //!   first, and a link that leads out of the root (or nowhere, or into a cycle) is a finding.
-//! - Only regular declaration files (`.kdl`, `.yaml`, `.yml`) are opened, never a FIFO, socket
+//! - Only regular declaration files (`.kdl`, `.yaml`, `.yml`) and signing material are opened, never a FIFO, socket
 //!   or device, and no more than [`MAX_FILE_BYTES`] of one is read; any other file is passed on
 //!   with empty contents, unread, so nothing of it can be printed.
 //! - Every path in an [`InputFile`] is relative, `/`-separated and made of names that pass
@@ -29,6 +31,10 @@ use crate::source::{FileId, Span};
 
 /// The folders a project root holds declarations in.
 pub const FOLDERS: [&str; 2] = ["cells", "tenants"];
+
+/// The folders of signing material (public keys, trust roots, weight locks and signatures),
+/// read with the same care as declarations when they exist, and never required.
+pub const MATERIAL_FOLDERS: [&str; 2] = [crate::weights::KEYS, crate::weights::WEIGHTS];
 
 /// What [`load`] found under a root.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -213,6 +219,14 @@ pub fn load(root: &Path) -> io::Result<Loaded> {
         root: canonical_root,
         loaded: Loaded::default(),
     };
+    for folder in MATERIAL_FOLDERS {
+        match fs::symlink_metadata(root.join(folder)) {
+            Ok(_) => present.push(folder),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(error) => return Err(error),
+        }
+    }
+    present.sort_unstable();
     for folder in present {
         let path = walker.root.join(folder);
         walker.entry(&path, folder.to_string(), 0);
@@ -343,7 +357,8 @@ impl Walker {
 
     /// Reads the regular file `real`, shown as `relative`, of `len` bytes by its metadata.
     fn file(&mut self, real: &Path, relative: String, len: u64) {
-        let is_declaration = crate::classify(&relative).is_some_and(|(_, format)| format.is_some());
+        let is_declaration = crate::classify(&relative).is_some_and(|(_, format)| format.is_some())
+            || crate::weights::is_material(&relative);
         if !is_declaration {
             // Skipped files are never opened: their contents cannot reach a diagnostic.
             self.loaded.inputs.push(InputFile {

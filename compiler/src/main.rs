@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tenantc::diag::render::{self, Color};
 use tenantc::emit::fs::{self as out_fs, Change};
+use tenantc::weights::digest;
 use tenantc::{Compilation, compile_loaded, load};
 
 const EXIT_ERRORS: u8 = 1;
@@ -104,6 +105,12 @@ Exit codes: 0 admitted (or not a kind the policy matches), 1 denied, 2 declarati
 unknown cell, a namespace no tenant owns, an unreadable object, usage or internal errors."
     )]
     TestPolicy(TestPolicyArgs),
+    /// Hash model weights and pin them, with their signature, in a tenant's lock file.
+    #[command(
+        subcommand,
+        long_about = "Model weights are pinned per tenant in weights/<tenant>.lock: per model version its prefix, its OpenSSF model-signing root digest (method `files`, sha256), every file with its sha256, and the signature file with its sha256. `build` and `check` verify every declared model against its lock entry and the tenant's own keys, offline, and fail if any cannot be verified. See docs/weights.md."
+    )]
+    Weights(WeightsCommand),
 }
 
 #[derive(Debug, Args)]
@@ -118,6 +125,55 @@ struct TestPolicyArgs {
     /// Project root holding tenants/ and cells/.
     #[arg(long, value_name = "DIR", default_value = ".")]
     root: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+enum WeightsCommand {
+    /// Print the model-signing root digest of a weights folder.
+    #[command(
+        long_about = "Hash every file of a weights folder in parallel and print its OpenSSF model-signing v1.0 root digest (method `files`, sha256): the sha256 over the concatenated file digests, paths ordered component by component. Empty files count; `.git`, `.gitignore`, `.gitattributes` and `.github` at the top are ignored; a symbolic link is an error. The digest equals the subject digest `model_signing sign` writes for the same folder. Progress goes to stderr when it is a terminal and the folder holds more than 256 MiB.",
+        after_help = "Examples:
+  tenantc weights hash ./llama-tiny
+  tenantc weights hash ./llama-tiny --files     every file's sha256 too
+
+Exit codes: 0 printed, 2 the folder cannot be hashed (a symbolic link, an unreadable file)."
+    )]
+    Hash {
+        /// The weights folder.
+        dir: PathBuf,
+        /// Also print each file's sha256 and path, in manifest order.
+        #[arg(long)]
+        files: bool,
+        /// Hashing threads (default: the available cores).
+        #[arg(long, value_name = "N")]
+        threads: Option<usize>,
+    },
+    /// Write a model's entry in weights/<tenant>.lock from its weights or its signed bundle.
+    #[command(
+        long_about = "Write or replace the lock entry of a declared model (its declared version and prefix) in weights/<tenant>.lock, then verify the entry exactly as `tenantc build` will: the signature must verify with one of the model's declared keys and cover the locked files. Nothing is written if it does not.
+
+SOURCE is either a local copy of the weights folder (hashed here; pass the signature with --signature) or a model-signing bundle (a sigstore bundle whose signed statement lists every file and digest; no weights needed). A cosign-style detached signature (base64 DER ECDSA, `cosign sign-blob --key`) signs the line `<object path> sha256:<root>` and lists no files, so it needs the folder. Signature files must be committed under weights/.",
+        after_help = "Examples:
+  tenantc weights lock acme-research llama-tiny weights/acme-research/llama-tiny-v3.sig.json
+  tenantc weights lock acme-research llama-tiny ./llama-tiny --signature weights/acme-research/llama-tiny-v3.sig.json
+  tenantc weights lock acme-research llama-tiny ./llama-tiny --signature weights/acme-research/llama-tiny-v3.sig
+
+Exit codes: 0 written, 1 the entry does not verify, 2 usage or IO errors."
+    )]
+    Lock {
+        /// The tenant, as named in its declaration.
+        tenant: String,
+        /// The model, as the tenant declares it.
+        model: String,
+        /// A weights folder, or a model-signing bundle under weights/.
+        source: PathBuf,
+        /// The signature file under weights/, when SOURCE is a weights folder.
+        #[arg(long, value_name = "FILE")]
+        signature: Option<PathBuf>,
+        /// Project root holding tenants/, keys/ and weights/.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        root: PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -215,6 +271,7 @@ fn main() -> ExitCode {
         Command::Explain { code } => explain(code.as_deref()),
         Command::Describe(args) => describe(&args),
         Command::TestPolicy(args) => test_policy(&args),
+        Command::Weights(command) => weights(command),
     }
 }
 
@@ -837,4 +894,170 @@ fn report(args: &CommonArgs, compilation: &Compilation, changes: &[Change]) {
             print!("{text}");
         }
     }
+}
+
+/// Runs a `tenantc weights` command.
+fn weights(command: WeightsCommand) -> ExitCode {
+    let fatal = |message: &str| {
+        eprintln!("error: {message}");
+        ExitCode::from(EXIT_FAILURE)
+    };
+    match command {
+        WeightsCommand::Hash {
+            dir,
+            files,
+            threads,
+        } => match hash_weights(&dir, threads) {
+            Ok(manifest) => {
+                let mut text = String::new();
+                if files {
+                    for file in &manifest {
+                        text.push_str(&format!(
+                            "{}  {}\n",
+                            digest::hex(&file.sha256),
+                            load::escape_str(&file.path)
+                        ));
+                    }
+                }
+                text.push_str(&format!(
+                    "sha256:{}\n",
+                    digest::hex(&digest::root_digest(&manifest))
+                ));
+                print_out(&text)
+            }
+            Err(error) => fatal(&format!("cannot hash {}: {error}", dir.display())),
+        },
+        WeightsCommand::Lock {
+            tenant,
+            model,
+            source,
+            signature,
+            root,
+        } => {
+            let loaded = match load::load(&root) {
+                Ok(loaded) => loaded,
+                Err(error) => return fatal(&format!("cannot read {}: {error}", root.display())),
+            };
+            let Some(declared) = tenantc::read_tenant(&loaded.inputs, &tenant) else {
+                return fatal(&format!(
+                    "no readable declaration of tenant `{}` under {}",
+                    load::escape_str(&tenant),
+                    root.join("tenants").display()
+                ));
+            };
+            let material: tenantc::weights::Material = loaded
+                .inputs
+                .iter()
+                .filter(|input| tenantc::weights::is_material(&input.path))
+                .map(|input| (input.path.clone(), input.contents.clone()))
+                .collect();
+            let (hashed, signature_file) = if source.is_dir() {
+                let Some(signature) = signature else {
+                    return fatal(
+                        "a weights folder needs `--signature <file under weights/>`: the bundle or detached signature that signs it",
+                    );
+                };
+                match hash_weights(&source, None) {
+                    Ok(manifest) => (Some(manifest), signature),
+                    Err(error) => {
+                        return fatal(&format!("cannot hash {}: {error}", source.display()));
+                    }
+                }
+            } else {
+                if signature.is_some() {
+                    return fatal(
+                        "`--signature` goes with a weights folder; a bundle signs itself",
+                    );
+                }
+                (None, source)
+            };
+            let Some(relative) = relative_to_root(&root, &signature_file) else {
+                return fatal(&format!(
+                    "{} is not inside the project root {}; commit it under weights/",
+                    signature_file.display(),
+                    root.display()
+                ));
+            };
+            match tenantc::weights::prepare_lock(&declared, &model, hashed, &relative, &material) {
+                Ok((entry, bytes)) => {
+                    let lock_file = root.join(tenantc::weights::lock_path(&tenant));
+                    if let Err(error) = write_atomically(&lock_file, &bytes) {
+                        return fatal(&format!("cannot write {}: {error}", lock_file.display()));
+                    }
+                    print_out(&format!(
+                        "locked {} {} {} ({} files, {}) in {}\n",
+                        entry.name,
+                        entry.version,
+                        entry.digest,
+                        entry.files.len(),
+                        entry.signature.format,
+                        tenantc::weights::lock_path(&tenant)
+                    ))
+                }
+                Err(reason) => {
+                    eprintln!("error: {}", load::escape_str(&reason));
+                    ExitCode::from(EXIT_ERRORS)
+                }
+            }
+        }
+    }
+}
+
+/// Hashes a weights folder, with progress on a terminal for folders over 256 MiB.
+fn hash_weights(
+    dir: &Path,
+    threads: Option<usize>,
+) -> Result<Vec<digest::FileDigest>, digest::HashError> {
+    let threads = threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
+    let show = std::io::stderr().is_terminal();
+    let last_shown = std::sync::atomic::AtomicU64::new(0);
+    let progress = |done: u64, total: u64| {
+        const LONG: u64 = 256 * 1024 * 1024;
+        const STEP: u64 = 64 * 1024 * 1024;
+        if !show || total < LONG {
+            return;
+        }
+        let shown = last_shown.load(std::sync::atomic::Ordering::Relaxed);
+        if done >= shown + STEP || done == total {
+            last_shown.store(done, std::sync::atomic::Ordering::Relaxed);
+            eprint!(
+                "\rhashing {} of {} MiB",
+                done / (1024 * 1024),
+                total / (1024 * 1024)
+            );
+            if done == total {
+                eprintln!();
+            }
+        }
+    };
+    digest::hash_dir(dir, threads, &progress)
+}
+
+/// `path` relative to the project root, `/`-separated, if it lies inside it.
+fn relative_to_root(root: &Path, path: &Path) -> Option<String> {
+    let root = std::fs::canonicalize(root).ok()?;
+    let path = std::fs::canonicalize(path).ok()?;
+    let relative = path.strip_prefix(&root).ok()?;
+    let parts: Option<Vec<&str>> = relative
+        .components()
+        .map(|component| match component {
+            Component::Normal(name) => name.to_str(),
+            _ => None,
+        })
+        .collect();
+    Some(parts?.join("/"))
+}
+
+/// Writes a file through a temporary file and a rename, so a reader never sees half of it.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let temporary = path.with_extension("lock.tmp");
+    let mut file = std::fs::File::create(&temporary)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, path)
 }

@@ -307,6 +307,32 @@ pub struct ModelWeights {
     pub version: Spanned<String>,
     /// The object-storage prefix holding the weights.
     pub prefix: Spanned<String>,
+    /// Who must have signed the weights; `None` when the model declares no signer, which
+    /// `weights` reports (`weights-signer-missing`).
+    pub signer: Option<Signer>,
+}
+
+/// Who signs a model's weights.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Signer {
+    /// PEM public keys (paths relative to the repository root, under `keys/<tenant>/`); a
+    /// signature by any one of them is accepted.
+    Keys(Vec<Spanned<String>>),
+    /// A keyless (Fulcio certificate) identity, checked against a pinned trust root.
+    Keyless(KeylessSigner),
+}
+
+/// A keyless signing identity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeylessSigner {
+    /// The `keyless` node or mapping.
+    pub span: Span,
+    /// The certificate's subject alternative name, such as a CI workflow URI.
+    pub san: Spanned<String>,
+    /// The OIDC issuer the certificate must name.
+    pub issuer: Spanned<String>,
+    /// The path of the pinned `trusted_root.json`, relative to the repository root.
+    pub trust_root: Spanned<String>,
 }
 
 /// A cell: one cluster.

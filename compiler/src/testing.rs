@@ -2,7 +2,8 @@
 //!
 //! Consumes: a seed, or a folder of declarations. Produces: [`Rng`], a small deterministic
 //! generator for seeded property tests, so a failure reproduces from the seed without a
-//! dependency; and [`declaration_files`], the files of a fleet folder in sorted order.
+//! dependency; and [`declaration_files`], the files of a fleet folder (with its signing material)
+//! in sorted order.
 //!
 //! Invariant: the sequence of a seed never changes (xorshift 13/7/17); tests that print a seed
 //! rely on it.
@@ -33,8 +34,9 @@ impl Rng {
     }
 }
 
-/// The files under `<root>/tenants` and `<root>/cells` as `(relative path, text)`, sorted;
-/// `root` is relative to the repository.
+/// The files under `<root>/tenants` and `<root>/cells`, and the signing material under
+/// `<root>/keys` and `<root>/weights`, as `(relative path, text)`, sorted by path; `root` is
+/// relative to the repository.
 pub fn declaration_files(root: &str) -> Vec<(String, String)> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(root);
     let mut files = Vec::new();
@@ -52,5 +54,25 @@ pub fn declaration_files(root: &str) -> Vec<(String, String)> {
             files.push((format!("{folder}/{name}"), text));
         }
     }
+    // The signing material the weights stage verifies models with, recursively.
+    let mut pending: Vec<(std::path::PathBuf, String)> = crate::load::MATERIAL_FOLDERS
+        .iter()
+        .map(|folder| (root.join(folder), folder.to_string()))
+        .collect();
+    while let Some((dir, relative)) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = format!("{relative}/{name}");
+            if entry.path().is_dir() {
+                pending.push((entry.path(), path));
+            } else {
+                files.push((
+                    path,
+                    std::fs::read_to_string(entry.path()).unwrap_or_default(),
+                ));
+            }
+        }
+    }
+    files.sort();
     files
 }

@@ -52,7 +52,8 @@ pub fn skipped(name: &str) -> bool {
 pub const FILE_MARKER: &[u8] = b"=== ";
 
 /// The most files one fuzz input is split into; more would only slow each run down.
-pub const MAX_FILES: usize = 8;
+/// The example fleet with its signing material (keys, lock files and signatures) is 12 files.
+pub const MAX_FILES: usize = 16;
 
 /// Splits a fuzz input into declaration files.
 ///

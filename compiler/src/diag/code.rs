@@ -124,6 +124,13 @@ codes! {
     PoolCeilingsExceedCeiling => ("pool-ceilings-exceed-ceiling", "validate", "the per-pool parts of a tenant's cpu, memory or pods ceiling in a cell add up to more than the ceiling"),
     DiagnosticsTruncated => ("diagnostics-truncated", "report", "a file has more diagnostics than are shown; the rest are counted"),
     StringCharacterForbidden => ("string-character-forbidden", "schema", "a string holds a control, bidirectional-formatting, separator or noncharacter code point"),
+    WeightsSignerMissing => ("weights-signer-missing", "weights", "a model declares no key or keyless identity that must have signed its weights"),
+    WeightsSignerUnreadable => ("weights-signer-unreadable", "weights", "a model's public key or trust root is missing, outside the tenant's `keys/` folder, or not a usable key"),
+    WeightsLockMissing => ("weights-lock-missing", "weights", "a model version has no entry in the tenant's lock file, or the tenant has no lock file"),
+    WeightsLockInvalid => ("weights-lock-invalid", "weights", "a tenant's lock file is not a valid lock file"),
+    WeightsLockStale => ("weights-lock-stale", "weights", "a lock entry no longer matches the model's declaration or its signature file"),
+    WeightsSignatureInvalid => ("weights-signature-invalid", "weights", "no signature of a model's bundle verifies with the tenant's own signers"),
+    WeightsManifestMismatch => ("weights-manifest-mismatch", "weights", "the signed files or root digest of a model differ from its lock entry"),
 }
 
 #[cfg(test)]

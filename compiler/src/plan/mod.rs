@@ -288,6 +288,9 @@ pub struct TenantPlan {
     /// Read-only shared-base object prefixes (`shared/…/`); not part of `describe`.
     #[serde(skip)]
     pub shared_bases: Vec<String>,
+    /// The tenant's model weights, each verified against its lock entry and signature (the
+    /// weights stage fills it; a model that failed is never here), sorted by name and version.
+    pub weights: Vec<crate::weights::VerifiedModel>,
 }
 
 /// One fleet reservation of a tenant as one cell sees it.
@@ -891,6 +894,8 @@ fn tenant_plan(
             .iter()
             .map(|base| base.value.clone())
             .collect(),
+        // Filled by `compile` from the weights stage, which runs before the plan.
+        weights: Vec::new(),
     }
 }
 

@@ -17,10 +17,11 @@ use reader::{Ctx, Obj, boolean, choice, integer, number, quantity, string};
 use crate::diag::{Code, Diagnostic};
 use crate::model::{
     AwsIdentity, AwsMode, CeilingSplit, Cell, Cidr, CloudIdentity, ContainerDefaults, Dns,
-    Endpoint, FleetCellShare, FleetReservation, GcpIdentity, GitOps, GpuModelDecl, Groups, Metrics,
-    MigLayout, MigProfileDecl, MigTableDecl, ModelWeights, OrgDecl, PodSecurityException, Pool,
-    PoolQuota, Priority, Quota, RuntimeClassDecl, Sharing, Spanned, Storage, StorageQuota, Taint,
-    Tenant, Topology, TopologyLevel, Trust, Workload, WorkloadKind,
+    Endpoint, FleetCellShare, FleetReservation, GcpIdentity, GitOps, GpuModelDecl, Groups,
+    KeylessSigner, Metrics, MigLayout, MigProfileDecl, MigTableDecl, ModelWeights, OrgDecl,
+    PodSecurityException, Pool, PoolQuota, Priority, Quota, RuntimeClassDecl, Sharing, Signer,
+    Spanned, Storage, StorageQuota, Taint, Tenant, Topology, TopologyLevel, Trust, Workload,
+    WorkloadKind,
 };
 use crate::names;
 use crate::parse::{Document, Node};
@@ -821,8 +822,11 @@ fn model_weights(ctx: &Ctx, node: &Node) -> Option<ModelWeights> {
     let name = obj.req_arg_str(0, "name", "model \"<name>\" version=\"…\" prefix=\"…\"");
     let version = obj.req_str("version", "version=\"<version>\"");
     let prefix = obj.req_str("prefix", "prefix=\"s3://bucket/path/\"");
+    let key_nodes = obj.items("key", "keys");
+    let keyless_node = obj.field("keyless");
     let span = obj.span;
     obj.finish();
+    let signer = model_signer(ctx, &key_nodes, keyless_node)?;
     let prefix = prefix?;
     let bucket_ok = ["s3://", "gs://", "az://"]
         .iter()
@@ -850,6 +854,61 @@ fn model_weights(ctx: &Ctx, node: &Node) -> Option<ModelWeights> {
         name: name?,
         version: version?,
         prefix,
+        signer,
+    })
+}
+
+/// Reads a model's signer: `key "<path>"` items, or one `keyless san=… issuer=… trust-root=…`.
+/// Returns `Some(None)` when neither is declared (`weights` reports it), `None` when what is
+/// declared could not be read.
+fn model_signer(
+    ctx: &Ctx,
+    key_nodes: &[&Node],
+    keyless_node: Option<&Node>,
+) -> Option<Option<Signer>> {
+    let keys: Vec<Option<Spanned<String>>> = key_nodes
+        .iter()
+        .map(|node| string(ctx, node, "key"))
+        .collect();
+    let keyless = keyless_node.map(|node| keyless_signer(ctx, node));
+    match (keys.is_empty(), keyless) {
+        (true, None) => Some(None),
+        (true, Some(keyless)) => Some(Some(Signer::Keyless(keyless?))),
+        (false, None) => {
+            let keys: Option<Vec<Spanned<String>>> = keys.into_iter().collect();
+            Some(Some(Signer::Keys(keys?)))
+        }
+        (false, Some(_)) => {
+            let span = keyless_node.map(|node| node.span)?;
+            ctx.push(
+                Diagnostic::error(
+                    Code::FieldDuplicate,
+                    span,
+                    "a model is signed either by keys or by a keyless identity, not both",
+                )
+                .with_label("second signer")
+                .with_help(
+                    "keep `key` for key-signed bundles or `keyless` for Fulcio certificates",
+                ),
+            );
+            None
+        }
+    }
+}
+
+fn keyless_signer(ctx: &Ctx, node: &Node) -> Option<KeylessSigner> {
+    let example = "keyless san=\"https://ci.example/…\" issuer=\"https://…\" trust-root=\"keys/<tenant>/trusted_root.json\"";
+    let mut obj = Obj::new(ctx, node, "keyless")?;
+    let san = obj.req_str("san", example);
+    let issuer = obj.req_str("issuer", example);
+    let trust_root = obj.req_str("trust-root", example);
+    let span = obj.span;
+    obj.finish();
+    Some(KeylessSigner {
+        span,
+        san: san?,
+        issuer: issuer?,
+        trust_root: trust_root?,
     })
 }
 
