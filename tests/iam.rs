@@ -16,6 +16,8 @@
 
 mod support;
 
+use support::Rng;
+
 use std::process::{Command, Stdio};
 
 use tenantc::diag::Code;
@@ -251,22 +253,6 @@ fn the_audit_catches_every_family_of_tampering() {
             labels.iter().any(|label| label.contains(expected)),
             "{path}: {from:?} -> {to:?} gave {labels:?}"
         );
-    }
-}
-
-/// A tiny deterministic generator (xorshift), so the property needs no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
     }
 }
 

@@ -29,6 +29,8 @@
 
 mod support;
 
+use support::Rng;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value as Json, json};
@@ -38,24 +40,6 @@ use tenantc::parse::{Node, Value};
 use tenantc::{InputFile, compile};
 
 const NAME_LABEL: &str = "kubernetes.io/metadata.name";
-
-/// A tiny deterministic generator (xorshift), so failures reproduce from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 fn to_json(node: &Node) -> Json {
     match &node.value {

@@ -24,30 +24,14 @@
 
 mod support;
 
+use support::Rng;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use tenantc::diag::Code;
 use tenantc::parse::{Node, Value};
 use tenantc::quantity::Quantity;
 use tenantc::{InputFile, compile};
-
-/// A tiny deterministic generator (xorshift), so failures reproduce from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 #[derive(Debug, Clone)]
 struct GenPool {

@@ -110,3 +110,28 @@ pub fn subdirs(dir: &Path) -> Vec<PathBuf> {
     dirs.sort();
     dirs
 }
+
+/// A seeded xorshift generator for the property tests over generated fleets: the same seed
+/// gives the same fleet on every machine, so a failing seed can be replayed.
+pub struct Rng(pub u64);
+
+#[allow(dead_code)]
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number below `bound`.
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.next() % bound
+    }
+
+    /// True `percent` times in a hundred.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
