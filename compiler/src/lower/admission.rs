@@ -11,7 +11,7 @@
 //! Invariants:
 //! - Fail closed: `failurePolicy: Fail`, `parameterNotFoundAction: Deny`, `validationActions:
 //!   [Deny]`; a missing params key is a runtime error and so a denial, and an empty list (the
-//!   weight digests until they are pinned) admits nothing.
+//!   weight digests (a tenant without verified weights) admits nothing.
 //! - Every list in the params is one comma-separated string (ConfigMap values are strings),
 //!   read back by the variables below with the Kubernetes strings extension's `split`; no list
 //!   item can contain a comma (names, label keys and values, taints and registries cannot).
@@ -531,10 +531,21 @@ pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> 
             "trainingServiceAccounts".to_string(),
             join(training_accounts),
         ),
-        // The pinned weight digests come from the signed-weights stage (issue 9), which does
-        // not exist yet: the list is empty, so every pod that loads weights is denied.
-        ("weightDigests".to_string(), String::new()),
+        // The digests the weights stage verified against the tenant's own signers; a tenant
+        // without verified weights gets an empty list, so every pod that loads weights is
+        // denied.
+        ("weightDigests".to_string(), join(weight_digests(tenant))),
     ])
+}
+
+/// The tenant's verified weight digests (`sha256:<root>`), sorted and without repeats.
+fn weight_digests(tenant: &TenantPlan) -> Vec<String> {
+    let digests: std::collections::BTreeSet<String> = tenant
+        .weights
+        .iter()
+        .map(|model| model.digest.clone())
+        .collect();
+    digests.into_iter().collect()
 }
 
 /// The params ConfigMap of one tenant.
