@@ -321,6 +321,20 @@ pub fn cases() -> Vec<Case> {
             },
         },
         Case {
+            name: "a pod that names another tenant's node",
+            cell: "us-east-1a",
+            fixture: "globex-vision-pod",
+            rule: "node-name",
+            mutate: |o| pod_spec(o)["nodeName"] = json!("h100-train-node-07"),
+        },
+        Case {
+            name: "a Job whose template names a node",
+            cell: "eu-west-4b",
+            fixture: "acme-research-job",
+            rule: "node-name",
+            mutate: |o| pod_spec(o)["nodeName"] = json!("a100-train-node-01"),
+        },
+        Case {
             name: "a hostPath volume",
             cell: "eu-west-4b",
             fixture: "acme-research-job",

@@ -270,6 +270,12 @@ pub const RULES: &[Rule] = &[
         message_expression: "'container ' + variables.containers.filter(c, has(c.volumeMounts) && c.volumeMounts.exists(m, (m.name == 'weights' || m.name.startsWith('weights-')) && !(has(m.readOnly) && m.readOnly))).map(c, c.name).join(', ') + ' must mount its weight volumes with readOnly: true'",
     },
     Rule {
+        name: "node-name",
+        expression: "!has(variables.spec.nodeName) || variables.spec.nodeName == '' || (request.kind.kind == 'Pod' && request.operation == 'UPDATE')",
+        message: "pods may not name their node: spec.nodeName skips the scheduler, and with it every pool taint and Kueue's flavor pinning",
+        message_expression: "'spec.nodeName ' + variables.spec.nodeName + ' is not allowed: the scheduler places tenant pods, so that pool taints and Kueue flavors hold; remove spec.nodeName'",
+    },
+    Rule {
         name: "host-path",
         expression: "!variables.volumes.exists(v, has(v.hostPath))",
         message: "hostPath volumes are not allowed",
