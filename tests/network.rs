@@ -29,15 +29,14 @@
 
 mod support;
 
-use support::Rng;
+use support::{Rng, build};
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value as Json, json};
-use tenantc::diag::render::{self, Color};
+use tenantc::InputFile;
 use tenantc::emit::OutputTree;
 use tenantc::parse::{Node, Value};
-use tenantc::{InputFile, compile};
 
 const NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
@@ -295,16 +294,6 @@ fn holes(view: &CellView) -> Vec<String> {
         }
     }
     found
-}
-
-fn build(inputs: &[InputFile]) -> OutputTree {
-    let compilation = compile(inputs);
-    assert!(
-        !compilation.has_errors(),
-        "{}",
-        render::human(&compilation.diagnostics, &compilation.sources, Color::Never)
-    );
-    compilation.output.expect("an output tree")
 }
 
 #[test]

@@ -10,24 +10,15 @@
 
 mod support;
 
+use support::build;
+
 use std::collections::BTreeSet;
 
 use tenantc::diag::render::{self, Color};
-use tenantc::emit::OutputTree;
 use tenantc::{InputFile, compile};
 
 fn example_inputs() -> Vec<InputFile> {
     support::inputs(&support::repo())
-}
-
-fn build(inputs: &[InputFile]) -> OutputTree {
-    let compilation = compile(inputs);
-    assert!(
-        !compilation.has_errors(),
-        "{}",
-        render::human(&compilation.diagnostics, &compilation.sources, Color::Never)
-    );
-    compilation.output.expect("an output tree")
 }
 
 #[test]

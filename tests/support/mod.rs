@@ -135,3 +135,20 @@ impl Rng {
         self.below(100) < percent
     }
 }
+
+/// Compiles `inputs` and returns the output tree; a diagnostic error fails the test with the
+/// rendered diagnostics.
+#[allow(dead_code)]
+pub fn build(inputs: &[InputFile]) -> OutputTree {
+    let compilation = tenantc::compile(inputs);
+    assert!(
+        !compilation.has_errors(),
+        "{}",
+        tenantc::diag::render::human(
+            &compilation.diagnostics,
+            &compilation.sources,
+            tenantc::diag::render::Color::Never
+        )
+    );
+    compilation.output.expect("an output tree")
+}
