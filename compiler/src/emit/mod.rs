@@ -1,6 +1,7 @@
 //! Emit: the lowered objects to an in-memory output tree, and that tree to disk.
 //!
-//! Consumes: a [`Manifest`] from `lower`. Produces: an [`OutputTree`] (relative path to bytes),
+//! Consumes: a [`Manifest`] from `lower`, whose objects are [`Body`] texts made from typed
+//! objects. Produces: an [`OutputTree`] (relative path to bytes),
 //! with a `kustomization.yaml` in every cell folder, cluster folder and tenant folder. The `fs`
 //! submodule writes the tree incrementally and crash-safely and compares it with an existing `out/`.
 //!
@@ -11,15 +12,20 @@
 //! - No ResourceQuota key that the API server accepts without enforcing (`limits.` on an
 //!   extended resource, or a bare extended-resource name other than a DRA device count
 //!   `<class>.deviceclass.resource.k8s.io/devices`) and no GPU key in a Container
-//!   LimitRange can leave this stage: [`render`] refuses the manifest as an internal error.
+//!   LimitRange can leave this stage: [`Body::of`], the only way to make an object's text,
+//!   refuses such an object as an internal error.
 
 pub mod diff;
 pub mod fs;
 pub mod ser;
+pub mod stream;
 pub mod yaml;
 
+use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
 
+use k8s_openapi::api::core::v1::{LimitRange, ResourceQuota};
+use serde::Serialize;
 use yaml::Yaml;
 
 /// Relative path (with `/`) to file contents.
@@ -38,7 +44,36 @@ pub struct Object {
     /// Declaration files it was generated from, as relative paths.
     pub sources: BTreeSet<String>,
     /// The object.
-    pub body: Yaml,
+    pub body: Body,
+}
+
+/// One object written as canonical YAML (one document, without header).
+///
+/// It is made only by [`Body::of`] from a typed object, which streams the object into text
+/// (`stream.rs`) and first applies the guard on quota keys and LimitRange defaults described in
+/// the module invariants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Body(String);
+
+impl Body {
+    /// Writes a typed object, or refuses one that breaks an output invariant.
+    pub fn of<T: Serialize + Any>(object: &T) -> Result<Body, InternalError> {
+        let any: &dyn Any = object;
+        if let Some(quota) = any.downcast_ref::<ResourceQuota>() {
+            check_quota(quota)?;
+        }
+        if let Some(limits) = any.downcast_ref::<LimitRange>() {
+            check_limit_range(limits)?;
+        }
+        stream::to_text(object)
+            .map(Body)
+            .map_err(|error| InternalError(format!("an object cannot be written: {error}")))
+    }
+
+    /// The YAML text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// A file that is not a Kubernetes object (a report), placed as is.
@@ -96,10 +131,9 @@ pub fn render(manifest: &Manifest) -> Result<OutputTree, InternalError> {
     let mut tree = OutputTree::new();
     let mut folder_files: BTreeMap<&str, (BTreeSet<&str>, BTreeSet<String>)> = BTreeMap::new();
     for object in &manifest.objects {
-        check_object(object)?;
         let path = format!("{}/{}", object.folder, object.file);
         let mut text = header(&object.sources);
-        text.push_str(&yaml::to_string(&object.body));
+        text.push_str(object.body.as_str());
         if tree.insert(path.clone(), text.into_bytes()).is_some() {
             return Err(InternalError(format!("two objects are written to {path}")));
         }
@@ -167,73 +201,53 @@ fn check_path(path: &str) -> Result<(), InternalError> {
     Ok(())
 }
 
-fn field<'a>(value: &'a Yaml, key: &str) -> Option<&'a Yaml> {
-    match value {
-        Yaml::Map(pairs) => pairs
-            .iter()
-            .find(|(name, _)| name == key)
-            .map(|(_, value)| value),
-        _ => None,
-    }
-}
-
 fn is_extended_resource(name: &str) -> bool {
     // Standard resources have no domain; `kubernetes.io/` names are reserved for the system.
     name.contains('/') && !name.starts_with("kubernetes.io/")
 }
 
-/// The guard on quota keys and LimitRange defaults described in the module invariants.
-fn check_object(object: &Object) -> Result<(), InternalError> {
-    let kind = match field(&object.body, "kind") {
-        Some(Yaml::Str(kind)) => kind.as_str(),
-        _ => return Err(InternalError(format!("{} has no kind", object.file))),
-    };
-    let spec = field(&object.body, "spec");
-    match kind {
-        "ResourceQuota" => {
-            if let Some(Yaml::Map(hard)) = spec.and_then(|spec| field(spec, "hard")) {
-                for (key, _) in hard {
-                    // DRA device counts (`<class>.deviceclass.resource.k8s.io/devices`) are
-                    // the one enforced key with a domain and no `requests.` prefix.
-                    let dra_devices = key.ends_with(".deviceclass.resource.k8s.io/devices");
-                    let not_enforced = key.starts_with("limits.") && is_extended_resource(key)
-                        || !key.starts_with("requests.")
-                            && is_extended_resource(key)
-                            && !dra_devices;
-                    if not_enforced {
-                        return Err(InternalError(format!(
-                            "ResourceQuota key `{key}` would be accepted but never enforced"
-                        )));
-                    }
-                }
+/// Refuses a ResourceQuota key that the API server accepts but never enforces.
+fn check_quota(quota: &ResourceQuota) -> Result<(), InternalError> {
+    let hard = quota.spec.as_ref().and_then(|spec| spec.hard.as_ref());
+    for key in hard.into_iter().flat_map(BTreeMap::keys) {
+        // DRA device counts (`<class>.deviceclass.resource.k8s.io/devices`) are the one
+        // enforced key with a domain and no `requests.` prefix.
+        let dra_devices = key.ends_with(".deviceclass.resource.k8s.io/devices");
+        let not_enforced = key.starts_with("limits.") && is_extended_resource(key)
+            || !key.starts_with("requests.") && is_extended_resource(key) && !dra_devices;
+        if not_enforced {
+            return Err(InternalError(format!(
+                "ResourceQuota key `{key}` would be accepted but never enforced"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a Container LimitRange that would inject an extended resource into every container.
+fn check_limit_range(limits: &LimitRange) -> Result<(), InternalError> {
+    let items = limits.spec.as_ref().map(|spec| spec.limits.as_slice());
+    for limit in items.unwrap_or_default() {
+        if limit.type_ != "Container" {
+            continue;
+        }
+        for (part, resources) in [
+            ("default", &limit.default),
+            ("defaultRequest", &limit.default_request),
+            ("min", &limit.min),
+            ("max", &limit.max),
+            ("maxLimitRequestRatio", &limit.max_limit_request_ratio),
+        ] {
+            if let Some(key) = resources
+                .iter()
+                .flat_map(BTreeMap::keys)
+                .find(|key| is_extended_resource(key))
+            {
+                return Err(InternalError(format!(
+                    "Container LimitRange `{part}` on `{key}` would inject it into every container"
+                )));
             }
         }
-        "LimitRange" => {
-            if let Some(Yaml::Seq(limits)) = spec.and_then(|spec| field(spec, "limits")) {
-                for limit in limits {
-                    if field(limit, "type") != Some(&Yaml::str("Container")) {
-                        continue;
-                    }
-                    for part in [
-                        "default",
-                        "defaultRequest",
-                        "min",
-                        "max",
-                        "maxLimitRequestRatio",
-                    ] {
-                        if let Some(Yaml::Map(resources)) = field(limit, part)
-                            && let Some((key, _)) =
-                                resources.iter().find(|(key, _)| is_extended_resource(key))
-                        {
-                            return Err(InternalError(format!(
-                                "Container LimitRange `{part}` on `{key}` would inject it into every container"
-                            )));
-                        }
-                    }
-                }
-            }
-        }
-        _ => {}
     }
     Ok(())
 }
@@ -242,12 +256,19 @@ fn check_object(object: &Object) -> Result<(), InternalError> {
 mod tests {
     use super::*;
 
-    fn object(kind: &str, spec: Yaml) -> Object {
-        Object {
-            folder: "cell/tenants/t".into(),
-            file: "x.yaml".into(),
-            sources: BTreeSet::from(["tenants/t.kdl".to_string()]),
-            body: Yaml::map([("kind", Yaml::str(kind)), ("spec", spec)]),
+    fn quota(keys: &[&str]) -> ResourceQuota {
+        use k8s_openapi::api::core::v1::ResourceQuotaSpec;
+        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+        ResourceQuota {
+            spec: Some(ResourceQuotaSpec {
+                hard: Some(
+                    keys.iter()
+                        .map(|key| (key.to_string(), Quantity("1".to_string())))
+                        .collect(),
+                ),
+                ..ResourceQuotaSpec::default()
+            }),
+            ..ResourceQuota::default()
         }
     }
 
@@ -258,50 +279,40 @@ mod tests {
             "nvidia.com/mig-1g.10gb",
             "nvidia.com/gpu",
         ] {
-            let spec = Yaml::map([("hard", Yaml::map([(key, Yaml::str("1"))]))]);
-            let manifest = Manifest {
-                objects: vec![object("ResourceQuota", spec)],
-                ..Manifest::default()
-            };
-            assert!(render(&manifest).is_err(), "{key} must be refused");
+            assert!(Body::of(&quota(&[key])).is_err(), "{key} must be refused");
         }
-        let spec = Yaml::map([(
-            "hard",
-            Yaml::map([
-                ("requests.nvidia.com/gpu", Yaml::str("1")),
-                ("requests.cpu", Yaml::str("1")),
-                ("limits.memory", Yaml::str("1Gi")),
-                ("pods", Yaml::str("10")),
-                (
-                    "gpu.nvidia.com.deviceclass.resource.k8s.io/devices",
-                    Yaml::str("0"),
-                ),
-            ]),
-        )]);
-        let manifest = Manifest {
-            objects: vec![object("ResourceQuota", spec)],
-            ..Manifest::default()
-        };
-        assert!(render(&manifest).is_ok());
+        assert!(
+            Body::of(&quota(&[
+                "requests.nvidia.com/gpu",
+                "requests.cpu",
+                "limits.memory",
+                "pods",
+                "gpu.nvidia.com.deviceclass.resource.k8s.io/devices",
+            ]))
+            .is_ok()
+        );
     }
 
     #[test]
     fn refuses_gpu_resources_in_container_limit_ranges() {
-        let spec = Yaml::map([(
-            "limits",
-            Yaml::Seq(vec![Yaml::map([
-                ("type", Yaml::str("Container")),
-                (
-                    "max",
-                    Yaml::map([("nvidia.com/mig-1g.10gb", Yaml::str("1"))]),
-                ),
-            ])]),
-        )]);
-        let manifest = Manifest {
-            objects: vec![object("LimitRange", spec)],
-            ..Manifest::default()
+        use k8s_openapi::api::core::v1::{LimitRangeItem, LimitRangeSpec};
+        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+        let limit_range = |type_: &str, key: &str| LimitRange {
+            spec: Some(LimitRangeSpec {
+                limits: vec![LimitRangeItem {
+                    type_: type_.to_string(),
+                    max: Some(BTreeMap::from([(
+                        key.to_string(),
+                        Quantity("1".to_string()),
+                    )])),
+                    ..LimitRangeItem::default()
+                }],
+            }),
+            ..LimitRange::default()
         };
-        assert!(render(&manifest).is_err());
+        assert!(Body::of(&limit_range("Container", "nvidia.com/mig-1g.10gb")).is_err());
+        assert!(Body::of(&limit_range("Container", "cpu")).is_ok());
+        assert!(Body::of(&limit_range("Pod", "nvidia.com/gpu")).is_ok());
     }
 
     #[test]
@@ -350,9 +361,13 @@ mod tests {
 
     #[test]
     fn every_folder_gets_a_kustomization_and_every_file_a_header() {
-        let spec = Yaml::map([("hard", Yaml::map([("pods", Yaml::str("1"))]))]);
         let mut manifest = Manifest {
-            objects: vec![object("ResourceQuota", spec)],
+            objects: vec![Object {
+                folder: "cell/tenants/t".into(),
+                file: "x.yaml".into(),
+                sources: BTreeSet::from(["tenants/t.kdl".to_string()]),
+                body: Body::of(&quota(&["pods"])).unwrap(),
+            }],
             ..Manifest::default()
         };
         manifest.folders.insert(

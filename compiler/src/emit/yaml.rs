@@ -92,7 +92,7 @@ pub fn is_plain_safe(text: &str) -> bool {
             .any(|word| word.eq_ignore_ascii_case(text))
 }
 
-fn write_scalar_string(out: &mut String, text: &str) {
+pub(super) fn write_scalar_string(out: &mut String, text: &str) {
     if is_plain_safe(text) {
         out.push_str(text);
     } else {
@@ -139,7 +139,7 @@ fn write_double_quoted(out: &mut String, text: &str) {
 /// Whether a multi-line string can be written as a literal block (`|` or `|-`) that every reader
 /// reads back unchanged: printable text without escapes (see [`needs_escape`]), no tabs, no
 /// trailing spaces, a first line that does not start with a space, and at most one final newline.
-fn is_literal_safe(text: &str) -> bool {
+pub(super) fn is_literal_safe(text: &str) -> bool {
     text.contains('\n')
         && !text.starts_with([' ', '\n'])
         && !text.ends_with("\n\n")
@@ -149,7 +149,7 @@ fn is_literal_safe(text: &str) -> bool {
         && text.lines().all(|line| !line.ends_with(' '))
 }
 
-fn write_literal(out: &mut String, text: &str, level: usize) {
+pub(super) fn write_literal(out: &mut String, text: &str, level: usize) {
     out.push_str(if text.ends_with('\n') { "|\n" } else { "|-\n" });
     for line in text.lines() {
         if !line.is_empty() {
@@ -178,7 +178,7 @@ fn write_inline(out: &mut String, value: &Yaml) {
     }
 }
 
-fn indent(out: &mut String, level: usize) {
+pub(super) fn indent(out: &mut String, level: usize) {
     for _ in 0..level {
         out.push_str("  ");
     }

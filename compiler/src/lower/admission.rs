@@ -33,9 +33,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 
-use super::{LABEL_PREFIX, cluster_meta, managed_labels, to_yaml};
+use super::{LABEL_PREFIX, body, cluster_meta, managed_labels};
+use crate::emit::Body;
 use crate::emit::InternalError;
-use crate::emit::yaml::Yaml;
 use crate::plan::{CellPlan, TenantPlan};
 
 /// The platform namespace that holds every tenant's admission params.
@@ -611,15 +611,15 @@ pub fn binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding {
 }
 
 /// The cell-wide objects: the params namespace and the policy, for `<cell>/cluster/`.
-pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Yaml)>, InternalError> {
+pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Body)>, InternalError> {
     Ok(vec![
         (
             format!("namespace-{PARAMS_NAMESPACE}.yaml"),
-            to_yaml(&params_namespace(cell))?,
+            body(&params_namespace(cell))?,
         ),
         (
             "validatingadmissionpolicy-tenant-floor.yaml".to_string(),
-            to_yaml(&policy())?,
+            body(&policy())?,
         ),
     ])
 }
@@ -628,15 +628,15 @@ pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Yaml)>, Inter
 pub(super) fn tenant_objects(
     tenant: &TenantPlan,
     cell: &CellPlan,
-) -> Result<Vec<(String, Yaml)>, InternalError> {
+) -> Result<Vec<(String, Body)>, InternalError> {
     Ok(vec![
         (
             "admission-params.yaml".to_string(),
-            to_yaml(&params_config_map(tenant, cell))?,
+            body(&params_config_map(tenant, cell))?,
         ),
         (
             "admission-binding.yaml".to_string(),
-            to_yaml(&binding(tenant))?,
+            body(&binding(tenant))?,
         ),
     ])
 }

@@ -28,7 +28,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Serialize, Serializer};
 
-use crate::emit::{ser, yaml};
+use crate::emit::stream;
 
 /// The `version` of both formats.
 #[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,9 +166,9 @@ impl Serialize for OperatorConfigMap {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut data = BTreeMap::new();
         for (key, document) in &self.data {
-            let tree = ser::to_yaml(document)
+            let text = stream::to_text(document)
                 .map_err(|error| serde::ser::Error::custom(format!("document `{key}`: {error}")))?;
-            data.insert(key.clone(), yaml::to_string(&tree));
+            data.insert(key.clone(), text);
         }
         ConfigMap {
             metadata: self.metadata.clone(),

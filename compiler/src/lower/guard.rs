@@ -31,9 +31,9 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
-use super::{LABEL_PREFIX, MANAGED_BY, cluster_meta, to_yaml};
+use super::{LABEL_PREFIX, MANAGED_BY, body, cluster_meta};
+use crate::emit::Body;
 use crate::emit::InternalError;
-use crate::emit::yaml::Yaml;
 use crate::plan::{CellPlan, GitOpsPlan};
 
 /// The GitOps identity of a cell that declares none: Argo CD's application controller as its
@@ -88,23 +88,23 @@ pub fn enforce_level(capabilities: &[String]) -> &'static str {
 }
 
 /// The cell's policies and bindings, as `(file in cluster/, object)`.
-pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Yaml)>, InternalError> {
+pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Body)>, InternalError> {
     Ok(vec![
         (
             format!("validatingadmissionpolicy-{GUARD_NAME}.yaml"),
-            to_yaml(&guard_policy(&cell.gitops))?,
+            body(&guard_policy(&cell.gitops))?,
         ),
         (
             format!("validatingadmissionpolicybinding-{GUARD_NAME}.yaml"),
-            to_yaml(&binding(GUARD_NAME, None))?,
+            body(&binding(GUARD_NAME, None))?,
         ),
         (
             format!("validatingadmissionpolicy-{EXCEPTIONS_NAME}.yaml"),
-            to_yaml(&exceptions_policy())?,
+            body(&exceptions_policy())?,
         ),
         (
             format!("validatingadmissionpolicybinding-{EXCEPTIONS_NAME}.yaml"),
-            to_yaml(&binding(EXCEPTIONS_NAME, Some(excepted_namespaces())))?,
+            body(&binding(EXCEPTIONS_NAME, Some(excepted_namespaces())))?,
         ),
     ])
 }

@@ -28,9 +28,9 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
 use super::tenant::tenant_labels;
-use super::{managed_labels, to_yaml};
+use super::{body, managed_labels};
+use crate::emit::Body;
 use crate::emit::InternalError;
-use crate::emit::yaml::Yaml;
 use crate::kube::kueue::{
     ClusterQueue, ClusterQueuePreemption, ClusterQueueSpec, Cohort, CohortSpec, FairSharing,
     FlavorQuotas, LocalQueue, LocalQueueSpec, ReclaimWithinCohortPolicy, ResourceFlavor,
@@ -49,7 +49,7 @@ const CEILING_RESOURCES: [&str; 3] = ["cpu", "memory", "pods"];
 /// The cell-wide Kueue objects as `(file, object, declaration files of tenants that decide it)`.
 pub(super) fn cell_objects(
     cell: &CellPlan,
-) -> Result<Vec<(String, Yaml, BTreeSet<String>)>, InternalError> {
+) -> Result<Vec<(String, Body, BTreeSet<String>)>, InternalError> {
     let mut objects = Vec::new();
     let none = BTreeSet::new;
     let mut ceiling = ResourceFlavor::new(CEILING_FLAVOR, ResourceFlavorSpec::default());
@@ -215,7 +215,7 @@ pub(super) fn cell_objects(
 pub(super) fn tenant_objects(
     tenant: &TenantPlan,
     _cell: &CellPlan,
-) -> Result<Vec<(String, Yaml)>, InternalError> {
+) -> Result<Vec<(String, Body)>, InternalError> {
     let labels = tenant_labels(tenant);
     let queue = &tenant.queue;
     let resource_groups = match &queue.ceiling_rest {
@@ -390,7 +390,7 @@ fn gpu_quota(entitlement: &Entitlement) -> ResourceQuota {
 
 /// The object as YAML, after Kueue's webhook rules (which the API server cannot check without
 /// Kueue running) found nothing wrong with it; a violation is a bug in tenantc.
-fn checked<T: KueueObject + serde::Serialize>(object: &T) -> Result<Yaml, InternalError> {
+fn checked<T: KueueObject + serde::Serialize + 'static>(object: &T) -> Result<Body, InternalError> {
     let violations = webhook_violations(object);
     if !violations.is_empty() {
         return Err(InternalError(format!(
@@ -398,7 +398,7 @@ fn checked<T: KueueObject + serde::Serialize>(object: &T) -> Result<Yaml, Intern
             violations.join("; ")
         )));
     }
-    to_yaml(object)
+    body(object)
 }
 
 /// A device or object count as a quantity.
@@ -558,8 +558,8 @@ mod tests {
         // Only the pool with a topology.
         assert!(!files.contains(&"topology-pool-plain.yaml"), "{files:?}");
         let text = |file: &str| {
-            let (_, yaml, _) = objects.iter().find(|(f, _, _)| f == file).unwrap();
-            crate::emit::yaml::to_string(yaml)
+            let (_, body, _) = objects.iter().find(|(f, _, _)| f == file).unwrap();
+            body.as_str().to_string()
         };
         assert!(text("topology-pool-train.yaml").contains(
             "  levels:\n  - nodeLabel: example.com/rack\n  - nodeLabel: kubernetes.io/hostname\n"

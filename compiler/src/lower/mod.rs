@@ -39,7 +39,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
 use crate::catalog::Catalog;
-use crate::emit::yaml::Yaml;
+use crate::emit::Body;
 use crate::emit::{Extra, InternalError, Manifest, Object};
 use crate::hardware;
 use crate::model::Fleet;
@@ -79,7 +79,7 @@ pub fn lower(
         let cell_only = BTreeSet::from([cell_source.clone()]);
         let mut children = BTreeSet::new();
         let mut iam_files = Vec::new();
-        let mut push = |folder: &str, file: String, sources: BTreeSet<String>, body: Yaml| {
+        let mut push = |folder: &str, file: String, sources: BTreeSet<String>, body: Body| {
             manifest.objects.push(Object {
                 folder: format!("{cell_name}/{folder}"),
                 file,
@@ -92,7 +92,7 @@ pub fn lower(
                 "cluster",
                 format!("priorityclass-{}.yaml", priority.name),
                 cell_only.clone(),
-                to_yaml(&priority_class(priority))?,
+                body(&priority_class(priority))?,
             );
         }
         for (file, body) in rbac::cluster_roles()? {
@@ -114,8 +114,8 @@ pub fn lower(
             push("kueue", file, sources, body);
             children.insert("kueue".to_string());
         }
-        for (file, body) in gpu::operator_objects(cell, catalog) {
-            push("gpu-operator", file, cell_only.clone(), to_yaml(&body)?);
+        for (file, object) in gpu::operator_objects(cell, catalog) {
+            push("gpu-operator", file, cell_only.clone(), body(&object)?);
             children.insert("gpu-operator".to_string());
         }
         for tenant in &cell_plan.tenants {
@@ -191,10 +191,9 @@ fn reports(
     }
 }
 
-/// Serializes a typed object into the canonical YAML tree.
-pub(crate) fn to_yaml<T: Serialize>(object: &T) -> Result<Yaml, InternalError> {
-    crate::emit::ser::to_yaml(object)
-        .map_err(|error| InternalError(format!("an object cannot be written: {error}")))
+/// Writes a typed object as its canonical YAML text ([`Body::of`]).
+pub(crate) fn body<T: Serialize + std::any::Any>(object: &T) -> Result<Body, InternalError> {
+    Body::of(object)
 }
 
 /// `app.kubernetes.io/managed-by: tenantc`.

@@ -29,10 +29,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use super::body;
 use super::tenant::tenant_labels;
-use super::to_yaml;
+use crate::emit::Body;
 use crate::emit::InternalError;
-use crate::emit::yaml::Yaml;
 use crate::plan::{CellPlan, TenantPlan};
 
 /// The label the API server sets on every namespace to its name.
@@ -44,7 +44,7 @@ pub const ENDPOINT_PORT: i32 = 443;
 pub(super) fn objects(
     tenant: &TenantPlan,
     cell: &CellPlan,
-) -> Result<Vec<(String, Yaml)>, InternalError> {
+) -> Result<Vec<(String, Body)>, InternalError> {
     let network = &cell.network;
     let own_namespaces: Vec<String> = tenant
         .namespaces
@@ -64,7 +64,7 @@ pub(super) fn objects(
             spec: Some(spec),
         };
         let mut push = |file: &str, name: &str, spec: NetworkPolicySpec| {
-            to_yaml(&policy(name, spec))
+            body(&policy(name, spec))
                 .map(|body| objects.push((format!("{kind}/networkpolicy-{file}.yaml"), body)))
         };
 

@@ -24,9 +24,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 
-use super::{cluster_meta, to_yaml};
+use super::{body, cluster_meta};
+use crate::emit::Body;
 use crate::emit::InternalError;
-use crate::emit::yaml::Yaml;
 
 /// The ClusterRole of a tenant's `admin` group.
 pub const ADMIN_ROLE: &str = "tenantc:tenant-admin";
@@ -148,7 +148,7 @@ pub fn cluster_role_of(group_kind: &str) -> Option<&'static str> {
 type Column = fn(&Access) -> &'static [&'static str];
 
 /// The three tenant ClusterRoles, as `(file in <cell>/cluster/, object)`.
-pub(super) fn cluster_roles() -> Result<Vec<(String, Yaml)>, InternalError> {
+pub(super) fn cluster_roles() -> Result<Vec<(String, Body)>, InternalError> {
     let roles: [(&str, &str, Column); 3] = [
         ("admin", ADMIN_ROLE, |access| access.admin),
         ("member", MEMBER_ROLE, |access| access.member),
@@ -159,7 +159,7 @@ pub(super) fn cluster_roles() -> Result<Vec<(String, Yaml)>, InternalError> {
         .map(|(kind, name, verbs)| {
             Ok((
                 format!("clusterrole-tenant-{kind}.yaml"),
-                to_yaml(&cluster_role(name, verbs))?,
+                body(&cluster_role(name, verbs))?,
             ))
         })
         .collect()

@@ -10,13 +10,13 @@
 
 use k8s_openapi::api::node::v1::{RuntimeClass, Scheduling};
 
-use super::{cluster_meta, to_yaml};
+use super::{body, cluster_meta};
+use crate::emit::Body;
 use crate::emit::InternalError;
-use crate::emit::yaml::Yaml;
 use crate::plan::CellPlan;
 
 /// The RuntimeClasses of a cell.
-pub(super) fn objects(cell: &CellPlan) -> Result<Vec<(String, Yaml)>, InternalError> {
+pub(super) fn objects(cell: &CellPlan) -> Result<Vec<(String, Body)>, InternalError> {
     cell.runtime_classes
         .iter()
         .map(|class| {
@@ -29,10 +29,7 @@ pub(super) fn objects(cell: &CellPlan) -> Result<Vec<(String, Yaml)>, InternalEr
                     tolerations: None,
                 }),
             };
-            Ok((
-                format!("runtimeclass-{}.yaml", class.name),
-                to_yaml(&object)?,
-            ))
+            Ok((format!("runtimeclass-{}.yaml", class.name), body(&object)?))
         })
         .collect()
 }

@@ -36,9 +36,9 @@ use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{LABEL_PREFIX, MANAGED_BY, guard, kube_version, rbac, to_yaml};
+use super::{LABEL_PREFIX, MANAGED_BY, body, guard, kube_version, rbac};
+use crate::emit::Body;
 use crate::emit::InternalError;
-use crate::emit::yaml::Yaml;
 use crate::plan::{CellPlan, NamespacePlan, TenantPlan};
 
 /// The ResourceQuota of a namespace's share of the tenant ceiling and GPU reservations.
@@ -50,7 +50,7 @@ pub const PRIORITY_QUOTA_NAME: &str = "tenant-priorities";
 pub(super) fn objects(
     tenant: &TenantPlan,
     cell: &CellPlan,
-) -> Result<Vec<(String, Yaml)>, InternalError> {
+) -> Result<Vec<(String, Body)>, InternalError> {
     let mut objects = Vec::new();
     let labels = tenant_labels(tenant);
     for namespace in &tenant.namespaces {
@@ -63,11 +63,11 @@ pub(super) fn objects(
         };
         objects.push((
             format!("{kind}/namespace.yaml"),
-            to_yaml(&namespace_object(tenant, namespace, cell))?,
+            body(&namespace_object(tenant, namespace, cell))?,
         ));
         objects.push((
             format!("{kind}/serviceaccount-{}.yaml", namespace.service_account),
-            to_yaml(&ServiceAccount {
+            body(&ServiceAccount {
                 metadata: ObjectMeta {
                     // The cloud identity of the workload's storage IAM (`iam.rs`), when the
                     // cell's identity kind names it on the ServiceAccount.
@@ -102,7 +102,7 @@ pub(super) fn objects(
             // refuses.
             objects.push((
                 format!("{kind}/rolebinding-{group_kind}.yaml"),
-                to_yaml(&RoleBinding {
+                body(&RoleBinding {
                     metadata: meta(cluster_role),
                     role_ref: RoleRef {
                         api_group: "rbac.authorization.k8s.io".to_string(),
@@ -120,7 +120,7 @@ pub(super) fn objects(
         }
         objects.push((
             format!("{kind}/resourcequota.yaml"),
-            to_yaml(&ResourceQuota {
+            body(&ResourceQuota {
                 metadata: meta(QUOTA_NAME),
                 spec: Some(ResourceQuotaSpec {
                     hard: Some(quota_hard(namespace)),
@@ -131,7 +131,7 @@ pub(super) fn objects(
         ));
         objects.push((
             format!("{kind}/resourcequota-priorities.yaml"),
-            to_yaml(&ResourceQuota {
+            body(&ResourceQuota {
                 metadata: meta(PRIORITY_QUOTA_NAME),
                 spec: Some(ResourceQuotaSpec {
                     hard: Some(BTreeMap::from([(
@@ -149,7 +149,7 @@ pub(super) fn objects(
         let (cpu, memory) = &tenant.container_defaults;
         objects.push((
             format!("{kind}/limitrange.yaml"),
-            to_yaml(&LimitRange {
+            body(&LimitRange {
                 metadata: meta("container-defaults"),
                 spec: Some(LimitRangeSpec {
                     // Requests only: a default memory *limit* would also be given to containers
