@@ -1,11 +1,13 @@
-//! Storage IAM end to end: a real policy linter on every emitted AWS identity policy, the
-//! security audit against tampered documents, and a property over generated fleets.
+//! Storage IAM end to end: two real policy linters on the emitted AWS policies (Parliament on
+//! the identity policies, cfn-lint on the identity and the role trust policies, which Parliament
+//! does not read), the security audit against tampered documents, and a property over generated
+//! fleets.
 //!
 //! Consumes: the example fleet (`tenants/`, `cells/`) and generated fleets. Produces: test
 //! results only.
 //!
-//! Invariant: the Parliament test skips with a message when `parliament` is not installed, but
-//! fails under `CI=true`, where `.ci/run` installs it.
+//! Invariant: the linter tests skip with a message when `parliament` or `cfn-lint` is not
+//! installed, but fail under `CI=true`, where `.ci/run` installs both.
 
 #![allow(
     clippy::unwrap_used,
@@ -124,6 +126,129 @@ fn parliament_finds_nothing_in_any_emitted_aws_policy() {
     assert!(
         String::from_utf8_lossy(&output.stdout).contains("RESOURCE_MISMATCH"),
         "parliament must flag an object action on a bucket ARN"
+    );
+}
+
+/// cfn-lint's command line, run through the interpreter like Parliament's.
+fn cfn_lint() -> Command {
+    let mut command = Command::new("python3");
+    command.args(["-m", "cfnlint"]);
+    command
+}
+
+/// A CloudFormation template holding each policy: a trust policy as a role's
+/// `AssumeRolePolicyDocument` (which cfn-lint checks against the trust-policy schema: principal,
+/// effect, `sts:` action names) and an identity policy as a managed policy's `PolicyDocument`.
+fn cloudformation(policies: &[(String, String)]) -> String {
+    let mut resources = serde_json::Map::new();
+    for (idx, (path, text)) in policies.iter().enumerate() {
+        let document: serde_json::Value = serde_json::from_str(text).unwrap();
+        let resource = if path.ends_with("-trust.json") {
+            serde_json::json!({"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": document}})
+        } else {
+            serde_json::json!({"Type": "AWS::IAM::ManagedPolicy", "Properties": {"PolicyDocument": document}})
+        };
+        resources.insert(format!("Policy{idx}"), resource);
+    }
+    serde_json::to_string_pretty(&serde_json::json!({
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Resources": resources,
+    }))
+    .unwrap()
+}
+
+/// Runs cfn-lint on `template`; returns its findings as text, empty when there are none.
+fn cfn_lint_findings(template: &str, policies: &[(String, String)]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("policies.json");
+    std::fs::write(&file, template).unwrap();
+    let output = cfn_lint()
+        .arg("--format")
+        .arg("parseable")
+        .arg("--")
+        .arg(&file)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let mut findings = String::from_utf8_lossy(&output.stdout).into_owned();
+    // Name each resource by the emitted file it holds, longest index first so that `Policy1`
+    // does not rewrite the start of `Policy12`.
+    for (idx, (path, _)) in policies.iter().enumerate().rev() {
+        findings = findings.replace(&format!("Policy{idx}"), path);
+    }
+    findings = findings.replace(&file.display().to_string(), "policies.json");
+    assert_eq!(
+        output.status.success(),
+        findings.trim().is_empty(),
+        "cfn-lint's exit code and output disagree:\n{findings}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    findings
+}
+
+#[test]
+fn cfn_lint_finds_nothing_in_any_emitted_aws_trust_or_identity_policy() {
+    let probe = cfn_lint().arg("--version").stdin(Stdio::null()).output();
+    if !probe.is_ok_and(|output| output.status.success()) {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "cfn-lint is not installed, and CI must lint the emitted IAM trust policies (see .ci/run)"
+        );
+        eprintln!(
+            "SKIPPED: cfn-lint is not installed (`python3 -m pip install cfn-lint`); the emitted AWS trust policies were not linted"
+        );
+        return;
+    }
+    let mut compilations = vec![example()];
+    for case in support::subdirs(&support::repo().join("tests/cases/ok")) {
+        let compilation = support::compile_root(&case.join("input"));
+        if compilation.output.is_some() {
+            compilations.push(compilation);
+        }
+    }
+    let mut policies = Vec::new();
+    for compilation in &compilations {
+        policies.extend(iam_files(compilation, "-trust.json"));
+        policies.extend(iam_files(compilation, "-permissions.json"));
+    }
+    let trusts = policies
+        .iter()
+        .filter(|(path, _)| path.ends_with("-trust.json"))
+        .count();
+    // Both AWS identity kinds are covered: IRSA in the example fleet, Pod Identity in case 144.
+    let pod_identity = policies
+        .iter()
+        .any(|(_, text)| text.contains("pods.eks.amazonaws.com"));
+    assert!(
+        trusts >= 4 && pod_identity,
+        "the example fleet and the ok cases emit IRSA and Pod Identity trust policies: {trusts}"
+    );
+    let findings = cfn_lint_findings(&cloudformation(&policies), &policies);
+    assert!(
+        findings.trim().is_empty(),
+        "cfn-lint reports on the emitted policies:\n{findings}"
+    );
+    // The linter is live: it flags a trust policy without a principal and one with a misspelt
+    // action, each made from an emitted one.
+    let (path, text) = policies
+        .iter()
+        .find(|(path, _)| path.ends_with("-trust.json"))
+        .unwrap();
+    let mut no_principal: serde_json::Value = serde_json::from_str(text).unwrap();
+    no_principal["Statement"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("Principal");
+    let misspelt = text.replace("sts:AssumeRole", "sts:AssumeRoel");
+    assert_ne!(&misspelt, text, "{path} names an sts:AssumeRole action");
+    let bad = vec![
+        (path.clone(), no_principal.to_string()),
+        (path.clone(), misspelt),
+    ];
+    let findings = cfn_lint_findings(&cloudformation(&bad), &bad);
+    assert!(
+        findings.contains("Principal") && findings.to_lowercase().contains("assumeroel"),
+        "cfn-lint must flag a trust policy without a principal and a misspelt action:\n{findings}"
     );
 }
 
