@@ -14,6 +14,8 @@
 //! - a tenant template writes only into its tenant's namespaces in the cell, a cell template
 //!   never into any tenant's namespace;
 //! - no object has the kind, namespace and name of one tenantc emits or another template wrote;
+//! - a PersistentVolumeClaim sets no `volumeName`, `selector` or cross-namespace
+//!   `dataSourceRef`, which could bind a volume or data that is not the tenant's;
 //! - every field is a field of the kind (read into `k8s-openapi`'s struct and compared back).
 //!
 //! Invariants: an object reaches the manifest only through its typed struct, labelled
@@ -523,6 +525,35 @@ fn check(
             return None;
         }
     };
+    // A claim that names a volume, selects volumes by label or copies from another namespace
+    // could bind a pre-provisioned volume, or read data, that is not the tenant's.
+    let binds = [
+        &["spec", "volumeName"][..],
+        &["spec", "selector"][..],
+        &["spec", "dataSourceRef", "namespace"][..],
+    ]
+    .into_iter()
+    .find(|path| {
+        path.iter()
+            .try_fold(&json, |value, key| value.get(*key))
+            .is_some_and(|value| !value.is_null())
+    });
+    if kind == "PersistentVolumeClaim"
+        && let Some(path) = binds
+    {
+        let path: Vec<Result<String, usize>> =
+            path.iter().map(|key| Ok((*key).to_string())).collect();
+        diagnostics.push(locate.forbidden(
+            locate.span(key_span(document, &path).range()),
+            format!(
+                "the rendered `PersistentVolumeClaim` `{name}` sets `{}`",
+                dotted(&path)
+            ),
+            "binds a volume that is not the tenant's own",
+            "claim a new volume by storage class and size only; `volumeName`, `selector` and a cross-namespace `dataSourceRef` could bind another tenant's volume or data",
+        ));
+        return None;
+    }
     let result = match kind {
         "ConfigMap" => typed::<ConfigMap>(&json),
         "PersistentVolumeClaim" => typed::<PersistentVolumeClaim>(&json),

@@ -299,3 +299,28 @@ fn an_include_finds_only_other_templates() {
     ]));
     assert!(!compilation.has_errors(), "{:?}", compilation.diagnostics);
 }
+
+#[test]
+fn a_claim_cannot_bind_a_volume_that_is_not_its_own() {
+    for spec in [
+        "volumeName: pv-of-another-tenant",
+        "selector:\n    matchLabels:\n      team: other",
+        "dataSourceRef:\n    kind: PersistentVolumeClaim\n    name: data\n    namespace: beta-train",
+    ] {
+        let template = format!(
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: {{{{ tenant.namespaces[0].name }}}}\nspec:\n  {spec}\n"
+        );
+        let compilation = compile(&fleet(&[("templates/tenant/pvc.yaml.j2", template)]));
+        assert!(
+            compilation.diagnostics.iter().any(|diagnostic| {
+                diagnostic.code == crate::diag::Code::TemplateObjectForbidden
+                    && diagnostic.message.contains("sets `spec.")
+            }),
+            "{spec}: {:?}",
+            compilation.diagnostics
+        );
+    }
+    let template = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: {{ tenant.namespaces[0].name }}\nspec:\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: 1Gi\n";
+    let compilation = compile(&fleet(&[("templates/tenant/pvc.yaml.j2", template.into())]));
+    assert!(!compilation.has_errors(), "{:?}", compilation.diagnostics);
+}
