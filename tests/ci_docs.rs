@@ -51,7 +51,15 @@ fn run(dir: &Path, command: &str) -> (i32, String) {
 }
 
 fn copy_fleet(into: &Path) {
-    for folder in ["tenants", "cells", "out", "catalog", "keys", "weights"] {
+    for folder in [
+        "tenants",
+        "cells",
+        "out",
+        "catalog",
+        "keys",
+        "weights",
+        "templates",
+    ] {
         let from = support::repo().join(folder);
         if from.is_dir() {
             copy_dir(&from, &into.join(folder));

@@ -19,10 +19,10 @@ use std::path::Path;
 use std::process::Command;
 
 /// A scratch folder holding a copy of the example fleet's `tenants/` and `cells/`, and the
-/// `keys/` and `weights/` its models are verified with.
+/// `keys/` and `weights/` its models are verified with, and its platform `templates/`.
 fn example_fleet_copy() -> tempfile::TempDir {
     let scratch = tempfile::tempdir().unwrap();
-    for folder in ["tenants", "cells", "keys", "weights"] {
+    for folder in ["tenants", "cells", "keys", "weights", "templates"] {
         copy_dir(&support::repo().join(folder), &scratch.path().join(folder));
     }
     scratch

@@ -29,6 +29,7 @@ pub mod quantity;
 pub mod report;
 pub mod schema;
 pub mod source;
+pub mod template;
 #[cfg(test)]
 mod testing;
 pub mod validate;
@@ -166,6 +167,7 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
     let mut declarations = Vec::new();
     let mut unreadable = validate::Unreadable::default();
     let mut material = weights::Material::new();
+    let mut templates = Vec::new();
     for finding in findings {
         refuse(finding, &mut sources, &mut diagnostics, &mut unreadable);
     }
@@ -186,6 +188,10 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
         if weights::is_material(&input.path) {
             // Signing material is read by the weights stage, never parsed or shown.
             material.insert(input.path.clone(), input.contents.clone());
+            continue;
+        }
+        if template::in_folder(&input.path) {
+            load_template(input, &mut sources, &mut diagnostics, &mut templates);
             continue;
         }
         if let Some((_, None)) = classify(&input.path) {
@@ -251,6 +257,8 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
         }
         declarations.extend(declaration);
     }
+    // Templates are parsed whatever the declarations hold, so a syntax error shows at once.
+    diagnostics.extend(template::check_syntax(&templates, &sources));
     let (fleet, validate_diagnostics) = validate::validate(declarations, &unreadable, catalog);
     diagnostics.extend(validate_diagnostics);
     // Resolve only a fleet that validated: the plan's checks assume sound references.
@@ -280,8 +288,24 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
         .as_ref()
         .filter(|_| !diagnostics.iter().any(Diagnostic::is_error))
     {
-        match lower::lower(plan, &fleet, catalog).and_then(|manifest| emit::render(&manifest)) {
-            Ok(tree) => {
+        let lowered = lower::lower(plan, &fleet, catalog).map(|mut manifest| {
+            let findings = template::apply(&mut manifest, plan, &templates, &sources);
+            (manifest, findings)
+        });
+        let rendered = lowered.and_then(|(manifest, findings)| {
+            if findings.iter().any(Diagnostic::is_error) {
+                Ok(Err(findings))
+            } else {
+                emit::render(&manifest).map(Ok)
+            }
+        });
+        match rendered {
+            Ok(Err(findings)) => {
+                diagnostics.extend(findings);
+                diag::sort(&mut diagnostics, &sources);
+                diagnostics = diag::truncate(diagnostics);
+            }
+            Ok(Ok(tree)) => {
                 // The security audit judges the bytes that would be written; a finding keeps
                 // the whole tree from being written.
                 let findings = validate::audit::audit(&tree, plan, &fleet);
@@ -303,6 +327,56 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
         fleet,
         output,
         internal_error,
+    }
+}
+
+/// Adds a file under `templates/` to the source map: a template (`templates/tenant/*.yaml.j2`,
+/// `templates/cell/*.yaml.j2`) keeps its text for rendering and diagnostics, any other file is
+/// skipped with a warning and keeps none.
+fn load_template(
+    input: &InputFile,
+    sources: &mut SourceMap,
+    diagnostics: &mut Vec<Diagnostic>,
+    templates: &mut Vec<template::Template>,
+) {
+    let Some(scope) = template::scope_of(&input.path) else {
+        let file = sources.add(input.path.clone(), String::new());
+        diagnostics.push(
+            Diagnostic::warning(
+                Code::FileIgnored,
+                Span::new(file, 0..0),
+                format!("`{}` is not a template and is skipped", input.path),
+            )
+            .with_label("not read")
+            .with_help(
+                "templates are `templates/tenant/<name>.yaml.j2` and `templates/cell/<name>.yaml.j2`",
+            ),
+        );
+        return;
+    };
+    match String::from_utf8(input.contents.clone()) {
+        Ok(text) => {
+            let file = sources.add(input.path.clone(), text);
+            templates.push(template::Template {
+                path: input.path.clone(),
+                file,
+                scope,
+            });
+        }
+        Err(error) => {
+            let at = error.utf8_error().valid_up_to();
+            let text = String::from_utf8_lossy(&input.contents).into_owned();
+            let file = sources.add(input.path.clone(), text);
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::FileNotUtf8,
+                    Span::new(file, at..at),
+                    "file is not valid UTF-8",
+                )
+                .with_label("first invalid byte")
+                .with_help("save the file as UTF-8"),
+            );
+        }
     }
 }
 

@@ -1,9 +1,10 @@
 //! Load: the declaration files under a project root, read defensively.
 //!
 //! Consumes: a root folder, whose `tenants/` and `cells/` (and the signing material under
-//! `keys/` and `weights/`) come from untrusted pull requests.
-//! Produces: a [`Loaded`]: an [`InputFile`] for every file under `tenants/`, `cells/`, `keys/`
-//! and `weights/` (recursively, dotfiles skipped, sorted by relative path), and a [`Finding`] for every file or
+//! `keys/` and `weights/`, and the platform templates under `templates/`) come from untrusted
+//! pull requests.
+//! Produces: a [`Loaded`]: an [`InputFile`] for every file under `tenants/`, `cells/`, `keys/`,
+//! `weights/` and `templates/` (recursively, dotfiles skipped, sorted by relative path), and a [`Finding`] for every file or
 //! folder that was refused or could not be read; [`Finding::diagnostic`] turns a finding into a
 //! located diagnostic, so one bad file never stops the run.
 //!
@@ -12,7 +13,8 @@
 //!   only the `tenantc weights` commands call (a build never reads model weights).
 //! - Nothing outside the canonical project root is ever opened: every symbolic link is resolved
 //!   first, and a link that leads out of the root (or nowhere, or into a cycle) is a finding.
-//! - Only regular declaration files (`.kdl`, `.yaml`, `.yml`) and signing material are opened, never a FIFO, socket
+//! - Only regular declaration files (`.kdl`, `.yaml`, `.yml`), signing material and templates
+//!   (`templates/tenant/*.yaml.j2`, `templates/cell/*.yaml.j2`) are opened, never a FIFO, socket
 //!   or device, and no more than [`MAX_FILE_BYTES`] of one is read; any other file is passed on
 //!   with empty contents, unread, so nothing of it can be printed.
 //! - Every path in an [`InputFile`] is relative, `/`-separated and made of names that pass
@@ -219,7 +221,10 @@ pub fn load(root: &Path) -> io::Result<Loaded> {
         root: canonical_root,
         loaded: Loaded::default(),
     };
-    for folder in MATERIAL_FOLDERS {
+    for folder in MATERIAL_FOLDERS
+        .into_iter()
+        .chain([crate::template::FOLDER])
+    {
         match fs::symlink_metadata(root.join(folder)) {
             Ok(_) => present.push(folder),
             Err(error) if error.kind() == io::ErrorKind::NotFound => {}
@@ -358,7 +363,8 @@ impl Walker {
     /// Reads the regular file `real`, shown as `relative`, of `len` bytes by its metadata.
     fn file(&mut self, real: &Path, relative: String, len: u64) {
         let is_declaration = crate::classify(&relative).is_some_and(|(_, format)| format.is_some())
-            || crate::weights::is_material(&relative);
+            || crate::weights::is_material(&relative)
+            || crate::template::scope_of(&relative).is_some();
         if !is_declaration {
             // Skipped files are never opened: their contents cannot reach a diagnostic.
             self.loaded.inputs.push(InputFile {

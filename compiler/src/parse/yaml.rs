@@ -45,7 +45,10 @@ fn parse_counting(file: FileId, text: &str) -> ((Document, Vec<Diagnostic>), u64
         depth: 0,
     };
     // A syntax error has been reported already; the file then has no root.
-    let node = reader.document().unwrap_or_default();
+    let node = reader
+        .documents(false)
+        .ok()
+        .and_then(|nodes| nodes.into_iter().next());
     let mut diagnostics = reader.diagnostics;
     let root = match node {
         Some(
@@ -93,6 +96,28 @@ fn parse_counting(file: FileId, text: &str) -> ((Document, Vec<Diagnostic>), u64
         ),
         positions.steps(),
     )
+}
+
+/// Parses a stream of YAML documents, such as the rendered text of a template: every
+/// document that holds something, in order, with the same rules as a declaration (no anchors,
+/// aliases, tags or complex keys) except that a stream may hold several documents; empty
+/// documents (`---` with nothing after it) are left out. Spans are byte offsets into `text`.
+pub fn parse_stream(file: FileId, text: &str) -> (Vec<Node>, Vec<Diagnostic>) {
+    let disallowed = disallowed_code_points(file, text);
+    if !disallowed.is_empty() {
+        return (Vec::new(), disallowed);
+    }
+    let positions = CharOffsets::new(text);
+    let mut reader = Reader {
+        file,
+        positions: &positions,
+        parser: Parser::new_from_str(text),
+        diagnostics: Vec::new(),
+        peeked: None,
+        depth: 0,
+    };
+    let nodes = reader.documents(true).unwrap_or_default();
+    (nodes, reader.diagnostics)
 }
 
 /// Every character outside YAML 1.2's printable set (`c-printable`: tab, line feed, carriage
@@ -179,16 +204,17 @@ impl<'a> Reader<'a> {
         );
     }
 
-    /// Reads the stream: at most one document. `Ok(None)` is an empty stream.
-    fn document(&mut self) -> Result<Option<Node>, ()> {
-        let mut root = None;
+    /// Reads the stream: at most one document unless `multi`; an empty stream has none.
+    /// A document that holds nothing (`---` alone) is left out.
+    fn documents(&mut self, multi: bool) -> Result<Vec<Node>, ()> {
+        let mut root = Vec::new();
         loop {
             let (event, span) = self.next()?;
             match event {
                 Event::StreamStart | Event::DocumentEnd | Event::Nothing => {}
                 Event::StreamEnd => return Ok(root),
                 Event::DocumentStart(_) => {
-                    if root.is_some() {
+                    if !root.is_empty() && !multi {
                         let span = self.span(&span);
                         self.diagnostics.push(
                             Diagnostic::error(
@@ -202,13 +228,20 @@ impl<'a> Reader<'a> {
                         return Ok(root);
                     }
                     let (event, span) = self.next()?;
+                    if multi && matches!(event, Event::DocumentEnd) {
+                        continue;
+                    }
                     let node = self.value(event, span)?;
-                    root = Some(node);
+                    if !(multi && node.value == Value::Null) {
+                        root.push(node);
+                    }
                 }
                 other => {
                     // A stream without an explicit document start still starts with a value.
                     let node = self.value(other, span)?;
-                    root = Some(node);
+                    if !(multi && node.value == Value::Null) {
+                        root.push(node);
+                    }
                 }
             }
         }
@@ -503,6 +536,17 @@ mod tests {
             large <= small * 9 / 2,
             "4x the input took {large} steps against {small}"
         );
+    }
+
+    #[test]
+    fn a_stream_holds_several_documents_and_still_refuses_aliases() {
+        let (nodes, diagnostics) = parse_stream(FileId(0), "a: 1\n---\n---\nb: 2\n...\n");
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        assert_eq!(nodes.len(), 2);
+        let (_, diagnostics) = parse_stream(FileId(0), "a: &x 1\n---\nb: *x\n");
+        assert_eq!(diagnostics.len(), 2, "{diagnostics:?}");
+        let (nodes, diagnostics) = parse_stream(FileId(0), "");
+        assert!(nodes.is_empty() && diagnostics.is_empty());
     }
 
     #[test]

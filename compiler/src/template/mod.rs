@@ -1,0 +1,353 @@
+//! Platform templates: the platform team's own per-tenant and per-cell objects.
+//!
+//! Consumes: the templates under `templates/` (`templates/tenant/<name>.yaml.j2`, rendered once
+//! per tenant per cell it runs in, and `templates/cell/<name>.yaml.j2`, rendered once per cell),
+//! the plan, and the manifest `lower` made from it.
+//! Produces: the rendered objects added to the manifest (a tenant's in
+//! `<cell>/tenants/<tenant>/templates/<namespace>/`, a cell's in
+//! `<cell>/templates/<namespace>/`, both listed in their kustomizations), or diagnostics located
+//! in the template: `template-syntax`, `template-render`, `template-output-invalid` and
+//! `template-object-forbidden`.
+//!
+//! Templates are minijinja templates with strict undefined values, no loader (an `include`
+//! finds only other templates of `templates/`), no auto-escaping, bounded fuel and output, and
+//! the variables of `context.rs` (`docs/templates.md` lists them).
+//! The rendered text is read with the declarations' YAML parser (several documents allowed;
+//! anchors, aliases and tags refused), each document is checked by `check.rs` (an allowed core
+//! kind, known fields, a name, a namespace the scope may write, no object tenantc emits) and
+//! written through the canonical YAML writer, never as the template's text.
+//!
+//! Invariants: pure and deterministic (templates, cells and tenants are walked in sorted order);
+//! no template can place an object outside its tenant's own namespaces (a tenant template) or
+//! in a tenant's namespace (a cell template), create a cluster-scoped object or a kind outside
+//! the allowlist, or replace an object tenantc emits; every finding points into the template.
+
+mod check;
+pub mod context;
+mod spans;
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use minijinja::{Environment, UndefinedBehavior};
+
+use crate::diag::{Code, Diagnostic};
+use crate::emit::Manifest;
+use crate::limits::MAX_FILE_BYTES;
+use crate::plan::{CellPlan, Plan, TenantPlan};
+use crate::source::{FileId, SourceMap, Span};
+
+pub use check::{ALLOWED_KINDS, ObjectKey};
+
+/// The folder templates live in, beside `tenants/` and `cells/`.
+pub const FOLDER: &str = "templates";
+
+/// The file name ending of a template.
+pub const EXTENSION: &str = ".yaml.j2";
+
+/// How many instructions one rendering may run before it is stopped.
+pub const MAX_FUEL: u64 = 1_000_000;
+
+/// How deep macros, includes and loops may nest in one rendering.
+const MAX_RECURSION: usize = 64;
+
+/// What a template is rendered for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    /// Once per tenant per cell it runs in (`templates/tenant/`).
+    Tenant,
+    /// Once per cell (`templates/cell/`).
+    Cell,
+}
+
+/// One loaded template.
+#[derive(Debug, Clone)]
+pub struct Template {
+    /// Its path, such as `templates/tenant/chargeback.yaml.j2`.
+    pub path: String,
+    /// Its entry in the source map, which holds its text.
+    pub file: FileId,
+    /// What it is rendered for.
+    pub scope: Scope,
+}
+
+/// Whether `path` lies under `templates/`.
+pub fn in_folder(path: &str) -> bool {
+    path.strip_prefix(FOLDER)
+        .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The scope of a template path, or `None` if the path is not a template: templates are
+/// `templates/tenant/<name>.yaml.j2` and `templates/cell/<name>.yaml.j2`, with no deeper folders.
+pub fn scope_of(path: &str) -> Option<Scope> {
+    let rest = path.strip_prefix(FOLDER)?.strip_prefix('/')?;
+    let (folder, name) = rest.split_once('/')?;
+    let scope = match folder {
+        "tenant" => Scope::Tenant,
+        "cell" => Scope::Cell,
+        _ => return None,
+    };
+    let stem = name.strip_suffix(EXTENSION)?;
+    (!stem.is_empty() && !name.contains('/')).then_some(scope)
+}
+
+/// The template environment: every template that parsed, no loader, strict undefined values,
+/// no auto-escaping, bounded fuel and recursion.
+fn environment(
+    templates: &[Template],
+    sources: &SourceMap,
+) -> (Environment<'static>, Vec<Diagnostic>) {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.set_fuel(Some(MAX_FUEL));
+    env.set_recursion_limit(MAX_RECURSION);
+    env.set_debug(true);
+    let mut diagnostics = Vec::new();
+    for template in templates {
+        let text = sources
+            .get(template.file)
+            .map(|file| file.text.clone())
+            .unwrap_or_default();
+        if let Err(error) = env.add_template_owned(template.path.clone(), text) {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::TemplateSyntax,
+                    error_span(&error, template.file, sources),
+                    format!("template does not parse: {}", detail(&error)),
+                )
+                .with_label("here")
+                .with_help(
+                    "write the template in Jinja syntax as minijinja reads it; see docs/templates.md",
+                ),
+            );
+        }
+    }
+    (env, diagnostics)
+}
+
+/// Parses every template and reports those that do not, before anything is rendered, so a
+/// syntax error is reported even when the declarations have errors.
+pub fn check_syntax(templates: &[Template], sources: &SourceMap) -> Vec<Diagnostic> {
+    environment(templates, sources).1
+}
+
+/// The message of a minijinja error without its debug dump, lowercase and without a final
+/// period.
+fn detail(error: &minijinja::Error) -> String {
+    let kind = error.kind().to_string();
+    let text = match error.detail() {
+        Some(detail) => format!("{kind}: {detail}"),
+        None => kind,
+    };
+    let mut text = text.trim_end_matches('.').to_string();
+    if let Some(first) = text.get(..1) {
+        let lower = first.to_lowercase();
+        text.replace_range(..1, &lower);
+    }
+    text
+}
+
+/// Where a minijinja error points in its template: its byte range when minijinja knows it,
+/// else the start of its line, else the template's start.
+fn error_span(error: &minijinja::Error, file: FileId, sources: &SourceMap) -> Span {
+    let Some(source) = sources.get(file) else {
+        return Span::new(file, 0..0);
+    };
+    let len = source.text.len();
+    if let Some(range) = error.range()
+        && range.start <= range.end
+        && range.end <= len
+        && source.text.is_char_boundary(range.start)
+        && source.text.is_char_boundary(range.end)
+    {
+        return Span::new(file, range);
+    }
+    let start = error
+        .line()
+        .and_then(|line| source.line_range(line.saturating_sub(1)))
+        .map_or(0, |range| range.start);
+    Span::new(file, start..start)
+}
+
+/// A writer that refuses to hold more than [`MAX_FILE_BYTES`], so a template's output is bounded
+/// like a declaration file.
+struct Capped(Vec<u8>);
+
+impl Write for Capped {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let cap = usize::try_from(MAX_FILE_BYTES).unwrap_or(usize::MAX);
+        if self.0.len().saturating_add(bytes.len()) > cap {
+            return Err(std::io::Error::other("output too large"));
+        }
+        self.0.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Renders every template for every cell and tenant of the plan and adds the objects to the
+/// manifest; returns the findings (the manifest must not be emitted if any is an error).
+pub fn apply(
+    manifest: &mut Manifest,
+    plan: &Plan,
+    templates: &[Template],
+    sources: &SourceMap,
+) -> Vec<Diagnostic> {
+    if templates.is_empty() {
+        return Vec::new();
+    }
+    let (env, mut diagnostics) = environment(templates, sources);
+    if !diagnostics.is_empty() {
+        return diagnostics;
+    }
+    let mut emitted = check::emitted_keys(manifest);
+    let mut sorted: Vec<&Template> = templates.iter().collect();
+    sorted.sort_by(|left, right| left.path.cmp(&right.path));
+    for cell in &plan.cells {
+        let mut cell_has_templates = false;
+        for template in sorted.iter().filter(|t| t.scope == Scope::Cell) {
+            let ctx = context::CellContext {
+                cell: context::cell_view(cell),
+            };
+            let target = Target {
+                cell,
+                tenant: None,
+                template,
+            };
+            let rendered = render(&env, template, &ctx, sources, &target, &mut diagnostics);
+            let before = manifest.objects.len();
+            if let Some(rendered) = rendered {
+                check::place(
+                    manifest,
+                    &rendered,
+                    &target,
+                    sources,
+                    &mut emitted,
+                    &mut diagnostics,
+                );
+            }
+            cell_has_templates |= manifest.objects.len() > before;
+        }
+        if cell_has_templates && let Some((children, _)) = manifest.folders.get_mut(&cell.name) {
+            children.insert(FOLDER.to_string());
+        }
+        for tenant in &cell.tenants {
+            for template in sorted.iter().filter(|t| t.scope == Scope::Tenant) {
+                let ctx = context::TenantContext {
+                    tenant: context::tenant_view(tenant, cell),
+                    cell: context::cell_view(cell),
+                };
+                let target = Target {
+                    cell,
+                    tenant: Some(tenant),
+                    template,
+                };
+                if let Some(rendered) =
+                    render(&env, template, &ctx, sources, &target, &mut diagnostics)
+                {
+                    check::place(
+                        manifest,
+                        &rendered,
+                        &target,
+                        sources,
+                        &mut emitted,
+                        &mut diagnostics,
+                    );
+                }
+            }
+        }
+    }
+    dedup(&mut diagnostics);
+    diagnostics
+}
+
+/// One rendering: which template, for which cell and (for a tenant template) tenant.
+pub(crate) struct Target<'a> {
+    /// The cell.
+    pub cell: &'a CellPlan,
+    /// The tenant, for a tenant template.
+    pub tenant: Option<&'a TenantPlan>,
+    /// The template.
+    pub template: &'a Template,
+}
+
+impl Target<'_> {
+    /// The note that says which rendering a finding comes from.
+    pub fn note(&self) -> String {
+        match self.tenant {
+            Some(tenant) => format!(
+                "rendered for tenant `{}` in cell `{}`",
+                tenant.name, self.cell.name
+            ),
+            None => format!("rendered for cell `{}`", self.cell.name),
+        }
+    }
+}
+
+/// Renders one template; a failure is a `template-render` finding at the failing expression.
+fn render<S: serde::Serialize>(
+    env: &Environment<'static>,
+    template: &Template,
+    ctx: &S,
+    sources: &SourceMap,
+    target: &Target<'_>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<(String, spans::SpanMap)> {
+    let compiled = env.get_template(&template.path).ok()?;
+    let ctx = minijinja::Value::from(minijinja::value::Serde(ctx));
+    // The first rendering is bounded in size; the second, the same text, records where each
+    // piece of it came from.
+    let mut out = Capped(Vec::new());
+    let result = compiled
+        .render_captured_to(ctx.clone(), &mut out)
+        .and_then(|_| compiled.render_with_spans(ctx));
+    match result {
+        Ok((text, spans)) => Some((text, spans::SpanMap::new(spans))),
+        Err(error) => {
+            let message = if error.kind() == minijinja::ErrorKind::WriteFailure {
+                format!("template renders more than the {MAX_FILE_BYTES} bytes a file may hold")
+            } else {
+                format!("template cannot be rendered: {}", detail(&error))
+            };
+            // An error inside an included template points at that template.
+            let file = error
+                .name()
+                .and_then(|name| env.get_template(name).ok().map(|_| name))
+                .and_then(|name| sources.iter().find(|(_, file)| file.path == name))
+                .map_or(template.file, |(id, _)| id);
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::TemplateRender,
+                    error_span(&error, file, sources),
+                    message,
+                )
+                .with_label("fails here")
+                .with_note(target.note())
+                .with_help(
+                    "use only the variables docs/templates.md lists; give optional ones a \
+                         default with `| default(…)`",
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// Drops repeated findings: a template that fails the same way for every tenant is reported
+/// once, with the note of the first rendering.
+fn dedup(diagnostics: &mut Vec<Diagnostic>) {
+    let mut seen = BTreeSet::new();
+    diagnostics.retain(|diagnostic| {
+        let span = diagnostic
+            .primary_span()
+            .map(|span| (span.file, span.start, span.end));
+        seen.insert((diagnostic.code, span, diagnostic.message.clone()))
+    });
+}
+
+#[cfg(test)]
+mod tests;
