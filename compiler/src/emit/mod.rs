@@ -74,6 +74,38 @@ impl Body {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The object's kind, namespace and name (empty when absent), read back from the text.
+    ///
+    /// The canonical writer puts top-level keys at the start of a line and the keys of
+    /// `metadata` two spaces in, and writes a value either plain or as a JSON string literal, so
+    /// reading these three needs no YAML parser.
+    pub fn identity(&self) -> (String, String, String) {
+        let value = |text: &str| -> String {
+            if text.starts_with('"') {
+                serde_json::from_str(text).unwrap_or_default()
+            } else {
+                text.to_string()
+            }
+        };
+        let (mut kind, mut namespace, mut name) = (String::new(), String::new(), String::new());
+        let mut in_metadata = false;
+        for line in self.0.lines() {
+            if !line.starts_with(' ') {
+                in_metadata = line == "metadata:";
+                if let Some(text) = line.strip_prefix("kind: ") {
+                    kind = value(text);
+                }
+            } else if in_metadata && let Some(entry) = line.strip_prefix("  ") {
+                if let Some(text) = entry.strip_prefix("name: ") {
+                    name = value(text);
+                } else if let Some(text) = entry.strip_prefix("namespace: ") {
+                    namespace = value(text);
+                }
+            }
+        }
+        (kind, namespace, name)
+    }
 }
 
 /// A file that is not a Kubernetes object (a report), placed as is.
@@ -290,6 +322,34 @@ mod tests {
                 "gpu.nvidia.com.deviceclass.resource.k8s.io/devices",
             ]))
             .is_ok()
+        );
+    }
+
+    #[test]
+    fn an_object_is_identified_from_its_text() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+        let config_map = |namespace: Option<&str>| ConfigMap {
+            metadata: ObjectMeta {
+                // A name the writer quotes, and labels whose keys look like metadata keys.
+                name: Some("0-params".to_string()),
+                namespace: namespace.map(str::to_string),
+                labels: Some(BTreeMap::from([
+                    ("name".to_string(), "other".to_string()),
+                    ("namespace".to_string(), "other".to_string()),
+                ])),
+                ..ObjectMeta::default()
+            },
+            data: Some(BTreeMap::from([("kind".to_string(), "Secret".to_string())])),
+            ..ConfigMap::default()
+        };
+        assert_eq!(
+            Body::of(&config_map(Some("team-a"))).unwrap().identity(),
+            ("ConfigMap".into(), "team-a".into(), "0-params".into())
+        );
+        assert_eq!(
+            Body::of(&config_map(None)).unwrap().identity(),
+            ("ConfigMap".into(), String::new(), "0-params".into())
         );
     }
 

@@ -25,15 +25,16 @@
 use std::collections::BTreeSet;
 use std::ops::Range;
 
+use k8s_openapi::Metadata;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, ServiceAccount};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::spans::SpanMap;
 use super::{Scope, Target};
 use crate::diag::{Code, Diagnostic};
-use crate::emit::yaml::Yaml;
-use crate::emit::{Manifest, Object};
+use crate::emit::{Body, Manifest, Object};
 use crate::parse::{Map, Node, Value};
 use crate::source::{SourceMap, Span};
 
@@ -72,35 +73,18 @@ const METADATA_FIELDS: [&str; 4] = ["annotations", "labels", "name", "namespace"
 /// An object's identity in a cell: cell, kind, namespace (empty for cluster scope) and name.
 pub type ObjectKey = (String, String, String, String);
 
-fn field<'a>(value: &'a Yaml, key: &str) -> Option<&'a Yaml> {
-    match value {
-        Yaml::Map(pairs) => pairs
-            .iter()
-            .find(|(name, _)| name == key)
-            .map(|(_, value)| value),
-        _ => None,
-    }
-}
-
-fn text(value: Option<&Yaml>) -> String {
-    match value {
-        Some(Yaml::Str(text)) => text.clone(),
-        _ => String::new(),
-    }
-}
-
 /// The keys of every object in the manifest.
 pub fn emitted_keys(manifest: &Manifest) -> BTreeSet<ObjectKey> {
     manifest
         .objects
         .iter()
         .map(|object| {
-            let metadata = field(&object.body, "metadata");
+            let (kind, namespace, name) = object.body.identity();
             (
                 object.folder.split('/').next().unwrap_or("").to_string(),
-                text(field(&object.body, "kind")),
-                text(metadata.and_then(|meta| field(meta, "namespace"))),
-                text(metadata.and_then(|meta| field(meta, "name"))),
+                kind,
+                namespace,
+                name,
             )
         })
         .collect()
@@ -270,18 +254,18 @@ fn key_span(node: &Node, path: &[Result<String, usize>]) -> Span {
 
 /// Reads `json` into `T` and back: the object as the canonical tree, or the dotted path of a
 /// field `T` does not have, or the reason it does not read.
-fn typed<T: DeserializeOwned + Serialize>(
-    json: &serde_json::Value,
-) -> Result<Result<Yaml, Vec<Result<String, usize>>>, String> {
-    let object: T = serde_json::from_value(json.clone()).map_err(|error| error.to_string())?;
+fn typed<T>(json: &serde_json::Value) -> Result<Result<Body, Vec<Result<String, usize>>>, String>
+where
+    T: DeserializeOwned + Serialize + Metadata<Ty = ObjectMeta> + 'static,
+{
+    let mut object: T = serde_json::from_value(json.clone()).map_err(|error| error.to_string())?;
     let back = serde_json::to_value(&object).map_err(|error| error.to_string())?;
     let mut path = Vec::new();
     if unknown_field(json, &back, &mut path) {
         return Ok(Err(path));
     }
-    crate::emit::ser::to_yaml(&object)
-        .map(Ok)
-        .map_err(|error| error.to_string())
+    label_managed(object.metadata_mut());
+    Body::of(&object).map(Ok).map_err(|error| error.to_string())
 }
 
 fn dotted(path: &[Result<String, usize>]) -> String {
@@ -301,31 +285,12 @@ fn dotted(path: &[Result<String, usize>]) -> String {
 }
 
 /// Sets `app.kubernetes.io/managed-by: tenantc` in the object's labels.
-fn label_managed(body: &mut Yaml) {
-    let Yaml::Map(pairs) = body else {
-        return;
-    };
-    let Some((_, Yaml::Map(metadata))) = pairs.iter_mut().find(|(key, _)| key == "metadata") else {
-        return;
-    };
+fn label_managed(metadata: &mut ObjectMeta) {
     let (key, value) = crate::lower::MANAGED_BY;
-    let labels = match metadata.iter_mut().find(|(name, _)| name == "labels") {
-        Some((_, labels)) => labels,
-        None => {
-            metadata.push(("labels".into(), Yaml::Map(Vec::new())));
-            match metadata.last_mut() {
-                Some((_, labels)) => labels,
-                None => return,
-            }
-        }
-    };
-    if let Yaml::Map(labels) = labels {
-        labels.retain(|(name, _)| name != key);
-        labels.push((key.into(), Yaml::str(value)));
-        labels.sort_by(|left, right| left.0.cmp(&right.0));
-    }
-    // `k8s-openapi` writes metadata fields in alphabetical order; keep it with the new field.
-    metadata.sort_by(|left, right| left.0.cmp(&right.0));
+    metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(key.to_string(), value.to_string());
 }
 
 /// Checks every document of one rendering and adds the objects that pass to the manifest.
@@ -559,7 +524,7 @@ fn check(
         "PersistentVolumeClaim" => typed::<PersistentVolumeClaim>(&json),
         _ => typed::<ServiceAccount>(&json),
     };
-    let mut body = match result {
+    let body = match result {
         Ok(Ok(body)) => body,
         Ok(Err(path)) => {
             diagnostics.push(locate.invalid(
@@ -624,7 +589,6 @@ fn check(
         ));
         return None;
     }
-    label_managed(&mut body);
     let mut sources = BTreeSet::from([target.cell.source.clone(), target.template.path.clone()]);
     let file = format!("{namespace}/{}-{name}.yaml", kind.to_lowercase());
     let (folder, file) = match target.tenant {
