@@ -21,6 +21,52 @@ use tenantc::{Compilation, compile_loaded, load};
 const EXIT_ERRORS: u8 = 1;
 const EXIT_FAILURE: u8 = 2;
 
+/// Set when writing to stdout failed for another reason than a closed pipe; `main` then exits
+/// with 2, since the output is incomplete.
+static STDOUT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes to stdout or stderr. A reader that stops early (`tenantc check --format json | head -1`)
+/// closes the pipe: that is not an error, and the rest of the text is dropped. std's `print!`
+/// family panics on it instead, so this file shadows them with the macros below and every
+/// output path goes through here.
+fn write_stream(text: &str, to_stderr: bool) {
+    use std::io::Write as _;
+    let result = if to_stderr {
+        let mut stderr = std::io::stderr().lock();
+        stderr
+            .write_all(text.as_bytes())
+            .and_then(|()| stderr.flush())
+    } else {
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+    };
+    if let Err(error) = result
+        && error.kind() != std::io::ErrorKind::BrokenPipe
+        && !to_stderr
+    {
+        STDOUT_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+// These shadow std's macros of the same names in this file (a local `macro_rules!` comes before
+// the prelude), so a closed stdout or stderr never panics, whoever adds a line that prints.
+macro_rules! print {
+    ($($arg:tt)*) => { write_stream(&format!($($arg)*), false) };
+}
+macro_rules! println {
+    () => { write_stream("\n", false) };
+    ($($arg:tt)*) => { write_stream(&format!("{}\n", format_args!($($arg)*)), false) };
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => { write_stream(&format!($($arg)*), true) };
+}
+macro_rules! eprintln {
+    () => { write_stream("\n", true) };
+    ($($arg:tt)*) => { write_stream(&format!("{}\n", format_args!($($arg)*)), true) };
+}
+
 /// Compile tenant and cell declarations into per-cell Kubernetes manifests.
 #[derive(Debug, Parser)]
 #[command(
@@ -236,6 +282,10 @@ struct CommonArgs {
     /// When to colour human output.
     #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
     color: ColorArg,
+    /// Make warnings errors: `warnings` for every warning, or a code such as
+    /// `mig-table-inferred`; repeatable. Warnings an `allow` silenced stay silenced.
+    #[arg(long, value_name = "warnings|CODE")]
+    deny: Vec<String>,
 }
 
 impl CommonArgs {
@@ -264,15 +314,28 @@ fn color(choice: ColorArg) -> Color {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // Help and version go to stdout, usage errors to stderr, as clap prints them, but
+            // through `write_stream`, which a closed pipe does not crash.
+            write_stream(&error.render().to_string(), error.use_stderr());
+            return ExitCode::from(if error.use_stderr() { EXIT_FAILURE } else { 0 });
+        }
+    };
+    let code = match cli.command {
         Command::Build(args) => run(&args, Mode::Build),
         Command::Check(args) => run(&args, Mode::Check),
         Command::Explain { code } => explain(code.as_deref()),
         Command::Describe(args) => describe(&args),
         Command::TestPolicy(args) => test_policy(&args),
         Command::Weights(command) => weights(command),
+    };
+    if STDOUT_FAILED.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("error: cannot write to stdout");
+        return ExitCode::from(EXIT_FAILURE);
     }
+    code
 }
 
 /// `tenantc test-policy`: the cell's admission floor on one object, offline.
@@ -441,7 +504,7 @@ fn describe(args: &DescribeArgs) -> ExitCode {
             eprintln!("  = help: {help}");
         }
         if json {
-            println!("{}", serde_json::json!({ "fatal": message, "help": help }));
+            println!("{}", fatal_json(message, help.as_deref()));
         }
         ExitCode::from(EXIT_FAILURE)
     };
@@ -454,7 +517,13 @@ fn describe(args: &DescribeArgs) -> ExitCode {
         if json {
             print!(
                 "{}",
-                render::json(&compilation.diagnostics, &compilation.sources)
+                render::json_report(
+                    "describe",
+                    &compilation.diagnostics,
+                    &compilation.suppressed,
+                    &compilation.sources,
+                    &[]
+                )
             );
         } else {
             let text = render::human(
@@ -463,10 +532,13 @@ fn describe(args: &DescribeArgs) -> ExitCode {
                 color(args.color),
             );
             eprint!("{text}");
-            if !compilation.diagnostics.is_empty() {
+            if !compilation.diagnostics.is_empty() || !compilation.suppressed.is_empty() {
                 eprintln!(
                     "{}; `tenantc explain <code>` tells more about a code",
-                    render::summary(&compilation.diagnostics)
+                    render::summary_with_silenced(
+                        &compilation.diagnostics,
+                        compilation.suppressed.len()
+                    )
                 );
             }
         }
@@ -509,13 +581,23 @@ fn describe(args: &DescribeArgs) -> ExitCode {
         }
     };
     // The warnings of the compilation, as `check --format json` lists them.
-    let report: serde_json::Value = serde_json::from_str(&render::json(
+    let report: serde_json::Value = serde_json::from_str(&render::json_report(
+        "describe",
         &compilation.diagnostics,
+        &compilation.suppressed,
         &compilation.sources,
+        &[],
     ))
     .unwrap_or_default();
     if let serde_json::Value::Object(fields) = &mut document {
-        for key in ["diagnostics", "warnings"] {
+        for key in [
+            "tenantc",
+            "kind",
+            "diagnostics",
+            "warnings",
+            "silenced",
+            "suppressed",
+        ] {
             let value = report.get(key).cloned().unwrap_or_default();
             fields.insert(key.to_string(), value);
         }
@@ -525,21 +607,11 @@ fn describe(args: &DescribeArgs) -> ExitCode {
     print_out(&text)
 }
 
-/// Writes a description to stdout; a reader that stops early (`| head`) is not an error.
+/// Writes to stdout and succeeds; a reader that stops early (`| head`) is not an error, and
+/// `main` turns any other write error into exit 2.
 fn print_out(text: &str) -> ExitCode {
-    use std::io::Write as _;
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: cannot write to stdout: {error}");
-            ExitCode::from(EXIT_FAILURE)
-        }
-    }
+    write_stream(text, false);
+    ExitCode::SUCCESS
 }
 
 /// The diagnostics reference, compiled in so `explain` works offline and matches this build.
@@ -578,6 +650,28 @@ enum Mode {
     Check,
 }
 
+impl Mode {
+    /// The `kind` of the JSON envelope of the command's report.
+    fn as_str(self) -> &'static str {
+        match self {
+            Mode::Build => "build",
+            Mode::Check => "check",
+        }
+    }
+}
+
+/// The JSON envelope of a fatal error (exit 2) of any command: `{"tenantc": 1, "kind": "fatal",
+/// "fatal": <message>, "help": <help or null>}` on one line.
+fn fatal_json(message: &str, help: Option<&str>) -> String {
+    serde_json::json!({
+        "tenantc": render::JSON_ENVELOPE_VERSION,
+        "kind": "fatal",
+        "fatal": message,
+        "help": help,
+    })
+    .to_string()
+}
+
 /// Reports a usage, IO or internal failure (exit 2): on stderr, and for `--format json` also as
 /// `{"fatal": …}` on stdout (for `--format sarif`, a SARIF log whose invocation failed) so tools
 /// always get a document.
@@ -585,13 +679,42 @@ fn fail(args: &CommonArgs, message: &str) -> ExitCode {
     eprintln!("error: {message}");
     match args.format {
         FormatArg::Human => {}
-        FormatArg::Json => println!("{}", serde_json::json!({ "fatal": message })),
+        FormatArg::Json => println!("{}", fatal_json(message, None)),
         FormatArg::Sarif => print!("{}", render::sarif_fatal(message)),
     }
     ExitCode::from(EXIT_FAILURE)
 }
 
+/// Reads the `--deny` values: `warnings` or known codes.
+fn deny_rule(values: &[String]) -> Result<tenantc::diag::allow::Deny, String> {
+    use tenantc::diag::Code;
+    let mut deny = tenantc::diag::allow::Deny::default();
+    for value in values {
+        if value == "warnings" {
+            deny.all = true;
+            continue;
+        }
+        let Some(code) = Code::ALL.iter().find(|code| code.as_str() == value) else {
+            let names =
+                std::iter::once("warnings").chain(Code::ALL.iter().map(|code| code.as_str()));
+            let hint = tenantc::diag::did_you_mean(value, names)
+                .map(|close| format!("; did you mean `{close}`?"))
+                .unwrap_or_default();
+            return Err(format!(
+                "`--deny {}` names neither `warnings` nor a diagnostic code{hint}",
+                escape(value)
+            ));
+        };
+        deny.codes.push(*code);
+    }
+    Ok(deny)
+}
+
 fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
+    let deny = match deny_rule(&args.deny) {
+        Ok(deny) => deny,
+        Err(message) => return fail(args, &message),
+    };
     let loaded = match load::load(&args.root) {
         Ok(loaded) => loaded,
         Err(error) => return fail(args, &format!("cannot read declarations: {error}")),
@@ -617,22 +740,26 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
         },
         Mode::Check => None,
     };
-    let compilation = compile_loaded(&loaded);
+    let mut compilation = compile_loaded(&loaded);
+    // A denied warning fails the run like an error: nothing is written or compared.
+    if deny.apply(&mut compilation.diagnostics) > 0 {
+        compilation.output = None;
+    }
     if let Some(error) = &compilation.internal_error {
-        report(args, &compilation, &[]);
+        report(args, mode, &compilation, &[]);
         return fail(
             args,
             &format!("{error}; this is a bug in tenantc, please report it"),
         );
     }
     let Some(tree) = &compilation.output else {
-        report(args, &compilation, &[]);
+        report(args, mode, &compilation, &[]);
         return ExitCode::from(EXIT_ERRORS);
     };
     match writer.as_mut() {
         Some(writer) => match writer.write(tree) {
             Ok(changes) => {
-                report(args, &compilation, &[]);
+                report(args, mode, &compilation, &[]);
                 if args.format == FormatArg::Human {
                     eprintln!(
                         "wrote {} to {} ({} changed)",
@@ -646,7 +773,7 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
             Err(error) => {
                 // Warnings of the compilation still reach the user.
                 if args.format == FormatArg::Human {
-                    report(args, &compilation, &[]);
+                    report(args, mode, &compilation, &[]);
                 }
                 fail(
                     args,
@@ -662,7 +789,7 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
                 }
             };
             let changes = out_fs::compare(tree, &current);
-            report(args, &compilation, &changes);
+            report(args, mode, &compilation, &changes);
             if changes.is_empty() {
                 if args.format == FormatArg::Human {
                     eprintln!(
@@ -864,15 +991,18 @@ fn sarif_base(root: &Path) -> String {
     parts.iter().map(|part| format!("{part}/")).collect()
 }
 
-fn report(args: &CommonArgs, compilation: &Compilation, changes: &[Change]) {
+fn report(args: &CommonArgs, mode: Mode, compilation: &Compilation, changes: &[Change]) {
     match args.format {
         FormatArg::Human => {
             let text = render::human(&compilation.diagnostics, &compilation.sources, args.color());
             eprint!("{text}");
-            if !compilation.diagnostics.is_empty() {
+            if !compilation.diagnostics.is_empty() || !compilation.suppressed.is_empty() {
                 eprintln!(
                     "{}; `tenantc explain <code>` tells more about a code",
-                    render::summary(&compilation.diagnostics)
+                    render::summary_with_silenced(
+                        &compilation.diagnostics,
+                        compilation.suppressed.len()
+                    )
                 );
             }
         }
@@ -882,10 +1012,17 @@ fn report(args: &CommonArgs, compilation: &Compilation, changes: &[Change]) {
                 .map(|change| (change.path().to_string(), change_word(change).to_string()))
                 .collect();
             let text = if args.format == FormatArg::Json {
-                render::json_with_stale(&compilation.diagnostics, &compilation.sources, &stale)
-            } else {
-                render::sarif(
+                render::json_report(
+                    mode.as_str(),
                     &compilation.diagnostics,
+                    &compilation.suppressed,
+                    &compilation.sources,
+                    &stale,
+                )
+            } else {
+                render::sarif_report(
+                    &compilation.diagnostics,
+                    &compilation.suppressed,
                     &compilation.sources,
                     &stale,
                     &sarif_base(&args.root),
