@@ -1866,3 +1866,105 @@ fn unusual_but_valid_values_are_accepted_by_schema_and_compiler() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// The JSON envelope of the CLI (issue 10 item 6, docs/json.md).
+
+/// Copies a folder tree, for running the CLI on a scratch copy of a fixture.
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn every_json_output_of_the_cli_has_the_documented_envelope() {
+    let schema: Json = serde_json::from_str(
+        &fs::read_to_string(Path::new(ROOT).join("schema/output.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::draft202012::new(&schema).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let allow = scratch.path().join("allow");
+    copy_tree(
+        &Path::new(ROOT).join("tests/cli/allow-and-deny/root"),
+        &allow,
+    );
+    let broken = scratch.path().join("broken");
+    copy_tree(
+        &Path::new(ROOT).join("tests/cases/err/117-issue-10-allow-without-reason/input"),
+        &broken,
+    );
+    let runs: &[(&Path, &[&str], &str)] = &[
+        (&allow, &["check", "--format", "json"], "check"),
+        (&allow, &["build", "--format", "json"], "build"),
+        (&allow, &["check", "--format", "json"], "check"),
+        (&broken, &["check", "--format", "json"], "check"),
+        (
+            &allow,
+            &["check", "--format", "json", "--deny", "nope"],
+            "fatal",
+        ),
+        (
+            &allow,
+            &["check", "--format", "json", "--root", "nowhere"],
+            "fatal",
+        ),
+        (&allow, &["describe", "t", "--format", "json"], "describe"),
+        (&broken, &["describe", "t", "--format", "json"], "describe"),
+        (&allow, &["describe", "nobody", "--format", "json"], "fatal"),
+        (&allow, &["explain", "--format", "json"], "explain"),
+        (
+            &allow,
+            &["explain", "allow-unused", "--format", "json"],
+            "explain",
+        ),
+        (
+            &allow,
+            &["explain", "allow-unsed", "--format", "json"],
+            "fatal",
+        ),
+        (&allow, &["catalog", "--format", "json"], "catalog"),
+        (&allow, &["catalog", "H100", "--format", "json"], "fatal"),
+    ];
+    for (dir, args, kind) in runs {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_tenantc"))
+            .args(*args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let document: Json = serde_json::from_str(&stdout)
+            .unwrap_or_else(|error| panic!("{args:?}: not one JSON document: {error}\n{stdout}"));
+        let errors = schema_errors(&validator, &document);
+        assert!(errors.is_empty(), "{args:?}: {errors:#?}");
+        assert_eq!(document["kind"], *kind, "{args:?}");
+    }
+    // The check can fail: the diagnostics document of the library, without the envelope, and
+    // a report that lost a field are refused.
+    let compilation = tenantc::compile(&[]);
+    let bare: Json = serde_json::from_str(&tenantc::diag::render::json(
+        &compilation.diagnostics,
+        &compilation.sources,
+    ))
+    .unwrap();
+    assert!(!schema_errors(&validator, &bare).is_empty());
+    let mut enveloped: Json = serde_json::from_str(&tenantc::diag::render::json_report(
+        "check",
+        &compilation.diagnostics,
+        &compilation.suppressed,
+        &compilation.sources,
+        &[],
+    ))
+    .unwrap();
+    assert!(schema_errors(&validator, &enveloped).is_empty());
+    enveloped.as_object_mut().unwrap().remove("suppressed");
+    assert!(!schema_errors(&validator, &enveloped).is_empty());
+}

@@ -73,12 +73,19 @@ macro_rules! eprintln {
     name = "tenantc",
     version,
     about,
-    long_about = "Compile tenant and cell declarations (tenants/*.kdl, cells/*.kdl, or .yaml) into \
-per-cell Kubernetes manifests under out/, checking every rule before anything is written.",
+    long_about = "Compile tenant and cell declarations into per-cell Kubernetes manifests under \
+out/, checking every rule before anything is written.\n\n\
+What the commands read, under the project root (--root, default .): every .kdl, .yaml and .yml \
+file in tenants/ and cells/ and in their subfolders, at any depth (other files there are skipped \
+with the warning file-ignored; names starting with . are skipped silently); keys/ and weights/ \
+for the signed model weights; and, for check, the committed out/. No declaration is read from \
+outside the root.",
     after_help = "Examples:\n  tenantc build                  compile ./tenants and ./cells into ./out\n  \
 tenantc check                  fail if out/ is stale or any rule fails (for CI)\n  \
 tenantc build --format json    diagnostics as JSON on stdout\n  \
-tenantc describe <tenant>      a tenant's namespaces, queue, capacity and pools per cell\n\n\
+tenantc describe <tenant>      a tenant's namespaces, queue, capacity and pools per cell\n  \
+tenantc catalog [GPU]          the GPU model keys, sharing modes and MIG profiles of the catalog\n  \
+tenantc check --deny warnings  fail on warnings too (an `allow` with a reason silences one)\n\n\
 Exit codes: 0 success, 1 errors in the declarations or a stale out/, 2 usage, IO or internal errors."
 )]
 struct Cli {
@@ -90,8 +97,8 @@ struct Cli {
 enum Command {
     /// Compile the declarations and write out/.
     #[command(
-        long_about = "Compile tenants/ and cells/ under --root and make --out hold exactly the \
-result. Nothing is written if any declaration has an error. Only files whose bytes change are \
+        long_about = "Compile tenants/ and cells/ under --root (with their subfolders) and make \
+--out hold exactly the result. Nothing is written if any declaration has an error. Only files whose bytes change are \
 written, under a lock that serialises builds; a build that is killed is finished or undone by \
 the next one. Only a folder tenantc made (or an empty one) is ever written to.",
         after_help = "Examples:\n  tenantc build\n  tenantc build --root fleet --out fleet/out\n  \
@@ -100,7 +107,8 @@ tenantc build --format json --color never"
     Build(CommonArgs),
     /// Check that every rule holds and out/ is up to date, without writing.
     #[command(
-        long_about = "Compile in memory and compare with --out. Fails (exit 1) if any declaration \
+        long_about = "Compile tenants/ and cells/ under --root (with their subfolders) in memory \
+and compare with --out. Fails (exit 1) if any declaration \
 has an error, or if out/ differs from what `tenantc build` would write; the differing files are \
 listed as changed, missing or extra. Run it in CI on the committed tree of every pull request.",
         after_help = "Examples:\n  tenantc check\n  tenantc check --format json > report.json\n  \
@@ -116,6 +124,29 @@ docs/diagnostics.md), or the list of every code when no code is given.",
     Explain {
         /// The code, such as `mig-layout-unplaceable`.
         code: Option<String>,
+        /// How to print: the reference text, or JSON (code, stage, severity, description and
+        /// the Markdown section).
+        #[arg(long, value_enum, default_value_t = DescribeFormat::Human)]
+        format: DescribeFormat,
+    },
+    /// List the hardware catalog: GPU model keys, families, sharing modes and MIG profiles.
+    #[command(
+        long_about = "Print the compiled-in hardware catalog (catalog/gpus.json, see docs/catalog.md): \
+every GPU model key a pool's `gpu` may name, with its product family (the key's first part), \
+product name, the sharing modes it supports and its MIG table. With a GPU model key, print that \
+model in full: PCI ids and every MIG profile with its slices, memory, maximum count, minimum \
+driver branch and whether the facts are inferred. A misspelt key gets a suggestion of the same \
+family.",
+        after_help = "Examples:\n  tenantc catalog\n  tenantc catalog H100-80GB-SXM\n  \
+tenantc catalog --format json\n\n\
+Exit codes: 0 listed, 2 an unknown GPU model key or usage errors."
+    )]
+    Catalog {
+        /// A GPU model key, such as `H100-80GB-SXM`.
+        gpu: Option<String>,
+        /// How to print the catalog.
+        #[arg(long, value_enum, default_value_t = DescribeFormat::Human)]
+        format: DescribeFormat,
     },
     /// Describe a tenant per cell: namespaces, ClusterQueue, effective capacity and pools.
     #[command(
@@ -270,7 +301,7 @@ enum ColorArg {
 
 #[derive(Debug, Args)]
 struct CommonArgs {
-    /// Project root holding tenants/ and cells/.
+    /// Project root holding tenants/ and cells/ (read with their subfolders), keys/ and weights/.
     #[arg(long, value_name = "DIR", default_value = ".")]
     root: PathBuf,
     /// Output folder [default: <root>/out].
@@ -326,7 +357,8 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Build(args) => run(&args, Mode::Build),
         Command::Check(args) => run(&args, Mode::Check),
-        Command::Explain { code } => explain(code.as_deref()),
+        Command::Explain { code, format } => explain(code.as_deref(), format),
+        Command::Catalog { gpu, format } => catalog(gpu.as_deref(), format),
         Command::Describe(args) => describe(&args),
         Command::TestPolicy(args) => test_policy(&args),
         Command::Weights(command) => weights(command),
@@ -617,31 +649,257 @@ fn print_out(text: &str) -> ExitCode {
 /// The diagnostics reference, compiled in so `explain` works offline and matches this build.
 const DIAGNOSTICS_DOC: &str = include_str!("../../docs/diagnostics.md");
 
-fn explain(code: Option<&str>) -> ExitCode {
-    use tenantc::diag::Code;
-    let Some(wanted) = code else {
-        for code in Code::ALL {
-            println!("{:<32} {}", code.as_str(), code.description());
-        }
-        return ExitCode::SUCCESS;
-    };
-    let heading = format!("## `{wanted}`\n");
-    let Some(start) = DIAGNOSTICS_DOC.find(&heading) else {
-        let names = Code::ALL.iter().map(|code| code.as_str());
-        let hint = tenantc::diag::did_you_mean(wanted, names)
-            .map(|close| format!("; did you mean `{close}`?"))
-            .unwrap_or_default();
-        eprintln!("error: `{wanted}` is not a diagnostic code{hint}");
-        eprintln!("  = help: `tenantc explain` lists every code");
-        return ExitCode::from(EXIT_FAILURE);
-    };
-    let section = DIAGNOSTICS_DOC.get(start..).unwrap_or_default();
-    let body = section.get(heading.len()..).unwrap_or_default();
+/// The section of `code` in the diagnostics reference, from its heading to the next one.
+fn doc_section(code: &str) -> Option<&'static str> {
+    let heading = format!("## `{code}`\n");
+    let start = DIAGNOSTICS_DOC.find(&heading)?;
+    let section = DIAGNOSTICS_DOC.get(start..)?;
+    let body = section.get(heading.len()..)?;
     let end = body
         .find("\n## ")
         .map_or(section.len(), |idx| idx + heading.len() + 1);
-    print!("{}", section.get(..end).unwrap_or(section));
-    ExitCode::SUCCESS
+    section.get(..end)
+}
+
+/// The severities a code's section documents, in the order it names them: `error`,
+/// `warning`, or both for a code reported as either (such as `file-not-regular`).
+fn doc_severities(code: &str) -> Vec<&'static str> {
+    let line = doc_section(code)
+        .and_then(|section| {
+            section
+                .lines()
+                .find_map(|line| line.strip_prefix("Severity: "))
+        })
+        .unwrap_or("");
+    let mut found: Vec<(usize, &'static str)> = ["error", "warning"]
+        .into_iter()
+        .filter_map(|word| line.find(word).map(|at| (at, word)))
+        .collect();
+    found.sort_unstable();
+    found.into_iter().map(|(_, word)| word).collect()
+}
+
+fn explain(code: Option<&str>, format: DescribeFormat) -> ExitCode {
+    use tenantc::diag::Code;
+    let json = format == DescribeFormat::Json;
+    let entry = |code: &Code| {
+        serde_json::json!({
+            "code": code.as_str(),
+            "stage": code.stage(),
+            "severities": doc_severities(code.as_str()),
+            "description": code.description(),
+        })
+    };
+    let Some(wanted) = code else {
+        if json {
+            let codes: Vec<serde_json::Value> = Code::ALL.iter().map(entry).collect();
+            let document = serde_json::json!({
+                "tenantc": render::JSON_ENVELOPE_VERSION,
+                "kind": "explain",
+                "codes": codes,
+            });
+            let mut text = serde_json::to_string_pretty(&document).unwrap_or_default();
+            text.push('\n');
+            return print_out(&text);
+        }
+        let mut text = format!(
+            "{:<36} {:<10} {:<13} {}\n",
+            "CODE", "STAGE", "SEVERITY", "DESCRIPTION"
+        );
+        for code in Code::ALL {
+            text.push_str(&format!(
+                "{:<36} {:<10} {:<13} {}\n",
+                code.as_str(),
+                code.stage(),
+                doc_severities(code.as_str()).join("|"),
+                code.description()
+            ));
+        }
+        return print_out(&text);
+    };
+    let found = Code::ALL.iter().find(|code| code.as_str() == wanted);
+    let (Some(code), Some(section)) = (found, doc_section(wanted)) else {
+        let names = Code::ALL.iter().map(|code| code.as_str());
+        let close = tenantc::diag::did_you_mean(wanted, names);
+        let hint = close
+            .map(|close| format!("; did you mean `{close}`?"))
+            .unwrap_or_default();
+        let message = format!("`{}` is not a diagnostic code{hint}", escape(wanted));
+        let help = "`tenantc explain` lists every code";
+        eprintln!("error: {message}");
+        eprintln!("  = help: {help}");
+        if json {
+            println!("{}", fatal_json(&message, Some(help)));
+        }
+        return ExitCode::from(EXIT_FAILURE);
+    };
+    if json {
+        let mut document = entry(code);
+        if let serde_json::Value::Object(fields) = &mut document {
+            fields.insert("tenantc".into(), render::JSON_ENVELOPE_VERSION.into());
+            fields.insert("kind".into(), "explain".into());
+            fields.insert("section".into(), section.into());
+        }
+        let mut text = serde_json::to_string_pretty(&document).unwrap_or_default();
+        text.push('\n');
+        return print_out(&text);
+    }
+    print_out(section)
+}
+
+/// `tenantc catalog [GPU]`: the compiled-in hardware catalog, or one GPU model of it.
+fn catalog(gpu: Option<&str>, format: DescribeFormat) -> ExitCode {
+    let catalog = tenantc::catalog::Catalog::builtin();
+    let json = format == DescribeFormat::Json;
+    let skus: Vec<&tenantc::catalog::GpuSku> = match gpu {
+        None => catalog.skus().collect(),
+        Some(key) => match catalog.sku(key) {
+            Some(sku) => vec![sku],
+            None => {
+                let hint = catalog
+                    .suggest_sku(key)
+                    .map(|close| format!("; did you mean `{close}`?"))
+                    .unwrap_or_default();
+                let message = format!(
+                    "`{}` is not a GPU model key of the catalog{hint}",
+                    escape(key)
+                );
+                let help = "`tenantc catalog` lists every key; a model the catalog lacks is declared in the cell with `gpu-model`";
+                eprintln!("error: {message}");
+                eprintln!("  = help: {help}");
+                if json {
+                    println!("{}", fatal_json(&message, Some(help)));
+                }
+                return ExitCode::from(EXIT_FAILURE);
+            }
+        },
+    };
+    let family = |key: &str| key.split('-').next().unwrap_or(key).to_string();
+    let sharing = |sku: &tenantc::catalog::GpuSku| -> Vec<&'static str> {
+        sku.sharing.iter().map(|mode| mode.as_str()).collect()
+    };
+    let table = |sku: &tenantc::catalog::GpuSku| {
+        sku.mig_table.as_deref().and_then(|key| catalog.table(key))
+    };
+    if json {
+        let gpus: Vec<serde_json::Value> = skus
+            .iter()
+            .map(|sku| {
+                let profiles: Vec<serde_json::Value> = table(sku)
+                    .map(|table| {
+                        table
+                            .profiles
+                            .iter()
+                            .map(|profile| {
+                                serde_json::json!({
+                                    "name": profile.name,
+                                    "compute_slices": profile.compute_slices,
+                                    "memory_slices": profile.memory_slices,
+                                    "memory_gb": profile.memory_gb,
+                                    "max": profile.max_count,
+                                    "min_driver": profile.min_driver,
+                                    "inferred": profile.inferred,
+                                })
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                serde_json::json!({
+                    "key": sku.key,
+                    "family": family(&sku.key),
+                    "product_name": sku.product_name,
+                    "generic": sku.generic,
+                    "pci_ids": sku.pci_ids,
+                    "sharing": sharing(sku),
+                    "mig_table": sku.mig_table,
+                    "mig_confidence": table(sku).map(|table| table.confidence.clone()),
+                    "mig_profiles": profiles,
+                })
+            })
+            .collect();
+        let document = serde_json::json!({
+            "tenantc": render::JSON_ENVELOPE_VERSION,
+            "kind": "catalog",
+            "catalog_version": catalog.catalog_version,
+            "gpus": gpus,
+        });
+        let mut text = serde_json::to_string_pretty(&document).unwrap_or_default();
+        text.push('\n');
+        return print_out(&text);
+    }
+    let mut text = String::new();
+    if gpu.is_none() {
+        text.push_str(&format!(
+            "{:<30} {:<8} {:<44} {:<28} {}\n",
+            "GPU MODEL", "FAMILY", "SHARING", "MIG TABLE", "MIG PROFILES"
+        ));
+        for sku in &skus {
+            let profiles: Vec<&str> = table(sku)
+                .map(|table| {
+                    table
+                        .profiles
+                        .iter()
+                        .map(|profile| profile.name.as_str())
+                        .collect()
+                })
+                .unwrap_or_default();
+            text.push_str(&format!(
+                "{:<30} {:<8} {:<44} {:<28} {}\n",
+                sku.key,
+                family(&sku.key),
+                sharing(sku).join(", "),
+                sku.mig_table.as_deref().unwrap_or("-"),
+                if profiles.is_empty() {
+                    "-".to_string()
+                } else {
+                    profiles.join(", ")
+                }
+            ));
+        }
+        text.push_str("\n`tenantc catalog <GPU>` shows one model's PCI ids and MIG profiles; docs/catalog.md explains the sources.\n");
+        return print_out(&text);
+    }
+    for sku in &skus {
+        text.push_str(&format!("{}\n", sku.key));
+        text.push_str(&format!("  family:    {}\n", family(&sku.key)));
+        text.push_str(&format!(
+            "  product:   {}\n",
+            sku.product_name.as_deref().unwrap_or("-")
+        ));
+        if sku.generic {
+            text.push_str("  generic:   yes, a key for a table shared by several products; prefer a product key\n");
+        }
+        text.push_str(&format!("  pci ids:   {}\n", sku.pci_ids.join(", ")));
+        text.push_str(&format!("  sharing:   {}\n", sharing(sku).join(", ")));
+        match table(sku) {
+            None => text.push_str("  mig:       not supported\n"),
+            Some(table) => {
+                text.push_str(&format!(
+                    "  mig table: {} ({} compute slices, {} memory slices; confidence: {})\n",
+                    table.key, table.compute_slices, table.memory_slices, table.confidence
+                ));
+                text.push_str(&format!(
+                    "    {:<16} {:>7} {:>6} {:>9} {:>4} {:>10} {}\n",
+                    "PROFILE", "COMPUTE", "MEMORY", "MEMORY GB", "MAX", "MIN DRIVER", "INFERRED"
+                ));
+                for profile in &table.profiles {
+                    text.push_str(&format!(
+                        "    {:<16} {:>7} {:>6} {:>9} {:>4} {:>10} {}\n",
+                        profile.name,
+                        profile.compute_slices,
+                        profile.memory_slices,
+                        profile.memory_gb,
+                        profile.max_count,
+                        profile
+                            .min_driver
+                            .map_or("-".to_string(), |driver| format!("R{driver}")),
+                        if profile.inferred { "yes" } else { "no" }
+                    ));
+                }
+            }
+        }
+    }
+    print_out(&text)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
