@@ -1968,3 +1968,77 @@ fn every_json_output_of_the_cli_has_the_documented_envelope() {
     enveloped.as_object_mut().unwrap().remove("suppressed");
     assert!(!schema_errors(&validator, &enveloped).is_empty());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Enums from the hardware catalog (issue 10 item 5).
+
+/// The values a schema enum must list, from the built-in catalog: `(kind, $defs name, values)`.
+fn catalog_enums() -> Vec<(Kind, &'static str, Vec<String>)> {
+    let catalog = tenantc::catalog::Catalog::builtin();
+    let keys: Vec<String> = catalog.sku_keys().map(str::to_string).collect();
+    let profiles: BTreeSet<String> = catalog
+        .tables()
+        .flat_map(|table| table.profiles.iter().map(|profile| profile.name.clone()))
+        .collect();
+    let sharing: Vec<String> = tenantc::catalog::SharingMode::ALL
+        .iter()
+        .map(|mode| mode.as_str().to_string())
+        .collect();
+    vec![
+        (Kind::Cell, "catalogGpuModel", keys),
+        (
+            Kind::Tenant,
+            "catalogMigProfile",
+            profiles.into_iter().collect(),
+        ),
+        (Kind::Cell, "sharing", sharing),
+    ]
+}
+
+#[test]
+fn schema_enums_list_every_gpu_model_profile_and_sharing_mode_of_the_catalog() {
+    let mut stale = Vec::new();
+    for (kind, name, expected) in catalog_enums() {
+        let schema = read_schema(kind);
+        let actual: Vec<String> = schema["$defs"][name]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{kind:?} schema has no $defs/{name}/enum"))
+            .iter()
+            .map(|value| value.as_str().unwrap().to_string())
+            .collect();
+        if actual == expected {
+            continue;
+        }
+        if std::env::var_os("UPDATE_SCHEMA").is_some() {
+            // The enum is one line after the definition's name; only that line is rewritten, so
+            // the hand-written rest of the file keeps its layout.
+            let path = kind.schema_path();
+            let text = fs::read_to_string(&path).unwrap();
+            let start = text.find(&format!("\n    \"{name}\": {{\n")).unwrap();
+            let line_start = start + text[start..].find("\"enum\": [").unwrap();
+            let line_end = if text[line_start..].starts_with("\"enum\": []") {
+                line_start + "\"enum\": []".len()
+            } else {
+                line_start + text[line_start..].find(']').unwrap() + 1
+            };
+            let line = format!("\"enum\": {}", serde_json::to_string(&expected).unwrap())
+                .replace("\",\"", "\", \"");
+            fs::write(
+                &path,
+                format!("{}{line}{}", &text[..line_start], &text[line_end..]),
+            )
+            .unwrap();
+            continue;
+        }
+        let missing: Vec<&String> = expected.iter().filter(|v| !actual.contains(v)).collect();
+        let extra: Vec<&String> = actual.iter().filter(|v| !expected.contains(v)).collect();
+        stale.push(format!(
+            "{kind:?} $defs/{name}: missing {missing:?}, not in the catalog {extra:?}"
+        ));
+    }
+    assert!(
+        stale.is_empty(),
+        "schema enums differ from the catalog (UPDATE_SCHEMA=1 cargo test --test schema rewrites them):\n{}",
+        stale.join("\n")
+    );
+}
