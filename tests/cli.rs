@@ -230,6 +230,9 @@ fn a_closed_stdout_is_not_a_crash_on_any_output_path() {
         (&["describe", "nobody", "--format", "json"], 2),
         (&["explain"], 0),
         (&["explain", "quota-over-capacity"], 0),
+        (&["explain", "--format", "json"], 0),
+        (&["catalog"], 0),
+        (&["catalog", "--format", "json"], 0),
         (&["weights", "hash", "weights"], 0),
         (&["--help"], 0),
     ];

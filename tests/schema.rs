@@ -1550,6 +1550,24 @@ fn invalid_cell_values_are_rejected_by_schema_and_compiler() {
             Change::Set("/pools/0/topology/depth", json!(2)),
             &["field-unknown"],
         ),
+        (
+            Change::Set("/allow", json!([{"code": "mig-table-inferred"}])),
+            &["allow-invalid"],
+        ),
+        (
+            Change::Set(
+                "/pools/0/allow",
+                json!([{"code": "mig-table-inferred", "reason": " "}]),
+            ),
+            &["allow-invalid"],
+        ),
+        (
+            Change::Set(
+                "/pools/0/allow",
+                json!([{"code": "mig-table-inferred", "reason": "r", "until": "2027"}]),
+            ),
+            &["allow-invalid"],
+        ),
     ];
     assert_all_rejected(Kind::Cell, cases);
 }

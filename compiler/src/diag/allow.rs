@@ -8,6 +8,8 @@
 //!
 //! An allow applies to the node it is written in and everything inside it; one written directly
 //! in the `tenant` or `cell` declaration (or at the top of a YAML file) applies to the whole file.
+//! Only a KDL child node or a YAML list named `allow` is an allow entry: a scalar of that name
+//! (a YAML label key, a KDL property) is data, left in the tree for the schema.
 //! Invariants: only warnings are ever silenced, never errors, so an allow cannot change whether
 //! a build fails; every allow has a known code and a reason; an allow is reported unused only
 //! when the run has no error (an error stops the later stages, whose warnings it may be for).
@@ -66,7 +68,14 @@ fn walk(node: &mut Node, scope: Span, allows: &mut Vec<Allow>, diagnostics: &mut
         Value::Map(map) => {
             let entries = std::mem::take(&mut map.entries);
             for mut entry in entries {
-                if entry.key == KEY {
+                // Only a KDL node or a YAML list is an allow entry; a scalar named `allow` (a
+                // YAML label key, a KDL property) is data, left for the schema to judge.
+                let is_allow = entry.key == KEY
+                    && matches!(
+                        (&entry.value.value, map.format),
+                        (Value::Map(_), Format::Kdl) | (Value::Seq(_), Format::Yaml)
+                    );
+                if is_allow {
                     read_allow(
                         map.format,
                         &entry.value,
@@ -439,6 +448,35 @@ mod tests {
         assert_eq!(allows[0].scope.end, u32::MAX);
     }
 
+    /// A label or group key `allow` in a YAML mapping is data, not an allow entry: only a list
+    /// (YAML) or a node (KDL) named `allow` is one.
+    #[test]
+    fn leaves_scalar_values_named_allow_to_the_schema() {
+        for (path, text) in [
+            (
+                "cells/c.yaml",
+                "name: c\npools:\n  - name: p\n    labels:\n      allow: \"yes\"\n",
+            ),
+            (
+                "tenants/t.kdl",
+                "tenant \"t\" allow=\"mig-table-inferred\"\n",
+            ),
+        ] {
+            let mut sources = SourceMap::new();
+            let file = sources.add(path, text.to_string());
+            let format = if path.ends_with(".kdl") {
+                Format::Kdl
+            } else {
+                Format::Yaml
+            };
+            let (mut document, _) = crate::parse::parse(file, text, format);
+            let before = document.clone();
+            let (allows, diagnostics) = extract(&mut document);
+            assert!(allows.is_empty() && diagnostics.is_empty(), "{path}");
+            assert_eq!(document, before, "{path}");
+        }
+    }
+
     #[test]
     fn refuses_allows_without_a_reason_or_with_an_unknown_code() {
         for text in [
@@ -446,7 +484,7 @@ mod tests {
             "tenant \"t\" {\n  allow \"mig-table-inferred\" reason=\"  \"\n}\n",
             "tenant \"t\" {\n  allow \"mig-table-infered\" reason=\"x\"\n}\n",
             "tenant \"t\" {\n  allow \"mig-table-inferred\" reason=\"x\" until=\"2027\"\n}\n",
-            "tenant \"t\" allow=\"mig-table-inferred\"\n",
+            "tenant \"t\" {\n  allow\n}\n",
         ] {
             let (allows, errors, _) = allows_of("tenants/t.kdl", text);
             assert!(allows.is_empty(), "{text}");
@@ -498,6 +536,89 @@ mod tests {
         );
         let (kept, _) = apply(diagnostics, &allows, false);
         assert_eq!(kept.len(), 3);
+    }
+
+    /// For generated diagnostics and allows: no error is ever silenced, the errors and the
+    /// silenced plus remaining warnings add up to the input, and a warning is silenced exactly
+    /// when an allow of its code covers its primary span.
+    #[test]
+    fn silencing_never_touches_errors_and_loses_nothing() {
+        let mut rng = crate::testing::Rng(0x0a11_07ed);
+        let codes = [
+            Code::MigTableInferred,
+            Code::FileIgnored,
+            Code::FieldUnknown,
+        ];
+        for _ in 0..500 {
+            let files = [FileId(0), FileId(1)];
+            let diagnostics: Vec<Diagnostic> = (0..rng.below(12))
+                .map(|_| {
+                    let code = codes[rng.below(codes.len())];
+                    let file = files[rng.below(2)];
+                    let at = rng.below(100);
+                    if rng.below(3) == 0 {
+                        Diagnostic::error(code, Span::new(file, at..at + 1), "e").with_help("h")
+                    } else {
+                        warning(code, file, at)
+                    }
+                })
+                .collect();
+            let allows: Vec<Allow> = (0..rng.below(4))
+                .map(|_| {
+                    let file = files[rng.below(2)];
+                    let start = rng.below(100);
+                    let end = start + rng.below(60);
+                    Allow {
+                        code: codes[rng.below(codes.len())],
+                        reason: "r".into(),
+                        span: Span::new(file, start..start + 1),
+                        scope: Span::new(file, start..end),
+                    }
+                })
+                .collect();
+            let (kept, suppressed) = apply(diagnostics.clone(), &allows, true);
+            assert!(suppressed.iter().all(|item| !item.diagnostic.is_error()));
+            let errors = |list: &[Diagnostic]| list.iter().filter(|d| d.is_error()).count();
+            assert_eq!(errors(&kept), errors(&diagnostics));
+            let unused = kept.iter().filter(|d| d.code == Code::AllowUnused).count();
+            assert_eq!(kept.len() - unused + suppressed.len(), diagnostics.len());
+            for diagnostic in &diagnostics {
+                let span = diagnostic.primary_span().unwrap();
+                let covered = allows
+                    .iter()
+                    .any(|allow| allow.code == diagnostic.code && covers(allow.scope, span));
+                let silenced = suppressed.iter().any(|item| &item.diagnostic == diagnostic);
+                assert_eq!(
+                    silenced,
+                    covered && !diagnostic.is_error(),
+                    "{diagnostic:?}"
+                );
+            }
+            let used = allows
+                .iter()
+                .filter(|allow| {
+                    suppressed
+                        .iter()
+                        .any(|item| item.allow == allow.span && item.diagnostic.code == allow.code)
+                })
+                .count();
+            assert!(unused + used >= allows.len());
+        }
+    }
+
+    /// The YAML form silences the same warning as the KDL form, from a pool.
+    #[test]
+    fn a_yaml_allow_in_a_pool_silences_its_warning_end_to_end() {
+        let cell = "name: c1\ncloud: {provider: aws, region: us-east-1}\nkubernetes: \"1.33\"\ndriver: \"575\"\npriorities: [{name: batch, value: 1000}]\npools:\n  - name: b200\n    allow: [{code: mig-table-inferred, reason: \"confirmed, ticket 123\"}]\n    gpu: B200-180GB\n    nodes: {count: 1, gpus-per-node: 8}\n    sharing: mig\n    mig-layouts: [{name: sevens, profiles: {1g.23gb: 7}}]\n";
+        let compilation = crate::compile(&[crate::InputFile {
+            path: "cells/c1.yaml".into(),
+            contents: cell.as_bytes().to_vec(),
+        }]);
+        let codes: Vec<Code> = compilation.diagnostics.iter().map(|d| d.code).collect();
+        assert!(!codes.contains(&Code::MigTableInferred), "{codes:?}");
+        assert!(!codes.contains(&Code::AllowUnused), "{codes:?}");
+        assert_eq!(compilation.suppressed.len(), 1, "{codes:?}");
+        assert_eq!(compilation.suppressed[0].reason, "confirmed, ticket 123");
     }
 
     #[test]
