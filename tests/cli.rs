@@ -212,3 +212,48 @@ fn broken_links_and_fifos_are_located_diagnostics_and_the_run_goes_on() {
     }
     assert!(!stderr.contains("os error 2"), "{stderr}");
 }
+
+/// Issue 10 item 6: a reader that closes the pipe early (`tenantc check --format json | head -1`)
+/// ends the run quietly, with the exit code of the run, on every command that prints to stdout.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_is_not_a_crash_on_any_output_path() {
+    use std::process::Stdio;
+    let scratch = example_fleet_copy();
+    let cases: &[(&[&str], i32)] = &[
+        (&["check", "--format", "json"], 1),
+        (&["check", "--format", "sarif"], 1),
+        (&["build", "--format", "json"], 0),
+        (&["check", "--format", "json", "--root", "nowhere"], 2),
+        (&["describe", "acme-research"], 0),
+        (&["describe", "acme-research", "--format", "json"], 0),
+        (&["describe", "nobody", "--format", "json"], 2),
+        (&["explain"], 0),
+        (&["explain", "quota-over-capacity"], 0),
+        (&["explain", "--format", "json"], 0),
+        (&["catalog"], 0),
+        (&["catalog", "--format", "json"], 0),
+        (&["weights", "hash", "weights"], 0),
+        (&["--help"], 0),
+    ];
+    for (args, expected) in cases {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tenantc"))
+            .args(*args)
+            .current_dir(scratch.path())
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the read end before the program writes anything, as `head` does once it has
+        // its lines.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{args:?}:\n{stderr}"
+        );
+        assert_eq!(output.status.code(), Some(*expected), "{args:?}:\n{stderr}");
+    }
+}

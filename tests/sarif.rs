@@ -180,3 +180,43 @@ fn the_validator_refuses_a_broken_log() {
         );
     }
 }
+
+/// Issue 10 item 6: a warning an `allow` silenced is a result with an `inSource` suppression
+/// that carries the allow's reason and location, and the log stays valid.
+#[test]
+fn silenced_warnings_are_suppressed_results_with_their_reason() {
+    let validator = validator();
+    let compilation = support::compile_root(&support::repo().join("tests/cli/allow-and-deny/root"));
+    assert_eq!(compilation.suppressed.len(), 1);
+    let text = render::sarif_report(
+        &compilation.diagnostics,
+        &compilation.suppressed,
+        &compilation.sources,
+        &[],
+        "",
+    );
+    let log: Value = serde_json::from_str(&text).expect("SARIF is JSON");
+    let found = errors(&validator, &log);
+    assert!(found.is_empty(), "{found:#?}");
+    let results = log["runs"][0]["results"].as_array().unwrap();
+    let suppressed: Vec<&Value> = results
+        .iter()
+        .filter(|result| result.get("suppressions").is_some())
+        .collect();
+    assert_eq!(suppressed.len(), 1);
+    assert_eq!(suppressed[0]["ruleId"], "mig-table-inferred");
+    let suppression = &suppressed[0]["suppressions"][0];
+    assert_eq!(suppression["kind"], "inSource");
+    assert_eq!(
+        suppression["justification"],
+        "B200 tables confirmed with NVIDIA, ticket 123"
+    );
+    assert_eq!(
+        suppression["location"]["physicalLocation"]["region"]["startLine"],
+        7
+    );
+    assert_eq!(
+        results.len(),
+        compilation.diagnostics.len() + compilation.suppressed.len()
+    );
+}

@@ -1550,6 +1550,24 @@ fn invalid_cell_values_are_rejected_by_schema_and_compiler() {
             Change::Set("/pools/0/topology/depth", json!(2)),
             &["field-unknown"],
         ),
+        (
+            Change::Set("/allow", json!([{"code": "mig-table-inferred"}])),
+            &["allow-invalid"],
+        ),
+        (
+            Change::Set(
+                "/pools/0/allow",
+                json!([{"code": "mig-table-inferred", "reason": " "}]),
+            ),
+            &["allow-invalid"],
+        ),
+        (
+            Change::Set(
+                "/pools/0/allow",
+                json!([{"code": "mig-table-inferred", "reason": "r", "until": "2027"}]),
+            ),
+            &["allow-invalid"],
+        ),
     ];
     assert_all_rejected(Kind::Cell, cases);
 }
@@ -1865,4 +1883,180 @@ fn unusual_but_valid_values_are_accepted_by_schema_and_compiler() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The JSON envelope of the CLI (issue 10 item 6, docs/json.md).
+
+/// Copies a folder tree, for running the CLI on a scratch copy of a fixture.
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn every_json_output_of_the_cli_has_the_documented_envelope() {
+    let schema: Json = serde_json::from_str(
+        &fs::read_to_string(Path::new(ROOT).join("schema/output.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::draft202012::new(&schema).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let allow = scratch.path().join("allow");
+    copy_tree(
+        &Path::new(ROOT).join("tests/cli/allow-and-deny/root"),
+        &allow,
+    );
+    let broken = scratch.path().join("broken");
+    copy_tree(
+        &Path::new(ROOT).join("tests/cases/err/117-issue-10-allow-without-reason/input"),
+        &broken,
+    );
+    let runs: &[(&Path, &[&str], &str)] = &[
+        (&allow, &["check", "--format", "json"], "check"),
+        (&allow, &["build", "--format", "json"], "build"),
+        (&allow, &["check", "--format", "json"], "check"),
+        (&broken, &["check", "--format", "json"], "check"),
+        (
+            &allow,
+            &["check", "--format", "json", "--deny", "nope"],
+            "fatal",
+        ),
+        (
+            &allow,
+            &["check", "--format", "json", "--root", "nowhere"],
+            "fatal",
+        ),
+        (&allow, &["describe", "t", "--format", "json"], "describe"),
+        (&broken, &["describe", "t", "--format", "json"], "describe"),
+        (&allow, &["describe", "nobody", "--format", "json"], "fatal"),
+        (&allow, &["explain", "--format", "json"], "explain"),
+        (
+            &allow,
+            &["explain", "allow-unused", "--format", "json"],
+            "explain",
+        ),
+        (
+            &allow,
+            &["explain", "allow-unsed", "--format", "json"],
+            "fatal",
+        ),
+        (&allow, &["catalog", "--format", "json"], "catalog"),
+        (&allow, &["catalog", "H100", "--format", "json"], "fatal"),
+    ];
+    for (dir, args, kind) in runs {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_tenantc"))
+            .args(*args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let document: Json = serde_json::from_str(&stdout)
+            .unwrap_or_else(|error| panic!("{args:?}: not one JSON document: {error}\n{stdout}"));
+        let errors = schema_errors(&validator, &document);
+        assert!(errors.is_empty(), "{args:?}: {errors:#?}");
+        assert_eq!(document["kind"], *kind, "{args:?}");
+    }
+    // The check can fail: the diagnostics document of the library, without the envelope, and
+    // a report that lost a field are refused.
+    let compilation = tenantc::compile(&[]);
+    let bare: Json = serde_json::from_str(&tenantc::diag::render::json(
+        &compilation.diagnostics,
+        &compilation.sources,
+    ))
+    .unwrap();
+    assert!(!schema_errors(&validator, &bare).is_empty());
+    let mut enveloped: Json = serde_json::from_str(&tenantc::diag::render::json_report(
+        "check",
+        &compilation.diagnostics,
+        &compilation.suppressed,
+        &compilation.sources,
+        &[],
+    ))
+    .unwrap();
+    assert!(schema_errors(&validator, &enveloped).is_empty());
+    enveloped.as_object_mut().unwrap().remove("suppressed");
+    assert!(!schema_errors(&validator, &enveloped).is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Enums from the hardware catalog (issue 10 item 5).
+
+/// The values a schema enum must list, from the built-in catalog: `(kind, $defs name, values)`.
+fn catalog_enums() -> Vec<(Kind, &'static str, Vec<String>)> {
+    let catalog = tenantc::catalog::Catalog::builtin();
+    let keys: Vec<String> = catalog.sku_keys().map(str::to_string).collect();
+    let profiles: BTreeSet<String> = catalog
+        .tables()
+        .flat_map(|table| table.profiles.iter().map(|profile| profile.name.clone()))
+        .collect();
+    let sharing: Vec<String> = tenantc::catalog::SharingMode::ALL
+        .iter()
+        .map(|mode| mode.as_str().to_string())
+        .collect();
+    vec![
+        (Kind::Cell, "catalogGpuModel", keys),
+        (
+            Kind::Tenant,
+            "catalogMigProfile",
+            profiles.into_iter().collect(),
+        ),
+        (Kind::Cell, "sharing", sharing),
+    ]
+}
+
+#[test]
+fn schema_enums_list_every_gpu_model_profile_and_sharing_mode_of_the_catalog() {
+    let mut stale = Vec::new();
+    for (kind, name, expected) in catalog_enums() {
+        let schema = read_schema(kind);
+        let actual: Vec<String> = schema["$defs"][name]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{kind:?} schema has no $defs/{name}/enum"))
+            .iter()
+            .map(|value| value.as_str().unwrap().to_string())
+            .collect();
+        if actual == expected {
+            continue;
+        }
+        if std::env::var_os("UPDATE_SCHEMA").is_some() {
+            // The enum is one line after the definition's name; only that line is rewritten, so
+            // the hand-written rest of the file keeps its layout.
+            let path = kind.schema_path();
+            let text = fs::read_to_string(&path).unwrap();
+            let start = text.find(&format!("\n    \"{name}\": {{\n")).unwrap();
+            let line_start = start + text[start..].find("\"enum\": [").unwrap();
+            let line_end = if text[line_start..].starts_with("\"enum\": []") {
+                line_start + "\"enum\": []".len()
+            } else {
+                line_start + text[line_start..].find(']').unwrap() + 1
+            };
+            let line = format!("\"enum\": {}", serde_json::to_string(&expected).unwrap())
+                .replace("\",\"", "\", \"");
+            fs::write(
+                &path,
+                format!("{}{line}{}", &text[..line_start], &text[line_end..]),
+            )
+            .unwrap();
+            continue;
+        }
+        let missing: Vec<&String> = expected.iter().filter(|v| !actual.contains(v)).collect();
+        let extra: Vec<&String> = actual.iter().filter(|v| !expected.contains(v)).collect();
+        stale.push(format!(
+            "{kind:?} $defs/{name}: missing {missing:?}, not in the catalog {extra:?}"
+        ));
+    }
+    assert!(
+        stale.is_empty(),
+        "schema enums differ from the catalog (UPDATE_SCHEMA=1 cargo test --test schema rewrites them):\n{}",
+        stale.join("\n")
+    );
 }

@@ -61,6 +61,9 @@ pub struct Compilation {
     /// `limits.rs` allows; a `diagnostics-truncated` diagnostic after a file's last one counts
     /// the rest (see [`diag::truncate`]).
     pub diagnostics: Vec<Diagnostic>,
+    /// The warnings an `allow` of the declarations silenced, in the order of `diagnostics`,
+    /// each with its reason (see [`diag::allow`]).
+    pub suppressed: Vec<diag::allow::Suppressed>,
     /// The resolved plan, present when the declarations validated (even if the plan's own
     /// checks then found errors).
     pub plan: Option<plan::Plan>,
@@ -117,7 +120,8 @@ pub fn read_tenant(inputs: &[InputFile], name: &str) -> Option<model::Tenant> {
         };
         let file = sources.add(input.path.clone(), text.to_string());
         let text = sources.get(file).map(|f| f.text.as_str()).unwrap_or("");
-        let (document, _) = parse::parse(file, text, format);
+        let (mut document, _) = parse::parse(file, text, format);
+        let _ = diag::allow::extract(&mut document);
         if let (Some(schema::Declaration::Tenant(tenant)), _) =
             schema::read(&document, DeclKind::Tenant, &sources)
             && tenant.name.value == name
@@ -168,6 +172,7 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
     let mut unreadable = validate::Unreadable::default();
     let mut material = weights::Material::new();
     let mut templates = Vec::new();
+    let mut allows = Vec::new();
     for finding in findings {
         refuse(finding, &mut sources, &mut diagnostics, &mut unreadable);
     }
@@ -245,7 +250,12 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
             continue;
         }
         let text = sources.get(file).map(|f| f.text.as_str()).unwrap_or("");
-        let (document, mut file_diagnostics) = parse::parse(file, text, format);
+        let (mut document, mut file_diagnostics) = parse::parse(file, text, format);
+        // `allow` entries silence warnings; they are taken out before the schema reads the
+        // declaration, and applied once every stage has reported.
+        let (file_allows, allow_diagnostics) = diag::allow::extract(&mut document);
+        allows.extend(file_allows);
+        file_diagnostics.extend(allow_diagnostics);
         let (declaration, shape_diagnostics) = schema::read(&document, kind, &sources);
         file_diagnostics.extend(shape_diagnostics);
         // Cap the file's findings now, so a hostile file holds the memory of a few hundred
@@ -277,6 +287,11 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
         }
         plan = Some(resolved);
     }
+    diag::sort(&mut diagnostics, &sources);
+    // Silence the warnings the declarations acknowledge; an allow is unused only when every
+    // stage ran, that is when nothing is an error.
+    let report_unused = !diagnostics.iter().any(Diagnostic::is_error);
+    let (mut diagnostics, suppressed) = diag::allow::apply(diagnostics, &allows, report_unused);
     diag::sort(&mut diagnostics, &sources);
     // Cap what each file shows; the hidden findings are counted, and still fail the run.
     let diagnostics = diag::truncate(diagnostics);
@@ -323,6 +338,7 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
     Compilation {
         sources,
         diagnostics,
+        suppressed,
         plan,
         fleet,
         output,

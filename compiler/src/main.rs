@@ -21,18 +21,71 @@ use tenantc::{Compilation, compile_loaded, load};
 const EXIT_ERRORS: u8 = 1;
 const EXIT_FAILURE: u8 = 2;
 
+/// Set when writing to stdout failed for another reason than a closed pipe; `main` then exits
+/// with 2, since the output is incomplete.
+static STDOUT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes to stdout or stderr. A reader that stops early (`tenantc check --format json | head -1`)
+/// closes the pipe: that is not an error, and the rest of the text is dropped. std's `print!`
+/// family panics on it instead, so this file shadows them with the macros below and every
+/// output path goes through here.
+fn write_stream(text: &str, to_stderr: bool) {
+    use std::io::Write as _;
+    let result = if to_stderr {
+        let mut stderr = std::io::stderr().lock();
+        stderr
+            .write_all(text.as_bytes())
+            .and_then(|()| stderr.flush())
+    } else {
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+    };
+    if let Err(error) = result
+        && error.kind() != std::io::ErrorKind::BrokenPipe
+        && !to_stderr
+    {
+        STDOUT_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+// These shadow std's macros of the same names in this file (a local `macro_rules!` comes before
+// the prelude), so a closed stdout or stderr never panics, whoever adds a line that prints.
+macro_rules! print {
+    ($($arg:tt)*) => { write_stream(&format!($($arg)*), false) };
+}
+macro_rules! println {
+    () => { write_stream("\n", false) };
+    ($($arg:tt)*) => { write_stream(&format!("{}\n", format_args!($($arg)*)), false) };
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => { write_stream(&format!($($arg)*), true) };
+}
+macro_rules! eprintln {
+    () => { write_stream("\n", true) };
+    ($($arg:tt)*) => { write_stream(&format!("{}\n", format_args!($($arg)*)), true) };
+}
+
 /// Compile tenant and cell declarations into per-cell Kubernetes manifests.
 #[derive(Debug, Parser)]
 #[command(
     name = "tenantc",
     version,
     about,
-    long_about = "Compile tenant and cell declarations (tenants/*.kdl, cells/*.kdl, or .yaml) into \
-per-cell Kubernetes manifests under out/, checking every rule before anything is written.",
+    long_about = "Compile tenant and cell declarations into per-cell Kubernetes manifests under \
+out/, checking every rule before anything is written.\n\n\
+What the commands read, under the project root (--root, default .): every .kdl, .yaml and .yml \
+file in tenants/ and cells/ and in their subfolders, at any depth (other files there are skipped \
+with the warning file-ignored; names starting with . are skipped silently); keys/ and weights/ \
+for the signed model weights; and, for check, the committed out/. No declaration is read from \
+outside the root.",
     after_help = "Examples:\n  tenantc build                  compile ./tenants and ./cells into ./out\n  \
 tenantc check                  fail if out/ is stale or any rule fails (for CI)\n  \
 tenantc build --format json    diagnostics as JSON on stdout\n  \
-tenantc describe <tenant>      a tenant's namespaces, queue, capacity and pools per cell\n\n\
+tenantc describe <tenant>      a tenant's namespaces, queue, capacity and pools per cell\n  \
+tenantc catalog [GPU]          the GPU model keys, sharing modes and MIG profiles of the catalog\n  \
+tenantc check --deny warnings  fail on warnings too (an `allow` with a reason silences one)\n\n\
 Exit codes: 0 success, 1 errors in the declarations or a stale out/, 2 usage, IO or internal errors."
 )]
 struct Cli {
@@ -44,8 +97,8 @@ struct Cli {
 enum Command {
     /// Compile the declarations and write out/.
     #[command(
-        long_about = "Compile tenants/ and cells/ under --root and make --out hold exactly the \
-result. Nothing is written if any declaration has an error. Only files whose bytes change are \
+        long_about = "Compile tenants/ and cells/ under --root (with their subfolders) and make \
+--out hold exactly the result. Nothing is written if any declaration has an error. Only files whose bytes change are \
 written, under a lock that serialises builds; a build that is killed is finished or undone by \
 the next one. Only a folder tenantc made (or an empty one) is ever written to.",
         after_help = "Examples:\n  tenantc build\n  tenantc build --root fleet --out fleet/out\n  \
@@ -54,7 +107,8 @@ tenantc build --format json --color never"
     Build(CommonArgs),
     /// Check that every rule holds and out/ is up to date, without writing.
     #[command(
-        long_about = "Compile in memory and compare with --out. Fails (exit 1) if any declaration \
+        long_about = "Compile tenants/ and cells/ under --root (with their subfolders) in memory \
+and compare with --out. Fails (exit 1) if any declaration \
 has an error, or if out/ differs from what `tenantc build` would write; the differing files are \
 listed as changed, missing or extra. Run it in CI on the committed tree of every pull request.",
         after_help = "Examples:\n  tenantc check\n  tenantc check --format json > report.json\n  \
@@ -70,6 +124,29 @@ docs/diagnostics.md), or the list of every code when no code is given.",
     Explain {
         /// The code, such as `mig-layout-unplaceable`.
         code: Option<String>,
+        /// How to print: the reference text, or JSON (code, stage, severity, description and
+        /// the Markdown section).
+        #[arg(long, value_enum, default_value_t = DescribeFormat::Human)]
+        format: DescribeFormat,
+    },
+    /// List the hardware catalog: GPU model keys, families, sharing modes and MIG profiles.
+    #[command(
+        long_about = "Print the compiled-in hardware catalog (catalog/gpus.json, see docs/catalog.md): \
+every GPU model key a pool's `gpu` may name, with its product family (the key's first part), \
+product name, the sharing modes it supports and its MIG table. With a GPU model key, print that \
+model in full: PCI ids and every MIG profile with its slices, memory, maximum count, minimum \
+driver branch and whether the facts are inferred. A misspelt key gets a suggestion of the same \
+family.",
+        after_help = "Examples:\n  tenantc catalog\n  tenantc catalog H100-80GB-SXM\n  \
+tenantc catalog --format json\n\n\
+Exit codes: 0 listed, 2 an unknown GPU model key or usage errors."
+    )]
+    Catalog {
+        /// A GPU model key, such as `H100-80GB-SXM`.
+        gpu: Option<String>,
+        /// How to print the catalog.
+        #[arg(long, value_enum, default_value_t = DescribeFormat::Human)]
+        format: DescribeFormat,
     },
     /// Describe a tenant per cell: namespaces, ClusterQueue, effective capacity and pools.
     #[command(
@@ -224,7 +301,7 @@ enum ColorArg {
 
 #[derive(Debug, Args)]
 struct CommonArgs {
-    /// Project root holding tenants/ and cells/.
+    /// Project root holding tenants/ and cells/ (read with their subfolders), keys/ and weights/.
     #[arg(long, value_name = "DIR", default_value = ".")]
     root: PathBuf,
     /// Output folder [default: <root>/out].
@@ -236,6 +313,10 @@ struct CommonArgs {
     /// When to colour human output.
     #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
     color: ColorArg,
+    /// Make warnings errors: `warnings` for every warning, or a code such as
+    /// `mig-table-inferred`; repeatable. Warnings an `allow` silenced stay silenced.
+    #[arg(long, value_name = "warnings|CODE")]
+    deny: Vec<String>,
 }
 
 impl CommonArgs {
@@ -264,15 +345,29 @@ fn color(choice: ColorArg) -> Color {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // Help and version go to stdout, usage errors to stderr, as clap prints them, but
+            // through `write_stream`, which a closed pipe does not crash.
+            write_stream(&error.render().to_string(), error.use_stderr());
+            return ExitCode::from(if error.use_stderr() { EXIT_FAILURE } else { 0 });
+        }
+    };
+    let code = match cli.command {
         Command::Build(args) => run(&args, Mode::Build),
         Command::Check(args) => run(&args, Mode::Check),
-        Command::Explain { code } => explain(code.as_deref()),
+        Command::Explain { code, format } => explain(code.as_deref(), format),
+        Command::Catalog { gpu, format } => catalog(gpu.as_deref(), format),
         Command::Describe(args) => describe(&args),
         Command::TestPolicy(args) => test_policy(&args),
         Command::Weights(command) => weights(command),
+    };
+    if STDOUT_FAILED.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("error: cannot write to stdout");
+        return ExitCode::from(EXIT_FAILURE);
     }
+    code
 }
 
 /// `tenantc test-policy`: the cell's admission floor on one object, offline.
@@ -441,7 +536,7 @@ fn describe(args: &DescribeArgs) -> ExitCode {
             eprintln!("  = help: {help}");
         }
         if json {
-            println!("{}", serde_json::json!({ "fatal": message, "help": help }));
+            println!("{}", fatal_json(message, help.as_deref()));
         }
         ExitCode::from(EXIT_FAILURE)
     };
@@ -454,7 +549,13 @@ fn describe(args: &DescribeArgs) -> ExitCode {
         if json {
             print!(
                 "{}",
-                render::json(&compilation.diagnostics, &compilation.sources)
+                render::json_report(
+                    "describe",
+                    &compilation.diagnostics,
+                    &compilation.suppressed,
+                    &compilation.sources,
+                    &[]
+                )
             );
         } else {
             let text = render::human(
@@ -463,10 +564,13 @@ fn describe(args: &DescribeArgs) -> ExitCode {
                 color(args.color),
             );
             eprint!("{text}");
-            if !compilation.diagnostics.is_empty() {
+            if !compilation.diagnostics.is_empty() || !compilation.suppressed.is_empty() {
                 eprintln!(
                     "{}; `tenantc explain <code>` tells more about a code",
-                    render::summary(&compilation.diagnostics)
+                    render::summary_with_silenced(
+                        &compilation.diagnostics,
+                        compilation.suppressed.len()
+                    )
                 );
             }
         }
@@ -509,13 +613,23 @@ fn describe(args: &DescribeArgs) -> ExitCode {
         }
     };
     // The warnings of the compilation, as `check --format json` lists them.
-    let report: serde_json::Value = serde_json::from_str(&render::json(
+    let report: serde_json::Value = serde_json::from_str(&render::json_report(
+        "describe",
         &compilation.diagnostics,
+        &compilation.suppressed,
         &compilation.sources,
+        &[],
     ))
     .unwrap_or_default();
     if let serde_json::Value::Object(fields) = &mut document {
-        for key in ["diagnostics", "warnings"] {
+        for key in [
+            "tenantc",
+            "kind",
+            "diagnostics",
+            "warnings",
+            "silenced",
+            "suppressed",
+        ] {
             let value = report.get(key).cloned().unwrap_or_default();
             fields.insert(key.to_string(), value);
         }
@@ -525,57 +639,295 @@ fn describe(args: &DescribeArgs) -> ExitCode {
     print_out(&text)
 }
 
-/// Writes a description to stdout; a reader that stops early (`| head`) is not an error.
+/// Writes to stdout and succeeds; a reader that stops early (`| head`) is not an error, and
+/// `main` turns any other write error into exit 2.
 fn print_out(text: &str) -> ExitCode {
-    use std::io::Write as _;
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: cannot write to stdout: {error}");
-            ExitCode::from(EXIT_FAILURE)
-        }
-    }
+    write_stream(text, false);
+    ExitCode::SUCCESS
 }
 
 /// The diagnostics reference, compiled in so `explain` works offline and matches this build.
 const DIAGNOSTICS_DOC: &str = include_str!("../../docs/diagnostics.md");
 
-fn explain(code: Option<&str>) -> ExitCode {
-    use tenantc::diag::Code;
-    let Some(wanted) = code else {
-        for code in Code::ALL {
-            println!("{:<32} {}", code.as_str(), code.description());
-        }
-        return ExitCode::SUCCESS;
-    };
-    let heading = format!("## `{wanted}`\n");
-    let Some(start) = DIAGNOSTICS_DOC.find(&heading) else {
-        let names = Code::ALL.iter().map(|code| code.as_str());
-        let hint = tenantc::diag::did_you_mean(wanted, names)
-            .map(|close| format!("; did you mean `{close}`?"))
-            .unwrap_or_default();
-        eprintln!("error: `{wanted}` is not a diagnostic code{hint}");
-        eprintln!("  = help: `tenantc explain` lists every code");
-        return ExitCode::from(EXIT_FAILURE);
-    };
-    let section = DIAGNOSTICS_DOC.get(start..).unwrap_or_default();
-    let body = section.get(heading.len()..).unwrap_or_default();
+/// The section of `code` in the diagnostics reference, from its heading to the next one.
+fn doc_section(code: &str) -> Option<&'static str> {
+    let heading = format!("## `{code}`\n");
+    let start = DIAGNOSTICS_DOC.find(&heading)?;
+    let section = DIAGNOSTICS_DOC.get(start..)?;
+    let body = section.get(heading.len()..)?;
     let end = body
         .find("\n## ")
         .map_or(section.len(), |idx| idx + heading.len() + 1);
-    print!("{}", section.get(..end).unwrap_or(section));
-    ExitCode::SUCCESS
+    section.get(..end)
+}
+
+/// The severities a code's section documents, in the order it names them: `error`,
+/// `warning`, or both for a code reported as either (such as `file-not-regular`).
+fn doc_severities(code: &str) -> Vec<&'static str> {
+    let line = doc_section(code)
+        .and_then(|section| {
+            section
+                .lines()
+                .find_map(|line| line.strip_prefix("Severity: "))
+        })
+        .unwrap_or("");
+    let mut found: Vec<(usize, &'static str)> = ["error", "warning"]
+        .into_iter()
+        .filter_map(|word| line.find(word).map(|at| (at, word)))
+        .collect();
+    found.sort_unstable();
+    found.into_iter().map(|(_, word)| word).collect()
+}
+
+fn explain(code: Option<&str>, format: DescribeFormat) -> ExitCode {
+    use tenantc::diag::Code;
+    let json = format == DescribeFormat::Json;
+    let entry = |code: &Code| {
+        serde_json::json!({
+            "code": code.as_str(),
+            "stage": code.stage(),
+            "severities": doc_severities(code.as_str()),
+            "description": code.description(),
+        })
+    };
+    let Some(wanted) = code else {
+        if json {
+            let codes: Vec<serde_json::Value> = Code::ALL.iter().map(entry).collect();
+            let document = serde_json::json!({
+                "tenantc": render::JSON_ENVELOPE_VERSION,
+                "kind": "explain",
+                "codes": codes,
+            });
+            let mut text = serde_json::to_string_pretty(&document).unwrap_or_default();
+            text.push('\n');
+            return print_out(&text);
+        }
+        let mut text = format!(
+            "{:<36} {:<10} {:<13} {}\n",
+            "CODE", "STAGE", "SEVERITY", "DESCRIPTION"
+        );
+        for code in Code::ALL {
+            text.push_str(&format!(
+                "{:<36} {:<10} {:<13} {}\n",
+                code.as_str(),
+                code.stage(),
+                doc_severities(code.as_str()).join("|"),
+                code.description()
+            ));
+        }
+        return print_out(&text);
+    };
+    let found = Code::ALL.iter().find(|code| code.as_str() == wanted);
+    let (Some(code), Some(section)) = (found, doc_section(wanted)) else {
+        let names = Code::ALL.iter().map(|code| code.as_str());
+        let close = tenantc::diag::did_you_mean(wanted, names);
+        let hint = close
+            .map(|close| format!("; did you mean `{close}`?"))
+            .unwrap_or_default();
+        let message = format!("`{}` is not a diagnostic code{hint}", escape(wanted));
+        let help = "`tenantc explain` lists every code";
+        eprintln!("error: {message}");
+        eprintln!("  = help: {help}");
+        if json {
+            println!("{}", fatal_json(&message, Some(help)));
+        }
+        return ExitCode::from(EXIT_FAILURE);
+    };
+    if json {
+        let mut document = entry(code);
+        if let serde_json::Value::Object(fields) = &mut document {
+            fields.insert("tenantc".into(), render::JSON_ENVELOPE_VERSION.into());
+            fields.insert("kind".into(), "explain".into());
+            fields.insert("section".into(), section.into());
+        }
+        let mut text = serde_json::to_string_pretty(&document).unwrap_or_default();
+        text.push('\n');
+        return print_out(&text);
+    }
+    print_out(section)
+}
+
+/// `tenantc catalog [GPU]`: the compiled-in hardware catalog, or one GPU model of it.
+fn catalog(gpu: Option<&str>, format: DescribeFormat) -> ExitCode {
+    let catalog = tenantc::catalog::Catalog::builtin();
+    let json = format == DescribeFormat::Json;
+    let skus: Vec<&tenantc::catalog::GpuSku> = match gpu {
+        None => catalog.skus().collect(),
+        Some(key) => match catalog.sku(key) {
+            Some(sku) => vec![sku],
+            None => {
+                let hint = catalog
+                    .suggest_sku(key)
+                    .map(|close| format!("; did you mean `{close}`?"))
+                    .unwrap_or_default();
+                let message = format!(
+                    "`{}` is not a GPU model key of the catalog{hint}",
+                    escape(key)
+                );
+                let help = "`tenantc catalog` lists every key; a model the catalog lacks is declared in the cell with `gpu-model`";
+                eprintln!("error: {message}");
+                eprintln!("  = help: {help}");
+                if json {
+                    println!("{}", fatal_json(&message, Some(help)));
+                }
+                return ExitCode::from(EXIT_FAILURE);
+            }
+        },
+    };
+    let family = |key: &str| key.split('-').next().unwrap_or(key).to_string();
+    let sharing = |sku: &tenantc::catalog::GpuSku| -> Vec<&'static str> {
+        sku.sharing.iter().map(|mode| mode.as_str()).collect()
+    };
+    let table = |sku: &tenantc::catalog::GpuSku| {
+        sku.mig_table.as_deref().and_then(|key| catalog.table(key))
+    };
+    if json {
+        let gpus: Vec<serde_json::Value> = skus
+            .iter()
+            .map(|sku| {
+                let profiles: Vec<serde_json::Value> = table(sku)
+                    .map(|table| {
+                        table
+                            .profiles
+                            .iter()
+                            .map(|profile| {
+                                serde_json::json!({
+                                    "name": profile.name,
+                                    "compute_slices": profile.compute_slices,
+                                    "memory_slices": profile.memory_slices,
+                                    "memory_gb": profile.memory_gb,
+                                    "max": profile.max_count,
+                                    "min_driver": profile.min_driver,
+                                    "inferred": profile.inferred,
+                                })
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                serde_json::json!({
+                    "key": sku.key,
+                    "family": family(&sku.key),
+                    "product_name": sku.product_name,
+                    "generic": sku.generic,
+                    "pci_ids": sku.pci_ids,
+                    "sharing": sharing(sku),
+                    "mig_table": sku.mig_table,
+                    "mig_confidence": table(sku).map(|table| table.confidence.clone()),
+                    "mig_profiles": profiles,
+                })
+            })
+            .collect();
+        let document = serde_json::json!({
+            "tenantc": render::JSON_ENVELOPE_VERSION,
+            "kind": "catalog",
+            "catalog_version": catalog.catalog_version,
+            "gpus": gpus,
+        });
+        let mut text = serde_json::to_string_pretty(&document).unwrap_or_default();
+        text.push('\n');
+        return print_out(&text);
+    }
+    let mut text = String::new();
+    if gpu.is_none() {
+        text.push_str(&format!(
+            "{:<30} {:<8} {:<44} {:<28} {}\n",
+            "GPU MODEL", "FAMILY", "SHARING", "MIG TABLE", "MIG PROFILES"
+        ));
+        for sku in &skus {
+            let profiles: Vec<&str> = table(sku)
+                .map(|table| {
+                    table
+                        .profiles
+                        .iter()
+                        .map(|profile| profile.name.as_str())
+                        .collect()
+                })
+                .unwrap_or_default();
+            text.push_str(&format!(
+                "{:<30} {:<8} {:<44} {:<28} {}\n",
+                sku.key,
+                family(&sku.key),
+                sharing(sku).join(", "),
+                sku.mig_table.as_deref().unwrap_or("-"),
+                if profiles.is_empty() {
+                    "-".to_string()
+                } else {
+                    profiles.join(", ")
+                }
+            ));
+        }
+        text.push_str("\n`tenantc catalog <GPU>` shows one model's PCI ids and MIG profiles; docs/catalog.md explains the sources.\n");
+        return print_out(&text);
+    }
+    for sku in &skus {
+        text.push_str(&format!("{}\n", sku.key));
+        text.push_str(&format!("  family:    {}\n", family(&sku.key)));
+        text.push_str(&format!(
+            "  product:   {}\n",
+            sku.product_name.as_deref().unwrap_or("-")
+        ));
+        if sku.generic {
+            text.push_str("  generic:   yes, a key for a table shared by several products; prefer a product key\n");
+        }
+        text.push_str(&format!("  pci ids:   {}\n", sku.pci_ids.join(", ")));
+        text.push_str(&format!("  sharing:   {}\n", sharing(sku).join(", ")));
+        match table(sku) {
+            None => text.push_str("  mig:       not supported\n"),
+            Some(table) => {
+                text.push_str(&format!(
+                    "  mig table: {} ({} compute slices, {} memory slices; confidence: {})\n",
+                    table.key, table.compute_slices, table.memory_slices, table.confidence
+                ));
+                text.push_str(&format!(
+                    "    {:<16} {:>7} {:>6} {:>9} {:>4} {:>10} {}\n",
+                    "PROFILE", "COMPUTE", "MEMORY", "MEMORY GB", "MAX", "MIN DRIVER", "INFERRED"
+                ));
+                for profile in &table.profiles {
+                    text.push_str(&format!(
+                        "    {:<16} {:>7} {:>6} {:>9} {:>4} {:>10} {}\n",
+                        profile.name,
+                        profile.compute_slices,
+                        profile.memory_slices,
+                        profile.memory_gb,
+                        profile.max_count,
+                        profile
+                            .min_driver
+                            .map_or("-".to_string(), |driver| format!("R{driver}")),
+                        if profile.inferred { "yes" } else { "no" }
+                    ));
+                }
+            }
+        }
+    }
+    print_out(&text)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Build,
     Check,
+}
+
+impl Mode {
+    /// The `kind` of the JSON envelope of the command's report.
+    fn as_str(self) -> &'static str {
+        match self {
+            Mode::Build => "build",
+            Mode::Check => "check",
+        }
+    }
+}
+
+/// The JSON envelope of a fatal error (exit 2) of any command: `{"tenantc": 1, "kind": "fatal",
+/// "fatal": <message>, "help": <help or null>}` on one line.
+fn fatal_json(message: &str, help: Option<&str>) -> String {
+    serde_json::json!({
+        "tenantc": render::JSON_ENVELOPE_VERSION,
+        "kind": "fatal",
+        "fatal": message,
+        "help": help,
+    })
+    .to_string()
 }
 
 /// Reports a usage, IO or internal failure (exit 2): on stderr, and for `--format json` also as
@@ -585,13 +937,42 @@ fn fail(args: &CommonArgs, message: &str) -> ExitCode {
     eprintln!("error: {message}");
     match args.format {
         FormatArg::Human => {}
-        FormatArg::Json => println!("{}", serde_json::json!({ "fatal": message })),
+        FormatArg::Json => println!("{}", fatal_json(message, None)),
         FormatArg::Sarif => print!("{}", render::sarif_fatal(message)),
     }
     ExitCode::from(EXIT_FAILURE)
 }
 
+/// Reads the `--deny` values: `warnings` or known codes.
+fn deny_rule(values: &[String]) -> Result<tenantc::diag::allow::Deny, String> {
+    use tenantc::diag::Code;
+    let mut deny = tenantc::diag::allow::Deny::default();
+    for value in values {
+        if value == "warnings" {
+            deny.all = true;
+            continue;
+        }
+        let Some(code) = Code::ALL.iter().find(|code| code.as_str() == value) else {
+            let names =
+                std::iter::once("warnings").chain(Code::ALL.iter().map(|code| code.as_str()));
+            let hint = tenantc::diag::did_you_mean(value, names)
+                .map(|close| format!("; did you mean `{close}`?"))
+                .unwrap_or_default();
+            return Err(format!(
+                "`--deny {}` names neither `warnings` nor a diagnostic code{hint}",
+                escape(value)
+            ));
+        };
+        deny.codes.push(*code);
+    }
+    Ok(deny)
+}
+
 fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
+    let deny = match deny_rule(&args.deny) {
+        Ok(deny) => deny,
+        Err(message) => return fail(args, &message),
+    };
     let loaded = match load::load(&args.root) {
         Ok(loaded) => loaded,
         Err(error) => return fail(args, &format!("cannot read declarations: {error}")),
@@ -617,22 +998,26 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
         },
         Mode::Check => None,
     };
-    let compilation = compile_loaded(&loaded);
+    let mut compilation = compile_loaded(&loaded);
+    // A denied warning fails the run like an error: nothing is written or compared.
+    if deny.apply(&mut compilation.diagnostics) > 0 {
+        compilation.output = None;
+    }
     if let Some(error) = &compilation.internal_error {
-        report(args, &compilation, &[]);
+        report(args, mode, &compilation, &[]);
         return fail(
             args,
             &format!("{error}; this is a bug in tenantc, please report it"),
         );
     }
     let Some(tree) = &compilation.output else {
-        report(args, &compilation, &[]);
+        report(args, mode, &compilation, &[]);
         return ExitCode::from(EXIT_ERRORS);
     };
     match writer.as_mut() {
         Some(writer) => match writer.write(tree) {
             Ok(changes) => {
-                report(args, &compilation, &[]);
+                report(args, mode, &compilation, &[]);
                 if args.format == FormatArg::Human {
                     eprintln!(
                         "wrote {} to {} ({} changed)",
@@ -646,7 +1031,7 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
             Err(error) => {
                 // Warnings of the compilation still reach the user.
                 if args.format == FormatArg::Human {
-                    report(args, &compilation, &[]);
+                    report(args, mode, &compilation, &[]);
                 }
                 fail(
                     args,
@@ -662,7 +1047,7 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
                 }
             };
             let changes = out_fs::compare(tree, &current);
-            report(args, &compilation, &changes);
+            report(args, mode, &compilation, &changes);
             if changes.is_empty() {
                 if args.format == FormatArg::Human {
                     eprintln!(
@@ -864,15 +1249,18 @@ fn sarif_base(root: &Path) -> String {
     parts.iter().map(|part| format!("{part}/")).collect()
 }
 
-fn report(args: &CommonArgs, compilation: &Compilation, changes: &[Change]) {
+fn report(args: &CommonArgs, mode: Mode, compilation: &Compilation, changes: &[Change]) {
     match args.format {
         FormatArg::Human => {
             let text = render::human(&compilation.diagnostics, &compilation.sources, args.color());
             eprint!("{text}");
-            if !compilation.diagnostics.is_empty() {
+            if !compilation.diagnostics.is_empty() || !compilation.suppressed.is_empty() {
                 eprintln!(
                     "{}; `tenantc explain <code>` tells more about a code",
-                    render::summary(&compilation.diagnostics)
+                    render::summary_with_silenced(
+                        &compilation.diagnostics,
+                        compilation.suppressed.len()
+                    )
                 );
             }
         }
@@ -882,10 +1270,17 @@ fn report(args: &CommonArgs, compilation: &Compilation, changes: &[Change]) {
                 .map(|change| (change.path().to_string(), change_word(change).to_string()))
                 .collect();
             let text = if args.format == FormatArg::Json {
-                render::json_with_stale(&compilation.diagnostics, &compilation.sources, &stale)
-            } else {
-                render::sarif(
+                render::json_report(
+                    mode.as_str(),
                     &compilation.diagnostics,
+                    &compilation.suppressed,
+                    &compilation.sources,
+                    &stale,
+                )
+            } else {
+                render::sarif_report(
+                    &compilation.diagnostics,
+                    &compilation.suppressed,
                     &compilation.sources,
                     &stale,
                     &sarif_base(&args.root),

@@ -365,6 +365,49 @@ impl Catalog {
         self.skus.keys().map(String::as_str)
     }
 
+    /// The SKU key to suggest for an unknown GPU model name, preferring the same product
+    /// family (the key's first `-`-separated part, such as `H100` or `GH200`) and form factor
+    /// (`SXM`, `PCIe`, `NVL`): a suggestion from another family would put the wrong PCI device
+    /// filter and profile names into the output.
+    ///
+    /// Within the family, non-generic keys come first, then the written form factor (`SXM`
+    /// when none is written), then the written memory size, then the closest spelling, then
+    /// key order. A name whose family no key has gets the closest spelling, if any is close.
+    pub fn suggest_sku(&self, wanted: &str) -> Option<&str> {
+        let parts: Vec<String> = wanted.split('-').map(str::to_ascii_lowercase).collect();
+        let family = parts.first().map_or("", String::as_str);
+        let form = parts
+            .iter()
+            .skip(1)
+            .find(|part| FORM_FACTORS.contains(&part.as_str()))
+            .map_or("sxm", String::as_str);
+        let memory = parts
+            .iter()
+            .skip(1)
+            .find(|part| part.ends_with("gb") && part.len() > 2);
+        let wanted_lower = wanted.to_ascii_lowercase();
+        let mut best: Option<(SuggestionRank, &str)> = None;
+        for sku in self.skus.values() {
+            let key_parts: Vec<String> = sku.key.split('-').map(str::to_ascii_lowercase).collect();
+            if key_parts.first().map(String::as_str) != Some(family) {
+                continue;
+            }
+            let closeness = strsim::jaro_winkler(&wanted_lower, &sku.key.to_ascii_lowercase());
+            // Scaled to an integer so the rank is totally ordered; ties keep key order.
+            let rank = (
+                !sku.generic,
+                key_parts.iter().skip(1).any(|part| part == form),
+                memory.is_some_and(|memory| key_parts.contains(memory)),
+                (closeness * 1_000_000.0) as u64,
+            );
+            if best.is_none_or(|(best_rank, _)| rank > best_rank) {
+                best = Some((rank, sku.key.as_str()));
+            }
+        }
+        best.map(|(_, key)| key)
+            .or_else(|| crate::diag::did_you_mean(wanted, self.sku_keys()))
+    }
+
     /// Every SKU, sorted by key.
     pub fn skus(&self) -> impl Iterator<Item = &GpuSku> {
         self.skus.values()
@@ -625,6 +668,13 @@ pub fn resource_name_for_profile(text: &str) -> Option<String> {
     }
     Some(format!("nvidia.com/mig-{canonical}"))
 }
+
+/// How well a key matches an unknown name in [`Catalog::suggest_sku`]: not generic, same form
+/// factor, same memory size, spelling closeness in millionths.
+type SuggestionRank = (bool, bool, bool, u64);
+
+/// The form factors SKU keys end in, lowercase, for [`Catalog::suggest_sku`].
+const FORM_FACTORS: [&str; 3] = ["sxm", "pcie", "nvl"];
 
 /// True when `text` is a PCI id in mig-parted device-filter form: `0x`, four upper-case hex
 /// digits of the device, then the NVIDIA vendor id `10DE`.
@@ -1127,6 +1177,44 @@ mod tests {
         assert!(catalog().sku(" H100-80GB-SXM").is_none());
         assert!(catalog().table("H100-80GB").is_some());
         assert!(catalog().table("h100-80gb").is_none());
+    }
+
+    /// Issue 10 item 6: every key cut to its family (`H100-80GB-SXM` to `H100`) is answered with
+    /// a key of that family, never a generic one when the family has another, and a family
+    /// written with a form factor gets that form factor where the family has it.
+    #[test]
+    fn every_family_prefix_suggests_a_key_of_its_own_family() {
+        let catalog = catalog();
+        let family = |key: &str| key.split('-').next().unwrap_or("").to_string();
+        for sku in catalog.skus() {
+            let prefix = family(&sku.key);
+            let members: Vec<&GpuSku> = catalog
+                .skus()
+                .filter(|other| family(&other.key) == prefix)
+                .collect();
+            for written in [prefix.clone(), prefix.to_lowercase()] {
+                let suggested = catalog.suggest_sku(&written).unwrap();
+                assert_eq!(family(suggested), prefix, "{written} suggested {suggested}");
+                let chosen = catalog.sku(suggested).unwrap();
+                if members.iter().any(|member| !member.generic) {
+                    assert!(!chosen.generic, "{written} suggested generic {suggested}");
+                }
+            }
+            for form in FORM_FACTORS {
+                let has_form = |key: &str| key.to_lowercase().split('-').any(|part| part == form);
+                if !members
+                    .iter()
+                    .any(|member| has_form(&member.key) && !member.generic)
+                {
+                    continue;
+                }
+                let written = format!("{prefix}-{form}");
+                let suggested = catalog.suggest_sku(&written).unwrap();
+                assert!(has_form(suggested), "{written} suggested {suggested}");
+            }
+        }
+        assert_eq!(catalog.suggest_sku("H100"), Some("H100-80GB-SXM"));
+        assert_eq!(catalog.suggest_sku("zzzz"), None);
     }
 
     #[test]

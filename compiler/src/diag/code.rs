@@ -48,6 +48,8 @@ macro_rules! codes {
 codes! {
     FileNotUtf8 => ("file-not-utf8", "load", "a declaration file is not valid UTF-8"),
     FileIgnored => ("file-ignored", "load", "a file in tenants/ or cells/ is not a declaration and is skipped"),
+    AllowInvalid => ("allow-invalid", "schema", "an `allow` entry names no known diagnostic code, gives no reason, or is not a code with a reason"),
+    AllowUnused => ("allow-unused", "report", "an `allow` entry silences no warning in the node it applies to"),
     PathUnsafe => ("path-unsafe", "load", "a file or folder name under tenants/ or cells/ has characters that may not reach generated output"),
     SymlinkOutsideRoot => ("symlink-outside-root", "load", "a symbolic link under tenants/ or cells/ leads outside the project root"),
     SymlinkBroken => ("symlink-broken", "load", "a symbolic link leads nowhere, into a loop of links, or to a folder that contains it"),

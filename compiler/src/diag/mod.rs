@@ -8,6 +8,7 @@
 //! [`truncate`] caps what is shown per file (`limits.rs`) without changing whether a run has
 //! errors: the hidden findings are counted in one `diagnostics-truncated` diagnostic per file.
 
+pub mod allow;
 pub mod code;
 pub mod render;
 

@@ -392,6 +392,18 @@ pub fn summary(diagnostics: &[Diagnostic]) -> String {
     )
 }
 
+/// [`summary`], with `, N warnings silenced` when `allow` entries silenced any.
+pub fn summary_with_silenced(diagnostics: &[Diagnostic], silenced: usize) -> String {
+    let mut text = summary(diagnostics);
+    if silenced > 0 {
+        text.push_str(&format!(
+            ", {silenced} warning{} silenced",
+            if silenced == 1 { "" } else { "s" }
+        ));
+    }
+    text
+}
+
 /// How many findings [`super::truncate`] hid.
 fn hidden_count(diagnostics: &[Diagnostic]) -> usize {
     diagnostics
@@ -448,14 +460,34 @@ struct JsonStale<'a> {
 }
 
 #[derive(Serialize)]
+struct JsonSuppressed<'a> {
+    #[serde(flatten)]
+    diagnostic: JsonDiagnostic<'a>,
+    reason: &'a str,
+    allow: JsonPosition<'a>,
+}
+
+#[derive(Serialize)]
 struct JsonReport<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tenantc: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'a str>,
     diagnostics: Vec<JsonDiagnostic<'a>>,
     errors: usize,
     warnings: usize,
     #[serde(skip_serializing_if = "is_zero")]
     hidden: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    silenced: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    suppressed: Option<Vec<JsonSuppressed<'a>>>,
     stale: Vec<JsonStale<'a>>,
 }
+
+/// The version of the JSON envelope every `--format json` document of the CLI carries as
+/// `"tenantc"` (see `docs/json.md`); it changes only when a field is removed or changes meaning.
+pub const JSON_ENVELOPE_VERSION: u32 = 1;
 
 fn position<'a>(sources: &'a SourceMap, span: crate::source::Span) -> JsonPosition<'a> {
     let (line, column, end_line, end_column) =
@@ -494,43 +526,84 @@ pub fn json_with_stale(
     sources: &SourceMap,
     stale: &[(String, String)],
 ) -> String {
+    report_json(None, diagnostics, &[], sources, stale)
+}
+
+/// The diagnostics of a `build` or `check` run as the CLI prints them for `--format json`: the
+/// envelope (`"tenantc"`, `"kind"`), the fields of [`json_with_stale`], `silenced` (how many
+/// warnings `allow` entries silenced) and `suppressed` (each of them, with its `reason` and the
+/// position of its `allow`).
+pub fn json_report(
+    kind: &str,
+    diagnostics: &[Diagnostic],
+    suppressed: &[super::allow::Suppressed],
+    sources: &SourceMap,
+    stale: &[(String, String)],
+) -> String {
+    report_json(Some(kind), diagnostics, suppressed, sources, stale)
+}
+
+fn json_diagnostic<'a>(diagnostic: &'a Diagnostic, sources: &'a SourceMap) -> JsonDiagnostic<'a> {
+    JsonDiagnostic {
+        code: diagnostic.code.as_str(),
+        severity: diagnostic.severity.as_str(),
+        message: &diagnostic.message,
+        location: diagnostic
+            .primary_span()
+            .map(|span| position(sources, span)),
+        labels: diagnostic
+            .labels
+            .iter()
+            .map(|label| JsonLabel {
+                position: position(sources, label.span),
+                message: &label.message,
+                primary: label.primary,
+            })
+            .collect(),
+        notes: &diagnostic.notes,
+        help: &diagnostic.help,
+        hidden: diagnostic
+            .hidden
+            .iter()
+            .map(|hidden| JsonHidden {
+                code: hidden.code.as_str(),
+                errors: hidden.errors,
+                warnings: hidden.warnings,
+            })
+            .collect(),
+    }
+}
+
+fn report_json(
+    kind: Option<&str>,
+    diagnostics: &[Diagnostic],
+    suppressed: &[super::allow::Suppressed],
+    sources: &SourceMap,
+    stale: &[(String, String)],
+) -> String {
     let items = diagnostics
         .iter()
-        .map(|diagnostic| JsonDiagnostic {
-            code: diagnostic.code.as_str(),
-            severity: diagnostic.severity.as_str(),
-            message: &diagnostic.message,
-            location: diagnostic
-                .primary_span()
-                .map(|span| position(sources, span)),
-            labels: diagnostic
-                .labels
-                .iter()
-                .map(|label| JsonLabel {
-                    position: position(sources, label.span),
-                    message: &label.message,
-                    primary: label.primary,
-                })
-                .collect(),
-            notes: &diagnostic.notes,
-            help: &diagnostic.help,
-            hidden: diagnostic
-                .hidden
-                .iter()
-                .map(|hidden| JsonHidden {
-                    code: hidden.code.as_str(),
-                    errors: hidden.errors,
-                    warnings: hidden.warnings,
-                })
-                .collect(),
-        })
+        .map(|diagnostic| json_diagnostic(diagnostic, sources))
         .collect();
     let (errors, warnings) = super::count_findings(diagnostics);
     let report = JsonReport {
+        tenantc: kind.map(|_| JSON_ENVELOPE_VERSION),
+        kind,
         diagnostics: items,
         errors,
         warnings,
         hidden: hidden_count(diagnostics),
+        silenced: kind.map(|_| suppressed.len()),
+        suppressed: kind.map(|_| {
+            suppressed
+                .iter()
+                .map(|silenced| JsonSuppressed {
+                    diagnostic: json_diagnostic(&silenced.diagnostic, sources),
+                    reason: &silenced.reason,
+                    allow: position(sources, silenced.allow),
+                })
+                .collect()
+        }),
         stale: stale
             .iter()
             .map(|(path, change)| JsonStale { path, change })
@@ -591,7 +664,24 @@ pub fn sarif(
     stale: &[(String, String)],
     base: &str,
 ) -> String {
-    let mut used: Vec<Code> = diagnostics.iter().map(|d| d.code).collect();
+    sarif_report(diagnostics, &[], sources, stale, base)
+}
+
+/// Like [`sarif`], with the warnings that `allow` entries silenced: each is a result with one
+/// `inSource` suppression whose justification is the allow's reason and whose location is the
+/// allow, so code scanning shows it as suppressed rather than dropping it.
+pub fn sarif_report(
+    diagnostics: &[Diagnostic],
+    suppressed: &[super::allow::Suppressed],
+    sources: &SourceMap,
+    stale: &[(String, String)],
+    base: &str,
+) -> String {
+    let mut used: Vec<Code> = diagnostics
+        .iter()
+        .chain(suppressed.iter().map(|silenced| &silenced.diagnostic))
+        .map(|d| d.code)
+        .collect();
     used.sort_by_key(|code| Code::ALL.iter().position(|c| c == code));
     used.dedup();
     let mut rules: Vec<serde_json::Value> = used
@@ -614,9 +704,21 @@ pub fn sarif(
             "properties": { "stage": "check" },
         }));
     }
+    let suppressions = diagnostics
+        .iter()
+        .map(|_| None)
+        .chain(suppressed.iter().map(|silenced| {
+            Some(serde_json::json!([{
+                "kind": "inSource",
+                "justification": silenced.reason,
+                "location": { "physicalLocation": sarif_location(sources, silenced.allow, base) },
+            }]))
+        }));
     let mut results: Vec<serde_json::Value> = diagnostics
         .iter()
-        .map(|diagnostic| {
+        .chain(suppressed.iter().map(|silenced| &silenced.diagnostic))
+        .zip(suppressions)
+        .map(|(diagnostic, suppression)| {
             let mut text = diagnostic.message.clone();
             for note in &diagnostic.notes {
                 text.push_str("\nnote: ");
@@ -659,6 +761,9 @@ pub fn sarif(
                 .collect();
             if !related.is_empty() {
                 result.insert("relatedLocations".into(), related.into());
+            }
+            if let Some(suppression) = suppression {
+                result.insert("suppressions".into(), suppression);
             }
             serde_json::Value::Object(result)
         })

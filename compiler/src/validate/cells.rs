@@ -261,7 +261,7 @@ fn check_pool(cell: &Cell, pool: &Pool, catalog: &Catalog, diagnostics: &mut Vec
                 pool.gpu.value
             ),
         );
-        diagnostic = match did_you_mean(&pool.gpu.value, catalog.sku_keys()) {
+        diagnostic = match catalog.suggest_sku(&pool.gpu.value) {
             Some(close) => diagnostic
                 .with_label(format!("did you mean `{close}`?"))
                 .with_help(format!("use the model key `{close}`")),
@@ -596,6 +596,36 @@ mod tests {
             "pool \"p\" { gpu \"H100-80GB-SMX\"; nodes 1 gpus-per-node=8; sharing \"exclusive\" }",
         );
         assert_eq!(codes(&[("cells/c1.kdl", &cell)]), [Code::GpuModelUnknown]);
+    }
+
+    /// Issue 10 item 6: `H100` suggested `H100-96GB`, a generic key of the GH200 and H20 table,
+    /// whose PCI filter and profile names are wrong for an H100.
+    #[test]
+    fn suggests_a_gpu_model_of_the_same_family_and_form_factor() {
+        for (written, expected) in [
+            ("H100", "H100-80GB-SXM"),
+            ("h100", "H100-80GB-SXM"),
+            ("H100-PCIe", "H100-80GB-PCIe"),
+            ("H100-NVL", "H100-94GB-NVL"),
+            ("H100-80GB-SMX", "H100-80GB-SXM"),
+            ("H200", "H200-141GB-SXM"),
+            ("A100-80GB", "A100-80GB-SXM"),
+        ] {
+            let cell = cell_with_pool(&format!(
+                "pool \"p\" {{ gpu \"{written}\"; nodes 1 gpus-per-node=8; sharing \"exclusive\" }}"
+            ));
+            let compilation = compile_files(&[("cells/c1.kdl", &cell)]);
+            let found = compilation
+                .diagnostics
+                .iter()
+                .find(|diagnostic| diagnostic.code == Code::GpuModelUnknown)
+                .map(|diagnostic| diagnostic.help.clone());
+            assert_eq!(
+                found,
+                Some(format!("use the model key `{expected}`")),
+                "{written}"
+            );
+        }
     }
 
     #[test]
