@@ -27,6 +27,7 @@ pub mod plan;
 pub mod policy;
 pub mod quantity;
 pub mod report;
+pub mod review;
 pub mod schema;
 pub mod source;
 #[cfg(test)]
