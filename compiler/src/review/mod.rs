@@ -15,6 +15,8 @@
 //!   view cannot claim other access than what is emitted.
 //! - A tenant with no quota in any cell has no plan and so no summary: it is granted nothing.
 
+pub mod diff;
+
 use std::collections::BTreeMap;
 
 use serde::Serialize;
