@@ -145,6 +145,11 @@ const CHECKS: &[(&str, bool, Check)] = &[
         rbac::rbac_self_test_tampered_rbac_fails_the_checks,
     ),
     (
+        "rbac_matches_the_reviewer_view",
+        true,
+        rbac::rbac_matches_the_reviewer_view,
+    ),
+    (
         "kueue_fixtures_are_judged_by_the_crds_own_rules",
         true,
         kueue_fixtures_are_judged_by_the_crds_own_rules,
