@@ -220,10 +220,24 @@ fn immutable_fields_are_marked_replaced_on_sync() {
         "handler=\"nvidia\"",
         "handler=\"kata-nvidia\"",
     );
+    edit(
+        &root,
+        "cells/us-east-1a.kdl",
+        "label \"pool\" \"train-exclusive\"",
+        "label \"pool\" \"train-dedicated\"",
+    );
+    edit(
+        &root,
+        "cells/us-east-1a.kdl",
+        "label \"pool\" \"infer-mig\"",
+        "label \"pool\" \"infer-sliced\"",
+    );
     let output = tenantc(&root, &["--base", "main"]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let markdown = String::from_utf8(output.stdout).unwrap();
     for expected in [
+        "| **replaced on sync** | us-east-1a | policy | resource flavor pool-h100-train node labels | ",
+        "|  | us-east-1a | policy | resource flavor pool-h100-infer node labels | ",
         "| **replaced on sync** | us-east-1a | policy | priority class batch value | 1000 | 2000 |",
         "| **replaced on sync** | us-east-1a | policy | runtime class nvidia handler | nvidia | kata-nvidia |",
         "### Cell us-east-1a (changed)",
@@ -382,15 +396,45 @@ fn the_base_is_read_with_the_same_refusals_as_the_disk() {
     let (dir, root) = repository();
     // A symbolic link in the base could point anywhere once checked out: it is refused.
     std::os::unix::fs::symlink("/etc/passwd", root.join("tenants/evil.kdl")).unwrap();
+    // A name that may not reach generated output is refused as on disk.
+    fs::write(
+        root.join("tenants/bad\u{1b}[31mname.kdl"),
+        "tenant \"x\" {}\n",
+    )
+    .unwrap();
     git(dir.path(), &["add", "-A"]);
     git(dir.path(), &["commit", "-q", "-m", "link"]);
     fs::remove_file(root.join("tenants/evil.kdl")).unwrap();
+    fs::remove_file(root.join("tenants/bad\u{1b}[31mname.kdl")).unwrap();
     let output = tenantc(&root, &["--base", "main"]);
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     let stderr = String::from_utf8(output.stderr).unwrap();
-    assert!(stderr.contains("tenants/evil.kdl"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "error[file-not-regular]: `tenants/evil.kdl` is named like a declaration but is a symbolic link in git"
+        ),
+        "{stderr}"
+    );
     assert!(
         !stderr.contains("root:"),
         "the link's target was read: {stderr}"
     );
+}
+
+#[test]
+fn a_base_declaration_over_the_size_limit_is_refused_unread() {
+    let (dir, root) = repository();
+    let big = format!(
+        "// {}\n",
+        "x".repeat(usize::try_from(tenantc::limits::MAX_FILE_BYTES).unwrap())
+    );
+    fs::write(root.join("tenants/huge.kdl"), big).unwrap();
+    git(dir.path(), &["add", "-A"]);
+    git(dir.path(), &["commit", "-q", "-m", "huge"]);
+    fs::remove_file(root.join("tenants/huge.kdl")).unwrap();
+    let output = tenantc(&root, &["--base", "main"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("error[file-too-large]"), "{stderr}");
+    assert!(stderr.contains("tenants/huge.kdl"), "{stderr}");
 }

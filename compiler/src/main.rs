@@ -119,7 +119,8 @@ changed: entitlements (reserved and burst per pool resource, ceilings, quotas), 
 registries, weight digests, reachable pools, network egress and ingress, runtime classes, storage \
 prefixes) and policy (trust class, Pod Security, priority and runtime classes). Changes that \
 widen what a tenant gets are marked security-relevant; changes of immutable fields \
-(PriorityClass value and preemptionPolicy, RuntimeClass handler) are marked replaced on sync. \
+(PriorityClass value and preemptionPolicy, RuntimeClass handler, a topology ResourceFlavor's node \
+labels, tolerations and topology, a Topology's levels) are marked replaced on sync. \
 Both sides are compiled by this tenantc, so a change of tenantc itself does not show. See docs/diff.md.",
         after_help = "Examples:\n  tenantc diff --base origin/main                  Markdown for a pull-request comment\n  \
 tenantc diff --base main --format json\n  \

@@ -5,7 +5,9 @@
 //! Produces: a [`ReviewDiff`]: per tenant and per cell, every fact that was added, removed or
 //! changed, each marked as an entitlement, access or policy change, with the reason it matters
 //! for security when it widens what a tenant gets, and whether the API server must replace the
-//! object (an immutable field); rendered as Markdown ([`markdown`], for a pull-request comment)
+//! object (an immutable field: PriorityClass `value` and `preemptionPolicy`, RuntimeClass
+//! `handler`, and a topology ResourceFlavor's node labels, tolerations and topology name and
+//! its Topology's levels, as Kueue's CRD rules hold them); rendered as Markdown ([`markdown`], for a pull-request comment)
 //! or JSON ([`json`]); and [`files`], a bounded unified diff of the two output trees.
 //!
 //! Invariants:
@@ -64,6 +66,10 @@ pub struct Change {
     pub security: Option<String>,
     /// Whether a sync must delete and re-create the object (an immutable field changed).
     pub replaced_on_sync: bool,
+    /// The cluster-scoped object the fact belongs to, `Kind/name`, for facts of a cell's own
+    /// objects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
 }
 
 /// The changes of one tenant.
@@ -141,6 +147,8 @@ struct Fact {
     widen: Widen,
     /// Whether a changed value replaces the object on sync.
     immutable: bool,
+    /// The cluster-scoped object it belongs to, `Kind/name`.
+    object: Option<String>,
 }
 
 /// Facts keyed by `(cell, item)`.
@@ -153,6 +161,7 @@ fn fact(area: Area, value: impl Into<String>, widen: Widen) -> Fact {
         rank: None,
         widen,
         immutable: false,
+        object: None,
     }
 }
 
@@ -163,6 +172,7 @@ fn ranked(area: Area, value: impl Into<String>, rank: Option<i128>, reason: &'st
         rank,
         widen: Widen::Rank(reason),
         immutable: false,
+        object: None,
     }
 }
 
@@ -409,6 +419,7 @@ fn cell_facts(summary: &CellSummary) -> Facts {
             format!("priority class {} value", priority.name),
             Fact {
                 immutable: true,
+                object: Some(format!("PriorityClass/{}", priority.name)),
                 ..fact(Area::Policy, priority.value.to_string(), Widen::Never)
             },
         );
@@ -416,6 +427,7 @@ fn cell_facts(summary: &CellSummary) -> Facts {
             format!("priority class {} preemption", priority.name),
             Fact {
                 immutable: true,
+                object: Some(format!("PriorityClass/{}", priority.name)),
                 ..fact(
                     Area::Policy,
                     if priority.preempt {
@@ -433,6 +445,7 @@ fn cell_facts(summary: &CellSummary) -> Facts {
             format!("runtime class {} handler", class.name),
             Fact {
                 immutable: true,
+                object: Some(format!("RuntimeClass/{}", class.name)),
                 ..fact(Area::Policy, &class.handler, Widen::Never)
             },
         );
@@ -446,6 +459,49 @@ fn cell_facts(summary: &CellSummary) -> Facts {
             format!("endpoint {name}"),
             fact(Area::Access, cidr, Widen::Presence(NEW_EGRESS)),
         );
+    }
+    for pool in &summary.pools {
+        // With a topology, Kueue's CRD refuses any change of these fields.
+        let topology = pool.topology.is_some();
+        let flavor = &pool.flavor;
+        put(
+            format!("resource flavor {flavor} node labels"),
+            Fact {
+                immutable: topology,
+                object: Some(format!("ResourceFlavor/{flavor}")),
+                ..fact(Area::Policy, pool.node_labels.join(", "), Widen::Never)
+            },
+        );
+        put(
+            format!("resource flavor {flavor} tolerations"),
+            Fact {
+                immutable: topology,
+                object: Some(format!("ResourceFlavor/{flavor}")),
+                ..fact(Area::Policy, pool.taints.join(", "), Widen::Never)
+            },
+        );
+        put(
+            format!("resource flavor {flavor} topology"),
+            Fact {
+                immutable: topology,
+                object: Some(format!("ResourceFlavor/{flavor}")),
+                ..fact(
+                    Area::Policy,
+                    pool.topology.as_deref().unwrap_or("none"),
+                    Widen::Never,
+                )
+            },
+        );
+        if let Some(name) = &pool.topology {
+            put(
+                format!("topology {name} levels"),
+                Fact {
+                    immutable: true,
+                    object: Some(format!("Topology/{name}")),
+                    ..fact(Area::Policy, pool.levels.join(", "), Widen::Never)
+                },
+            );
+        }
     }
     put(
         "GitOps user".to_string(),
@@ -498,10 +554,26 @@ fn compare(base: &Facts, head: &Facts) -> Vec<Change> {
             before: before.map(|fact| fact.value.clone()),
             after: after.map(|fact| fact.value.clone()),
             security: security.map(str::to_string),
-            replaced_on_sync: judged.immutable && before.is_some() && after.is_some(),
+            // Whether the API server refuses the update depends on the object it holds.
+            replaced_on_sync: before.is_some_and(|fact| fact.immutable) && after.is_some(),
+            object: judged.object.clone(),
         });
     }
     changes
+}
+
+/// The objects a sync must replace, `Kind/name` per cell, sorted: those with a change marked
+/// replaced on sync.
+pub fn replaced_objects(diff: &ReviewDiff) -> BTreeSet<(String, String)> {
+    diff.cells
+        .iter()
+        .flat_map(|cell| {
+            cell.changes
+                .iter()
+                .filter(|change| change.replaced_on_sync)
+                .filter_map(|change| Some((cell.cell.clone(), change.object.clone()?)))
+        })
+        .collect()
 }
 
 /// The semantic diff from `base` to `head`.

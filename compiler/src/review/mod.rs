@@ -228,6 +228,26 @@ pub struct CellSummary {
     pub gitops_user: String,
     /// The break-glass group, which may change managed objects.
     pub break_glass: String,
+    /// Its pools' Kueue ResourceFlavors and Topologies, in pool order.
+    pub pools: Vec<PoolSummary>,
+}
+
+/// A pool's ResourceFlavor and Topology; with a topology, the flavor's node labels, tolerations
+/// and topology name, and the Topology's levels, cannot change in place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PoolSummary {
+    /// The pool.
+    pub name: String,
+    /// Its ResourceFlavor.
+    pub flavor: String,
+    /// The flavor's node labels, `key=value`, sorted by key.
+    pub node_labels: Vec<String>,
+    /// The pool's taints, which the flavor tolerates, as kubectl prints them.
+    pub taints: Vec<String>,
+    /// Its Topology's name, where it declares one.
+    pub topology: Option<String>,
+    /// The Topology's levels, coarse to fine.
+    pub levels: Vec<String>,
 }
 
 /// A priority class; `value` and `preempt` cannot change in place.
@@ -481,6 +501,26 @@ fn cell_summary(cell: &CellPlan) -> CellSummary {
         endpoints: cell.network.endpoints.clone(),
         gitops_user: cell.gitops.user.clone(),
         break_glass: cell.gitops.break_glass.clone(),
+        pools: cell
+            .pools
+            .iter()
+            .map(|pool| PoolSummary {
+                name: pool.name.clone(),
+                flavor: pool.flavor.clone(),
+                node_labels: pool
+                    .node_labels
+                    .iter()
+                    .map(|(key, value)| format!("{key}={value}"))
+                    .collect(),
+                taints: pool.taints.iter().map(|taint| taint.display()).collect(),
+                topology: pool.topology.as_ref().map(|topology| topology.name.clone()),
+                levels: pool
+                    .topology
+                    .as_ref()
+                    .map(|topology| topology.levels.clone())
+                    .unwrap_or_default(),
+            })
+            .collect(),
     }
 }
 
