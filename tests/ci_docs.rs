@@ -93,7 +93,7 @@ fn the_documented_ci_commands_pass_a_clean_fleet_and_fail_a_broken_one() {
     let kinds: Vec<&str> = commands.iter().map(|(kind, _)| kind.as_str()).collect();
     assert_eq!(
         kinds,
-        ["run", "entry"],
+        ["run", "entry", "run"],
         "docs/ci.md changed its examples: {commands:?}"
     );
     let workflow = &commands[0].1;
@@ -137,4 +137,64 @@ fn the_documented_ci_commands_pass_a_clean_fleet_and_fail_a_broken_one() {
         "{results:#?}"
     );
     assert_eq!(run(stale.path(), hook).0, 1);
+}
+
+/// Runs git in `dir` with a fixed identity and no user configuration.
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=tenantc-test",
+            "-c",
+            "user.email=test@example.com",
+        ])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+#[test]
+fn the_documented_diff_step_summarises_a_pull_request_against_its_base() {
+    let commands = documented();
+    let diff = &commands.last().unwrap().1;
+    assert!(diff.starts_with("tenantc diff --base "), "{diff}");
+    assert!(diff.contains("> tenantc-diff.md"), "{diff}");
+    let repo = tempfile::tempdir().unwrap();
+    copy_fleet(repo.path());
+    git(repo.path(), &["init", "-q"]);
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "base"]);
+    // As `actions/checkout` with `fetch-depth: 0` leaves it: the base branch as `origin/main`.
+    git(
+        repo.path(),
+        &["update-ref", "refs/remotes/origin/main", "HEAD"],
+    );
+    let file = repo.path().join("tenants/acme-research.kdl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("burst=32 gang=32", "burst=40 gang=32")).unwrap();
+    let (status, stderr) = run(
+        repo.path(),
+        &format!("GITHUB_BASE_REF=main; export GITHUB_BASE_REF; {diff}"),
+    );
+    assert_eq!(status, 0, "{stderr}");
+    let comment = std::fs::read_to_string(repo.path().join("tenantc-diff.md")).unwrap();
+    assert!(
+        comment.starts_with("## tenantc diff: origin/main ("),
+        "{comment}"
+    );
+    assert!(
+        comment.contains("| **security: higher quota** | us-east-1a | entitlement | burst on pool h100-train nvidia.com/gpu | 32 | 40 |"),
+        "{comment}"
+    );
 }

@@ -68,12 +68,13 @@ const FIELD_MANAGER: &str = "tenantc";
 const PREREQUISITE_NAMESPACES: &[&str] = &["gpu-operator"];
 
 /// Objects of the previous commit's `out/` that the API server refuses to update in place to
-/// the current `out/`. Empty: no commit so far changed an immutable field. Issue 10 replaces
-/// this list with the set tenantc marks for replacement.
+/// the current `out/`. Empty: no commit so far changed an immutable field. The check also
+/// requires the set to equal what `tenantc diff` marks replaced on sync.
 const EXPECTED_REFUSED_FROM_PREVIOUS_COMMIT: &[&str] = &[];
 
 /// Objects of the generated older tree that the API server refuses to update in place: its
-/// PriorityClass `upd-batch` changes `value`, which is immutable.
+/// PriorityClass `upd-batch` changes `value`, which is immutable; `tenantc diff` must mark
+/// exactly these replaced on sync.
 const EXPECTED_REFUSED_FROM_GENERATED_OLDER: &[&str] = &["PriorityClass/upd-batch"];
 
 // ---------------------------------------------------------------------------------------------
@@ -143,6 +144,11 @@ const CHECKS: &[(&str, bool, Check)] = &[
         "rbac_self_test_tampered_rbac_fails_the_checks",
         true,
         rbac::rbac_self_test_tampered_rbac_fails_the_checks,
+    ),
+    (
+        "rbac_matches_the_reviewer_view",
+        true,
+        rbac::rbac_matches_the_reviewer_view,
     ),
     (
         "kueue_fixtures_are_judged_by_the_crds_own_rules",
@@ -1073,8 +1079,21 @@ fn generated_fleets_compile(_: &Cluster) {
         GENERATED_CELLS,
         Variant::New,
     ));
-    let old = compile_inputs(&generated_fleet("upd", 8, 2, Variant::Old));
-    let new = compile_inputs(&generated_fleet("upd", 8, 2, Variant::New));
+    let old_inputs = generated_fleet("upd", 8, 2, Variant::Old);
+    let new_inputs = generated_fleet("upd", 8, 2, Variant::New);
+    let old = compile_inputs(&old_inputs);
+    let new = compile_inputs(&new_inputs);
+    // Offline, the objects `tenantc diff` marks replaced on sync are the documented ones; the
+    // update check proves the API server refuses exactly those.
+    let marked = marked_for_replacement(&compile(&old_inputs), &compile(&new_inputs));
+    let documented: BTreeSet<String> = EXPECTED_REFUSED_FROM_GENERATED_OLDER
+        .iter()
+        .map(|id| id.to_string())
+        .collect();
+    assert_eq!(
+        marked, documented,
+        "`tenantc diff` marks other objects for replacement than EXPECTED_REFUSED_FROM_GENERATED_OLDER"
+    );
     let tenants = |tree: &OutputTree| {
         objects_of(tree)
             .iter()
@@ -1279,14 +1298,48 @@ fn previous_commit_out_updates_in_place_to_the_current_one(cluster: &Cluster) {
     let observed: BTreeSet<String> = refused.keys().cloned().collect();
     assert_eq!(
         observed, expected,
-        "objects refused in place differ from EXPECTED_REFUSED_FROM_PREVIOUS_COMMIT (issue 10 will mark them for replacement)"
+        "objects refused in place differ from EXPECTED_REFUSED_FROM_PREVIOUS_COMMIT"
     );
+    // The same commit as `tenantc diff --base` reads it: its marks must name exactly these.
+    let (_, loaded) = tenantc::git::load_revision(&repo, &rev)
+        .unwrap_or_else(|error| panic!("reading {rev} from git: {}", error.message()));
+    let base = tenantc::compile_loaded(&loaded);
+    if base.has_errors() {
+        println!(
+            "  NOTE: the declarations at {rev} do not compile with this tenantc; the marks of `tenantc diff` are checked on the generated older tree"
+        );
+        return;
+    }
+    let marked = marked_for_replacement(&base, &support::compile_root(&repo));
+    assert_eq!(
+        observed, marked,
+        "objects refused in place differ from those `tenantc diff --base {rev}` marks replaced on sync"
+    );
+    println!("  `tenantc diff --base {rev}` marks exactly these for replacement");
+}
+
+/// The cluster-scoped objects that `tenantc diff` marks replaced on sync from `old` to `new`,
+/// `Kind/name`, whatever the cell.
+fn marked_for_replacement(
+    old: &tenantc::Compilation,
+    new: &tenantc::Compilation,
+) -> BTreeSet<String> {
+    let review = |compilation: &tenantc::Compilation| {
+        tenantc::review::review(compilation.plan.as_ref().expect("a plan"))
+    };
+    let diff = tenantc::review::diff::diff(&review(old), &review(new), "old", "new");
+    tenantc::review::diff::replaced_objects(&diff)
+        .into_iter()
+        .map(|(_, object)| object)
+        .collect()
 }
 
 fn generated_older_tree_updates_refuse_only_the_expected_objects(cluster: &Cluster) {
     install_crds(cluster);
-    let old = compile_inputs(&generated_fleet("upd", 8, 2, Variant::Old));
-    let new = compile_inputs(&generated_fleet("upd", 8, 2, Variant::New));
+    let old_inputs = generated_fleet("upd", 8, 2, Variant::Old);
+    let new_inputs = generated_fleet("upd", 8, 2, Variant::New);
+    let old = compile_inputs(&old_inputs);
+    let new = compile_inputs(&new_inputs);
     assert_ne!(old, new, "the two variants must differ");
     let refused = refused_updates(cluster, &old, &new);
     print_refused("generated older tree -> newer tree", &refused);
@@ -1296,6 +1349,12 @@ fn generated_older_tree_updates_refuse_only_the_expected_objects(cluster: &Clust
         .collect();
     let observed: BTreeSet<String> = refused.keys().cloned().collect();
     assert_eq!(observed, expected, "objects refused in place");
+    let marked = marked_for_replacement(&compile(&old_inputs), &compile(&new_inputs));
+    assert_eq!(
+        observed, marked,
+        "objects refused in place differ from those `tenantc diff` marks replaced on sync"
+    );
+    println!("  `tenantc diff` marks exactly these for replacement");
     for message in refused.values() {
         assert!(
             message.contains("immutable") || message.contains("may not be changed"),

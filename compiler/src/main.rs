@@ -188,6 +188,24 @@ unknown cell, a namespace no tenant owns, an unreadable object, usage or interna
         long_about = "Model weights are pinned per tenant in weights/<tenant>.lock: per model version its prefix, its OpenSSF model-signing root digest (method `files`, sha256), every file with its sha256, and the signature file with its sha256. `build` and `check` verify every declared model against its lock entry and the tenant's own keys, offline, and fail if any cannot be verified. See docs/weights.md."
     )]
     Weights(WeightsCommand),
+    /// Summarise what a change does to each tenant and cell, against a git revision.
+    #[command(
+        long_about = "Compile the work tree (head) and the declarations of a git revision (base, \
+read with git without touching the work tree or the index) and print, per tenant and cell, what \
+changed: entitlements (reserved and burst per pool resource, ceilings, quotas), access (groups, \
+registries, weight digests, reachable pools, network egress and ingress, runtime classes, storage \
+prefixes) and policy (trust class, Pod Security, priority and runtime classes). Changes that \
+widen what a tenant gets are marked security-relevant; changes of immutable fields \
+(PriorityClass value and preemptionPolicy, RuntimeClass handler, a topology ResourceFlavor's node \
+labels, tolerations and topology, a Topology's levels) are marked replaced on sync. \
+Both sides are compiled by this tenantc, so a change of tenantc itself does not show. See docs/diff.md.",
+        after_help = "Examples:\n  tenantc diff --base origin/main                  Markdown for a pull-request comment\n  \
+tenantc diff --base main --format json\n  \
+tenantc diff --base HEAD~1 --format files        a unified diff of out/\n\n\
+Exit codes: 0 printed, 1 the work tree or the base does not compile, 2 not a git repository, \
+an unknown revision, usage, IO or internal errors."
+    )]
+    Diff(DiffArgs),
 }
 
 #[derive(Debug, Args)]
@@ -362,6 +380,7 @@ fn main() -> ExitCode {
         Command::Describe(args) => describe(&args),
         Command::TestPolicy(args) => test_policy(&args),
         Command::Weights(command) => weights(command),
+        Command::Diff(args) => diff(&args),
     };
     if STDOUT_FAILED.load(std::sync::atomic::Ordering::Relaxed) {
         eprintln!("error: cannot write to stdout");
@@ -1455,4 +1474,134 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.write_all(bytes)?;
     file.sync_all()?;
     std::fs::rename(&temporary, path)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DiffFormat {
+    /// Markdown, for a pull-request comment.
+    Markdown,
+    /// One JSON document.
+    Json,
+    /// A unified diff of the output trees (bounded).
+    Files,
+}
+
+#[derive(Debug, Args)]
+struct DiffArgs {
+    /// The git revision to compare the work tree with, such as `origin/main`.
+    #[arg(long, value_name = "REV")]
+    base: String,
+    /// Project root holding tenants/ and cells/, inside a git work tree.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    root: PathBuf,
+    /// How to print the diff.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Markdown)]
+    format: DiffFormat,
+    /// When to colour diagnostics.
+    #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
+    color: ColorArg,
+}
+
+/// `tenantc diff`: compiles the base revision and the work tree and prints what changed.
+fn diff(args: &DiffArgs) -> ExitCode {
+    use tenantc::review::{self, diff as review_diff};
+    let json = args.format == DiffFormat::Json;
+    let fatal = |message: &str, help: Option<String>| {
+        eprintln!("error: {message}");
+        if let Some(help) = &help {
+            eprintln!("  = help: {help}");
+        }
+        if json {
+            println!("{}", serde_json::json!({ "fatal": message, "help": help }));
+        }
+        ExitCode::from(EXIT_FAILURE)
+    };
+    let (commit, base_loaded) = match tenantc::git::load_revision(&args.root, &args.base) {
+        Ok(found) => found,
+        Err(error) => return fatal(&error.message(), Some(error.help())),
+    };
+    let head_loaded = match load::load(&args.root) {
+        Ok(loaded) => loaded,
+        Err(error) => return fatal(&format!("cannot read declarations: {error}"), None),
+    };
+    let short: String = commit.chars().take(12).collect();
+    let base_name = format!("{} ({short})", args.base);
+    let mut sides = Vec::new();
+    for (side, loaded) in [
+        (format!("base {base_name}"), &base_loaded),
+        ("the work tree".to_string(), &head_loaded),
+    ] {
+        let compilation = compile_loaded(loaded);
+        if let Some(error) = &compilation.internal_error {
+            return fatal(
+                &format!("{side}: {error}; this is a bug in tenantc, please report it"),
+                None,
+            );
+        }
+        if compilation.has_errors() {
+            eprintln!("error: {side} does not compile; its diagnostics follow");
+            if json {
+                print!(
+                    "{}",
+                    render::json(&compilation.diagnostics, &compilation.sources)
+                );
+            }
+            eprint!(
+                "{}",
+                render::human(
+                    &compilation.diagnostics,
+                    &compilation.sources,
+                    color(args.color)
+                )
+            );
+            eprintln!("{} in {side}", render::summary(&compilation.diagnostics));
+            return ExitCode::from(EXIT_ERRORS);
+        }
+        sides.push(compilation);
+    }
+    let (Some(base), Some(head)) = (sides.first(), sides.get(1)) else {
+        return fatal(
+            "a side was not compiled; this is a bug in tenantc, please report it",
+            None,
+        );
+    };
+    let text = match args.format {
+        DiffFormat::Files => {
+            let empty = tenantc::emit::OutputTree::new();
+            review_diff::files(
+                base.output.as_ref().unwrap_or(&empty),
+                head.output.as_ref().unwrap_or(&empty),
+            )
+        }
+        DiffFormat::Markdown | DiffFormat::Json => {
+            let (Some(base_plan), Some(head_plan)) = (&base.plan, &head.plan) else {
+                return fatal(
+                    "the declarations have no error but were not resolved; this is a bug in tenantc, please report it",
+                    None,
+                );
+            };
+            let changes = review_diff::diff(
+                &review::review(base_plan),
+                &review::review(head_plan),
+                &base_name,
+                "work tree",
+            );
+            if json {
+                match review_diff::json(&changes) {
+                    Ok(text) => text,
+                    Err(error) => {
+                        return fatal(
+                            &format!(
+                                "the diff cannot be written as JSON: {error}; this is a bug in tenantc, please report it"
+                            ),
+                            None,
+                        );
+                    }
+                }
+            } else {
+                review_diff::markdown(&changes)
+            }
+        }
+    };
+    print_out(&text)
 }

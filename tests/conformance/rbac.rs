@@ -1997,3 +1997,165 @@ pub(super) fn rbac_self_test_tampered_rbac_fails_the_checks(cluster: &Cluster) {
     );
     println!("  every check passes again after the tampering is undone");
 }
+
+// The reviewer view's claims ------------------------------------------------------------------
+
+/// Every verb a tenant role could hold on a namespaced resource, and those it must never hold.
+const VIEW_VERBS: &[&str] = &[
+    "get",
+    "list",
+    "watch",
+    "create",
+    "update",
+    "patch",
+    "delete",
+    "deletecollection",
+    "escalate",
+    "bind",
+    "impersonate",
+];
+
+/// One question about a tenant group and what the reviewer view says the answer is.
+struct ViewClaim {
+    question: Question,
+    claimed: bool,
+}
+
+/// The questions of [`view_claims`]: in every namespace of every tenant, for each of its groups,
+/// every verb of [`VIEW_VERBS`] on every resource the view names for any role and on every
+/// namespaced floor kind (claimed where the view lists the verb, a sample it does not claim
+/// otherwise), and in one namespace of another tenant in the same cell, reads and writes of
+/// pods and Secrets (never claimed).
+fn view_claims(review: &tenantc::review::Review) -> Vec<ViewClaim> {
+    let mut resources: BTreeSet<(String, String)> = BTreeSet::new();
+    for summary in &review.tenants {
+        for group in &summary.groups {
+            for rule in &group.rules {
+                resources.insert((rule.api_group.clone(), rule.resource.clone()));
+            }
+        }
+    }
+    for kind in FLOOR.iter().filter(|kind| kind.scope == Scope::Namespaced) {
+        resources.insert((kind.group.to_string(), kind.resource.to_string()));
+    }
+    let mut claims = Vec::new();
+    for summary in &review.tenants {
+        for group in &summary.groups {
+            for cell in &summary.cells {
+                for namespace in &cell.namespaces {
+                    for (api_group, resource) in &resources {
+                        let row = Row::new(Scope::Namespaced, api_group, resource);
+                        let rule = group.rules.iter().find(|rule| {
+                            &rule.api_group == api_group && &rule.resource == resource
+                        });
+                        for verb in VIEW_VERBS {
+                            claims.push(ViewClaim {
+                                question: Question::about(
+                                    &group.group,
+                                    &namespace.name,
+                                    &row,
+                                    verb,
+                                ),
+                                claimed: rule
+                                    .is_some_and(|rule| rule.verbs.iter().any(|v| v == verb)),
+                            });
+                        }
+                    }
+                }
+                // Another tenant's namespace in the same cell: the view claims nothing there.
+                let other = review
+                    .tenants
+                    .iter()
+                    .filter(|other| other.tenant != summary.tenant)
+                    .flat_map(|other| &other.cells)
+                    .filter(|other| other.cell == cell.cell)
+                    .flat_map(|other| &other.namespaces)
+                    .next();
+                if let Some(other) = other {
+                    for resource in ["pods", "secrets"] {
+                        let row = Row::new(Scope::Namespaced, "", resource);
+                        for verb in ["get", "list", "create", "delete"] {
+                            claims.push(ViewClaim {
+                                question: Question::about(&group.group, &other.name, &row, verb),
+                                claimed: false,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    claims
+}
+
+/// Where the API server's answers differ from the view's claims.
+fn view_mismatches(claims: &[ViewClaim], answers: &[bool]) -> Vec<String> {
+    claims
+        .iter()
+        .zip(answers)
+        .filter(|(claim, allowed)| claim.claimed != **allowed)
+        .map(|(claim, allowed)| {
+            let question = &claim.question;
+            format!(
+                "{} {} {}{} in {}: the view says {}, the API server says {}",
+                question.group,
+                question.verb,
+                if question.api_group.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}/", question.api_group)
+                },
+                question.resource,
+                question.namespace,
+                if claim.claimed { "allowed" } else { "denied" },
+                if *allowed { "allowed" } else { "denied" },
+            )
+        })
+        .collect()
+}
+
+/// For each tenant group and each kind and verb the reviewer view (`golden/review/`) claims, and
+/// a sample it does not claim, a SubjectAccessReview must answer exactly as the view says.
+pub(super) fn rbac_matches_the_reviewer_view(cluster: &Cluster) {
+    set_up(cluster);
+    let compilation = support::compile_root(&support::repo());
+    let review = tenantc::review::review(compilation.plan.as_ref().expect("a plan"));
+    let claims = view_claims(&review);
+    let questions: Vec<Question> = claims.iter().map(|claim| claim.question.clone()).collect();
+    let answers = ask(cluster, &questions);
+    let mismatches = view_mismatches(&claims, &answers);
+    let claimed = claims.iter().filter(|claim| claim.claimed).count();
+    println!(
+        "  {} questions about {} tenants: {claimed} claimed by the reviewer view, {} not claimed",
+        claims.len(),
+        review.tenants.len(),
+        claims.len() - claimed
+    );
+    assert!(
+        mismatches.is_empty(),
+        "the API server and the reviewer view disagree ({}):\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+    // Self-test: a view that claims one verb more, or one less, than the API server grants is
+    // reported.
+    let mut widened = claims;
+    let denied = widened
+        .iter()
+        .position(|claim| !claim.claimed && claim.question.resource == "networkpolicies")
+        .expect("a denied write on NetworkPolicies");
+    widened[denied].claimed = true;
+    let granted = widened
+        .iter()
+        .position(|claim| claim.claimed && claim.question.resource == "pods")
+        .expect("a granted verb on pods");
+    widened[granted].claimed = false;
+    assert_eq!(
+        view_mismatches(&widened, &answers).len(),
+        2,
+        "a tampered view must show two mismatches"
+    );
+    println!(
+        "  the API server answers every question as the reviewer view claims; a tampered view is reported"
+    );
+}

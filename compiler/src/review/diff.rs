@@ -1,0 +1,972 @@
+//! The semantic diff of two reviewer views, for `tenantc diff --base <revision>`.
+//!
+//! Consumes: the [`Review`] of a base and of a head compilation (and, for the file diff, their
+//! output trees).
+//! Produces: a [`ReviewDiff`]: per tenant and per cell, every fact that was added, removed or
+//! changed, each marked as an entitlement, access or policy change, with the reason it matters
+//! for security when it widens what a tenant gets, and whether the API server must replace the
+//! object (an immutable field: PriorityClass `value` and `preemptionPolicy`, RuntimeClass
+//! `handler`, and a topology ResourceFlavor's node labels, tolerations and topology name and
+//! its Topology's levels, as Kueue's CRD rules hold them); rendered as Markdown ([`markdown`], for a pull-request comment)
+//! or JSON ([`json`]); and [`files`], a bounded unified diff of the two output trees.
+//!
+//! Invariants:
+//! - One model, two renderings: every change is a difference of two [`Review`]s, flattened into
+//!   keyed facts, never a comparison of YAML.
+//! - Deterministic: tenants, cells and facts are sorted, so the same inputs print the same bytes.
+//! - Every text from a declaration is escaped in Markdown (`md`), so no declared value can add
+//!   markup, links or table cells to a pull-request comment.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::{AccessSummary, CellSummary, Review};
+use crate::emit::OutputTree;
+use crate::quantity::Quantity;
+
+/// What a change is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Area {
+    /// Reserved, burst and lent devices, ceilings and other quotas.
+    Entitlement,
+    /// What the tenant may read, write, reach and run.
+    Access,
+    /// Trust class, Pod Security, priorities and the cell's own policy objects.
+    Policy,
+}
+
+/// Whether a tenant or cell was added, removed or changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Only in head.
+    Added,
+    /// Only in base.
+    Removed,
+    /// In both, with different facts.
+    Changed,
+}
+
+/// One fact that differs between base and head.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// The cell it holds in, or `None` for the whole fleet.
+    pub cell: Option<String>,
+    /// What it is about.
+    pub area: Area,
+    /// The fact, in words.
+    pub item: String,
+    /// Its value in base, `None` when base does not have it.
+    pub before: Option<String>,
+    /// Its value in head, `None` when head does not have it.
+    pub after: Option<String>,
+    /// Why it matters for security, when it widens what a tenant gets.
+    pub security: Option<String>,
+    /// Whether a sync must delete and re-create the object (an immutable field changed).
+    pub replaced_on_sync: bool,
+    /// The cluster-scoped object the fact belongs to, `Kind/name`, for facts of a cell's own
+    /// objects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
+}
+
+/// The changes of one tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TenantDiff {
+    /// The tenant.
+    pub tenant: String,
+    /// Added, removed or changed.
+    pub status: Status,
+    /// Its changes, by cell and fact.
+    pub changes: Vec<Change>,
+}
+
+/// The changes of one cell's own facts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CellDiff {
+    /// The cell.
+    pub cell: String,
+    /// Added, removed or changed.
+    pub status: Status,
+    /// Its changes, by fact.
+    pub changes: Vec<Change>,
+}
+
+/// The semantic diff of two reviews.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReviewDiff {
+    /// The base revision as the user named it.
+    pub base: String,
+    /// What head is (`work tree`).
+    pub head: String,
+    /// Tenants that changed, sorted.
+    pub tenants: Vec<TenantDiff>,
+    /// Cells whose own facts changed, sorted.
+    pub cells: Vec<CellDiff>,
+}
+
+impl ReviewDiff {
+    /// Every change, of tenants first, then of cells.
+    pub fn changes(&self) -> impl Iterator<Item = &Change> {
+        self.tenants
+            .iter()
+            .flat_map(|tenant| &tenant.changes)
+            .chain(self.cells.iter().flat_map(|cell| &cell.changes))
+    }
+
+    /// How many changes are marked security-relevant.
+    pub fn security_count(&self) -> usize {
+        self.changes()
+            .filter(|change| change.security.is_some())
+            .count()
+    }
+}
+
+/// How a fact's change is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Widen {
+    /// Never security-relevant.
+    Never,
+    /// Security-relevant when added or changed.
+    Presence(&'static str),
+    /// Security-relevant when added or its rank rises.
+    Rank(&'static str),
+    /// Security-relevant on any change.
+    Any(&'static str),
+}
+
+/// One fact of a review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fact {
+    area: Area,
+    value: String,
+    /// A number to compare (devices, millicores, bytes, a Pod Security level), for `Widen::Rank`.
+    rank: Option<i128>,
+    widen: Widen,
+    /// Whether a changed value replaces the object on sync.
+    immutable: bool,
+    /// The cluster-scoped object it belongs to, `Kind/name`.
+    object: Option<String>,
+}
+
+/// Facts keyed by `(cell, item)`.
+type Facts = BTreeMap<(Option<String>, String), Fact>;
+
+fn fact(area: Area, value: impl Into<String>, widen: Widen) -> Fact {
+    Fact {
+        area,
+        value: value.into(),
+        rank: None,
+        widen,
+        immutable: false,
+        object: None,
+    }
+}
+
+fn ranked(area: Area, value: impl Into<String>, rank: Option<i128>, reason: &'static str) -> Fact {
+    Fact {
+        area,
+        value: value.into(),
+        rank,
+        widen: Widen::Rank(reason),
+        immutable: false,
+        object: None,
+    }
+}
+
+/// A quantity's rank: its value in thousandths.
+fn quantity_rank(text: &str) -> Option<i128> {
+    Quantity::parse(text).ok().map(|quantity| quantity.milli())
+}
+
+/// Pod Security levels from the strictest.
+fn level_rank(level: &str) -> Option<i128> {
+    match level {
+        "restricted" => Some(0),
+        "baseline" => Some(1),
+        "privileged" => Some(2),
+        _ => None,
+    }
+}
+
+const NEW_REGISTRY: &str = "new registry";
+const NEW_DIGEST: &str = "new weight digest";
+const HIGHER_QUOTA: &str = "higher quota";
+const WIDER: &str = "widened access";
+const NEW_EGRESS: &str = "new egress";
+const NEW_INGRESS: &str = "new ingress";
+const EXCEPTION: &str = "Pod Security exception";
+
+fn tenant_facts(summary: &AccessSummary) -> Facts {
+    let mut facts = Facts::new();
+    let mut put = |cell: Option<&str>, item: String, fact: Fact| {
+        facts.insert((cell.map(str::to_string), item), fact);
+    };
+    put(
+        None,
+        "trust class".to_string(),
+        fact(
+            Area::Policy,
+            &summary.trust,
+            Widen::Any("trust class changed"),
+        ),
+    );
+    put(
+        None,
+        "org".to_string(),
+        fact(
+            Area::Policy,
+            &summary.org,
+            Widen::Any("org changed: its cohort and shared pools"),
+        ),
+    );
+    for group in &summary.groups {
+        put(
+            None,
+            format!("{} group", group.role),
+            fact(
+                Area::Access,
+                format!("{} ({})", group.group, group.cluster_role),
+                Widen::Presence(WIDER),
+            ),
+        );
+    }
+    for registry in &summary.registries {
+        put(
+            None,
+            format!("image registry {registry}"),
+            fact(Area::Access, "allowed", Widen::Presence(NEW_REGISTRY)),
+        );
+    }
+    for model in &summary.models {
+        put(
+            None,
+            format!("model {} {}", model.name, model.version),
+            fact(
+                Area::Access,
+                format!("{} at {}", model.digest, model.prefix),
+                Widen::Presence(NEW_DIGEST),
+            ),
+        );
+    }
+    for cell in &summary.cells {
+        let at = Some(cell.cell.as_str());
+        for reservation in &cell.reservations {
+            let what = format!("pool {} {}", reservation.pool, reservation.resource);
+            put(
+                at,
+                format!("reserved on {what}"),
+                ranked(
+                    Area::Entitlement,
+                    reservation.reserved.to_string(),
+                    Some(i128::from(reservation.reserved)),
+                    HIGHER_QUOTA,
+                ),
+            );
+            put(
+                at,
+                format!("burst on {what}"),
+                ranked(
+                    Area::Entitlement,
+                    reservation.burst.to_string(),
+                    Some(i128::from(reservation.burst)),
+                    HIGHER_QUOTA,
+                ),
+            );
+            if let Some(lend) = reservation.lend {
+                put(
+                    at,
+                    format!("lent at most on {what}"),
+                    fact(Area::Entitlement, lend.to_string(), Widen::Never),
+                );
+            }
+        }
+        for (name, value) in [("cpu", &cell.ceiling.cpu), ("memory", &cell.ceiling.memory)] {
+            put(
+                at,
+                format!("{name} ceiling"),
+                ranked(Area::Entitlement, value, quantity_rank(value), HIGHER_QUOTA),
+            );
+        }
+        put(
+            at,
+            "pods ceiling".to_string(),
+            ranked(
+                Area::Entitlement,
+                cell.ceiling.pods.to_string(),
+                Some(i128::from(cell.ceiling.pods)),
+                HIGHER_QUOTA,
+            ),
+        );
+        for pool in &cell.reachable_pools {
+            put(
+                at,
+                format!("reaches pool {pool}"),
+                fact(Area::Access, "yes", Widen::Presence(WIDER)),
+            );
+        }
+        for namespace in &cell.namespaces {
+            let ns = &namespace.name;
+            put(
+                at,
+                format!("namespace {ns}"),
+                fact(
+                    Area::Access,
+                    format!(
+                        "{}, service account {}, priority {}",
+                        namespace.workload,
+                        namespace.service_account,
+                        namespace.priority.as_deref().unwrap_or("none")
+                    ),
+                    Widen::Presence(WIDER),
+                ),
+            );
+            put(
+                at,
+                format!("pod security of {ns}"),
+                ranked(
+                    Area::Policy,
+                    &namespace.pod_security,
+                    level_rank(&namespace.pod_security),
+                    EXCEPTION,
+                ),
+            );
+            for exception in &namespace.exceptions {
+                put(
+                    at,
+                    format!("exception {} in {ns}", exception.name),
+                    fact(
+                        Area::Policy,
+                        format!(
+                            "adds {}, approved by {}",
+                            exception.capabilities.join(", "),
+                            exception.approved_by
+                        ),
+                        Widen::Presence(EXCEPTION),
+                    ),
+                );
+            }
+            for (key, value) in &namespace.quota {
+                put(
+                    at,
+                    format!("quota {key} in {ns}"),
+                    ranked(Area::Entitlement, value, quantity_rank(value), HIGHER_QUOTA),
+                );
+            }
+        }
+        for peer in &cell.egress {
+            put(
+                at,
+                format!("egress to {peer}"),
+                fact(Area::Access, "allowed", Widen::Presence(NEW_EGRESS)),
+            );
+        }
+        for peer in &cell.ingress {
+            put(
+                at,
+                format!("ingress from {peer}"),
+                fact(Area::Access, "allowed", Widen::Presence(NEW_INGRESS)),
+            );
+        }
+        for class in &cell.runtime_classes {
+            put(
+                at,
+                format!("runtime class {}", class.name),
+                fact(
+                    Area::Access,
+                    format!("handler {}", class.handler),
+                    Widen::Presence(WIDER),
+                ),
+            );
+        }
+        for storage in &cell.storage {
+            let ns = &storage.namespace;
+            put(
+                at,
+                format!("storage identity of {ns}"),
+                fact(Area::Access, &storage.identity, Widen::Presence(WIDER)),
+            );
+            for bucket in &storage.buckets {
+                put(
+                    at,
+                    format!("storage of {ns} in bucket {bucket}"),
+                    fact(Area::Access, "granted", Widen::Presence(WIDER)),
+                );
+            }
+            for (verb, prefixes) in [("reads", &storage.read), ("writes", &storage.write)] {
+                for prefix in prefixes {
+                    put(
+                        at,
+                        format!("storage of {ns} {verb} {prefix}"),
+                        fact(Area::Access, "granted", Widen::Presence(WIDER)),
+                    );
+                }
+            }
+        }
+    }
+    facts
+}
+
+fn cell_facts(summary: &CellSummary) -> Facts {
+    let mut facts = Facts::new();
+    let mut put = |item: String, fact: Fact| {
+        facts.insert((Some(summary.cell.clone()), item), fact);
+    };
+    for priority in &summary.priorities {
+        put(
+            format!("priority class {} value", priority.name),
+            Fact {
+                immutable: true,
+                object: Some(format!("PriorityClass/{}", priority.name)),
+                ..fact(Area::Policy, priority.value.to_string(), Widen::Never)
+            },
+        );
+        put(
+            format!("priority class {} preemption", priority.name),
+            Fact {
+                immutable: true,
+                object: Some(format!("PriorityClass/{}", priority.name)),
+                ..fact(
+                    Area::Policy,
+                    if priority.preempt {
+                        "PreemptLowerPriority"
+                    } else {
+                        "Never"
+                    },
+                    Widen::Never,
+                )
+            },
+        );
+    }
+    for class in &summary.runtime_classes {
+        put(
+            format!("runtime class {} handler", class.name),
+            Fact {
+                immutable: true,
+                object: Some(format!("RuntimeClass/{}", class.name)),
+                ..fact(Area::Policy, &class.handler, Widen::Never)
+            },
+        );
+        put(
+            format!("runtime class {} trust classes", class.name),
+            fact(Area::Policy, class.trust.join(", "), Widen::Presence(WIDER)),
+        );
+    }
+    for (name, cidr) in &summary.endpoints {
+        put(
+            format!("endpoint {name}"),
+            fact(Area::Access, cidr, Widen::Presence(NEW_EGRESS)),
+        );
+    }
+    for pool in &summary.pools {
+        // With a topology, Kueue's CRD refuses any change of these fields.
+        let topology = pool.topology.is_some();
+        let flavor = &pool.flavor;
+        put(
+            format!("resource flavor {flavor} node labels"),
+            Fact {
+                immutable: topology,
+                object: Some(format!("ResourceFlavor/{flavor}")),
+                ..fact(Area::Policy, pool.node_labels.join(", "), Widen::Never)
+            },
+        );
+        put(
+            format!("resource flavor {flavor} tolerations"),
+            Fact {
+                immutable: topology,
+                object: Some(format!("ResourceFlavor/{flavor}")),
+                ..fact(Area::Policy, pool.taints.join(", "), Widen::Never)
+            },
+        );
+        put(
+            format!("resource flavor {flavor} topology"),
+            Fact {
+                immutable: topology,
+                object: Some(format!("ResourceFlavor/{flavor}")),
+                ..fact(
+                    Area::Policy,
+                    pool.topology.as_deref().unwrap_or("none"),
+                    Widen::Never,
+                )
+            },
+        );
+        if let Some(name) = &pool.topology {
+            put(
+                format!("topology {name} levels"),
+                Fact {
+                    immutable: true,
+                    object: Some(format!("Topology/{name}")),
+                    ..fact(Area::Policy, pool.levels.join(", "), Widen::Never)
+                },
+            );
+        }
+    }
+    put(
+        "GitOps user".to_string(),
+        fact(
+            Area::Policy,
+            &summary.gitops_user,
+            Widen::Any("who may change managed objects"),
+        ),
+    );
+    put(
+        "break-glass group".to_string(),
+        fact(
+            Area::Policy,
+            &summary.break_glass,
+            Widen::Any("who may change managed objects"),
+        ),
+    );
+    facts
+}
+
+/// The changes from `base` to `head`, sorted by key.
+fn compare(base: &Facts, head: &Facts) -> Vec<Change> {
+    let keys: BTreeSet<&(Option<String>, String)> = base.keys().chain(head.keys()).collect();
+    let mut changes = Vec::new();
+    for key in keys {
+        let (before, after) = (base.get(key), head.get(key));
+        if before.map(|fact| &fact.value) == after.map(|fact| &fact.value) {
+            continue;
+        }
+        let Some(judged) = after.or(before) else {
+            continue;
+        };
+        let security = match (judged.widen, before, after) {
+            (Widen::Never, _, _) | (_, Some(_), None) => None,
+            (Widen::Any(reason), _, _) | (Widen::Presence(reason), _, Some(_)) => Some(reason),
+            (Widen::Rank(reason), None, Some(new)) => match new.rank {
+                Some(rank) if rank <= 0 => None,
+                _ => Some(reason),
+            },
+            (Widen::Rank(reason), Some(old), Some(new)) => match (old.rank, new.rank) {
+                (Some(old), Some(new)) if new <= old => None,
+                _ => Some(reason),
+            },
+            (_, None, None) => None,
+        };
+        changes.push(Change {
+            cell: key.0.clone(),
+            area: judged.area,
+            item: key.1.clone(),
+            before: before.map(|fact| fact.value.clone()),
+            after: after.map(|fact| fact.value.clone()),
+            security: security.map(str::to_string),
+            // Whether the API server refuses the update depends on the object it holds.
+            replaced_on_sync: before.is_some_and(|fact| fact.immutable) && after.is_some(),
+            object: judged.object.clone(),
+        });
+    }
+    changes
+}
+
+/// The objects a sync must replace, `Kind/name` per cell, sorted: those with a change marked
+/// replaced on sync.
+pub fn replaced_objects(diff: &ReviewDiff) -> BTreeSet<(String, String)> {
+    diff.cells
+        .iter()
+        .flat_map(|cell| {
+            cell.changes
+                .iter()
+                .filter(|change| change.replaced_on_sync)
+                .filter_map(|change| Some((cell.cell.clone(), change.object.clone()?)))
+        })
+        .collect()
+}
+
+/// The semantic diff from `base` to `head`.
+pub fn diff(base: &Review, head: &Review, base_name: &str, head_name: &str) -> ReviewDiff {
+    let empty = Facts::new();
+    let base_tenants: BTreeMap<&str, Facts> = base
+        .tenants
+        .iter()
+        .map(|summary| (summary.tenant.as_str(), tenant_facts(summary)))
+        .collect();
+    let head_tenants: BTreeMap<&str, Facts> = head
+        .tenants
+        .iter()
+        .map(|summary| (summary.tenant.as_str(), tenant_facts(summary)))
+        .collect();
+    let names: BTreeSet<&str> = base_tenants
+        .keys()
+        .chain(head_tenants.keys())
+        .copied()
+        .collect();
+    let tenants = names
+        .into_iter()
+        .filter_map(|name| {
+            let (before, after) = (base_tenants.get(name), head_tenants.get(name));
+            let changes = compare(before.unwrap_or(&empty), after.unwrap_or(&empty));
+            (!changes.is_empty()).then(|| TenantDiff {
+                tenant: name.to_string(),
+                status: status(before.is_some(), after.is_some()),
+                changes,
+            })
+        })
+        .collect();
+    let base_cells: BTreeMap<&str, Facts> = base
+        .cells
+        .iter()
+        .map(|summary| (summary.cell.as_str(), cell_facts(summary)))
+        .collect();
+    let head_cells: BTreeMap<&str, Facts> = head
+        .cells
+        .iter()
+        .map(|summary| (summary.cell.as_str(), cell_facts(summary)))
+        .collect();
+    let names: BTreeSet<&str> = base_cells
+        .keys()
+        .chain(head_cells.keys())
+        .copied()
+        .collect();
+    let cells = names
+        .into_iter()
+        .filter_map(|name| {
+            let (before, after) = (base_cells.get(name), head_cells.get(name));
+            let changes = compare(before.unwrap_or(&empty), after.unwrap_or(&empty));
+            (!changes.is_empty()).then(|| CellDiff {
+                cell: name.to_string(),
+                status: status(before.is_some(), after.is_some()),
+                changes,
+            })
+        })
+        .collect();
+    ReviewDiff {
+        base: base_name.to_string(),
+        head: head_name.to_string(),
+        tenants,
+        cells,
+    }
+}
+
+fn status(before: bool, after: bool) -> Status {
+    match (before, after) {
+        (false, _) => Status::Added,
+        (_, false) => Status::Removed,
+        _ => Status::Changed,
+    }
+}
+
+/// Text for a Markdown table cell or heading: ASCII punctuation that Markdown or HTML reads is
+/// backslash-escaped (`&` as an entity), and line breaks and controls become spaces.
+pub fn md(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '~' | '!' | '@' | '$' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            ch if ch.is_control() || crate::names::forbidden_char(&ch.to_string()).is_some() => {
+                out.push(' ')
+            }
+            ch => out.push(ch),
+        }
+    }
+    out
+}
+
+fn status_word(status: Status) -> &'static str {
+    match status {
+        Status::Added => "added",
+        Status::Removed => "removed",
+        Status::Changed => "changed",
+    }
+}
+
+fn area_word(area: Area) -> &'static str {
+    match area {
+        Area::Entitlement => "entitlement",
+        Area::Access => "access",
+        Area::Policy => "policy",
+    }
+}
+
+fn table(out: &mut String, changes: &[Change]) {
+    out.push_str("| | cell | area | what | before | after |\n|---|---|---|---|---|---|\n");
+    for change in changes {
+        let mut marks = Vec::new();
+        if let Some(reason) = &change.security {
+            marks.push(format!("**security: {}**", md(reason)));
+        }
+        if change.replaced_on_sync {
+            marks.push("**replaced on sync**".to_string());
+        }
+        let value = |value: &Option<String>| value.as_deref().map_or("—".to_string(), md);
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            marks.join(" "),
+            change.cell.as_deref().map_or("all".to_string(), md),
+            area_word(change.area),
+            md(&change.item),
+            value(&change.before),
+            value(&change.after),
+        ));
+    }
+}
+
+/// The diff as Markdown, for a pull-request comment.
+pub fn markdown(diff: &ReviewDiff) -> String {
+    let mut out = format!(
+        "## tenantc diff: {} → {}\n\n",
+        md(&diff.base),
+        md(&diff.head)
+    );
+    if diff.tenants.is_empty() && diff.cells.is_empty() {
+        out.push_str("No tenant or cell changes what it reserves, may access or runs under.\n");
+        return out;
+    }
+    let security = diff.security_count();
+    let count = |status: Status| {
+        diff.tenants
+            .iter()
+            .filter(|tenant| tenant.status == status)
+            .count()
+    };
+    out.push_str(&format!(
+        "**{security} security-relevant change{}** · tenants: {} changed, {} added, {} removed · cells changed: {}\n",
+        if security == 1 { "" } else { "s" },
+        count(Status::Changed),
+        count(Status::Added),
+        count(Status::Removed),
+        diff.cells.len()
+    ));
+    for tenant in &diff.tenants {
+        out.push_str(&format!(
+            "\n### Tenant {} ({})\n\n",
+            md(&tenant.tenant),
+            status_word(tenant.status)
+        ));
+        if tenant.status == Status::Removed {
+            let cells: BTreeSet<&str> = tenant
+                .changes
+                .iter()
+                .filter_map(|change| change.cell.as_deref())
+                .collect();
+            let cells: Vec<String> = cells.into_iter().map(md).collect();
+            out.push_str(&format!(
+                "Every namespace, quota and grant of the tenant is removed (cells: {}); the GitOps controller prunes them.\n",
+                cells.join(", ")
+            ));
+            continue;
+        }
+        table(&mut out, &tenant.changes);
+    }
+    for cell in &diff.cells {
+        out.push_str(&format!(
+            "\n### Cell {} ({})\n\n",
+            md(&cell.cell),
+            status_word(cell.status)
+        ));
+        table(&mut out, &cell.changes);
+    }
+    out
+}
+
+/// The diff as one JSON document.
+pub fn json(diff: &ReviewDiff) -> Result<String, serde_json::Error> {
+    let mut document = serde_json::to_value(diff)?;
+    if let serde_json::Value::Object(fields) = &mut document {
+        fields.insert(
+            "security_changes".to_string(),
+            serde_json::Value::from(diff.security_count()),
+        );
+    }
+    let mut text = serde_json::to_string_pretty(&document)?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// Lines of one file's diff shown before it is cut.
+pub const MAX_FILE_LINES: usize = 400;
+/// Lines of the whole file diff shown before the rest is only counted.
+pub const MAX_TOTAL_LINES: usize = 20_000;
+
+/// A unified diff of two output trees (`a/` base, `b/` head), each file cut after
+/// [`MAX_FILE_LINES`] lines and the whole after [`MAX_TOTAL_LINES`].
+pub fn files(base: &OutputTree, head: &OutputTree) -> String {
+    let paths: BTreeSet<&String> = base.keys().chain(head.keys()).collect();
+    let mut out = String::new();
+    let mut lines = 0usize;
+    let mut skipped = 0usize;
+    for path in paths {
+        let (before, after) = (base.get(path), head.get(path));
+        if before == after {
+            continue;
+        }
+        if lines >= MAX_TOTAL_LINES {
+            skipped += 1;
+            continue;
+        }
+        let text = |bytes: Option<&Vec<u8>>| {
+            bytes.map_or(String::new(), |bytes| {
+                String::from_utf8_lossy(bytes).to_string()
+            })
+        };
+        let body = crate::emit::diff::unified(&text(before), &text(after), MAX_FILE_LINES);
+        let old = if before.is_some() {
+            format!("a/{path}")
+        } else {
+            "/dev/null".to_string()
+        };
+        let new = if after.is_some() {
+            format!("b/{path}")
+        } else {
+            "/dev/null".to_string()
+        };
+        let chunk = format!("--- {old}\n+++ {new}\n{body}");
+        lines += chunk.lines().count();
+        out.push_str(&chunk);
+    }
+    if skipped > 0 {
+        out.push_str(&format!(
+            "… {skipped} more changed files not shown (the diff stops after {MAX_TOTAL_LINES} lines)\n"
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use super::*;
+    use crate::InputFile;
+    use crate::testing::Rng;
+
+    /// A change as `(cell, item, before, after)`.
+    type Row = (Option<String>, String, Option<String>, Option<String>);
+
+    fn example() -> Review {
+        let inputs: Vec<InputFile> = crate::testing::declaration_files(".")
+            .into_iter()
+            .map(|(path, text)| InputFile {
+                path,
+                contents: text.into_bytes(),
+            })
+            .collect();
+        let compilation = crate::compile(&inputs);
+        super::super::review(compilation.plan.as_ref().unwrap())
+    }
+
+    /// A copy of `review` with seeded random edits: entries dropped, numbers moved.
+    fn mutated(review: &Review, rng: &mut Rng) -> Review {
+        let mut review = review.clone();
+        if rng.below(4) == 0 && !review.tenants.is_empty() {
+            let idx = rng.below(review.tenants.len());
+            review.tenants.remove(idx);
+        }
+        for tenant in &mut review.tenants {
+            if rng.below(3) == 0 {
+                tenant.registries.push(format!("ghcr.io/x{}", rng.below(3)));
+            }
+            if rng.below(3) == 0 {
+                tenant.registries.clear();
+            }
+            for cell in &mut tenant.cells {
+                for reservation in &mut cell.reservations {
+                    reservation.reserved += rng.below(5) as i64 - 2;
+                    reservation.burst += rng.below(5) as i64 - 2;
+                }
+                if rng.below(3) == 0 {
+                    cell.egress.pop();
+                }
+                if rng.below(3) == 0 {
+                    cell.ceiling.pods += rng.below(3) as i64 - 1;
+                }
+            }
+        }
+        for cell in &mut review.cells {
+            for priority in &mut cell.priorities {
+                priority.value += rng.below(3) as i64 - 1;
+            }
+        }
+        review
+    }
+
+    #[test]
+    fn the_diff_is_empty_on_equal_reviews_and_reversing_it_swaps_the_sides() {
+        let example = example();
+        let mut rng = Rng(0x7e4a_11c3);
+        for _ in 0..60 {
+            let base = mutated(&example, &mut rng);
+            let head = mutated(&example, &mut rng);
+            assert!(diff(&base, &base, "b", "b").changes().next().is_none());
+            let forward = diff(&base, &head, "b", "h");
+            let backward = diff(&head, &base, "h", "b");
+            let mut there: Vec<Row> = forward
+                .changes()
+                .map(|c| {
+                    (
+                        c.cell.clone(),
+                        c.item.clone(),
+                        c.before.clone(),
+                        c.after.clone(),
+                    )
+                })
+                .collect();
+            let mut back: Vec<Row> = backward
+                .changes()
+                .map(|c| {
+                    (
+                        c.cell.clone(),
+                        c.item.clone(),
+                        c.after.clone(),
+                        c.before.clone(),
+                    )
+                })
+                .collect();
+            there.sort();
+            back.sort();
+            assert_eq!(there, back);
+            for change in forward.changes() {
+                // Removing something never widens access, and a number that falls never raises
+                // a quota.
+                if change.after.is_none() {
+                    assert_eq!(change.security, None, "{change:?}");
+                }
+                let numbers = (
+                    change.before.as_deref().and_then(|v| v.parse::<i64>().ok()),
+                    change.after.as_deref().and_then(|v| v.parse::<i64>().ok()),
+                );
+                if let (Some(before), Some(after)) = numbers
+                    && change.security.as_deref() == Some(HIGHER_QUOTA)
+                {
+                    assert!(after > before, "{change:?}");
+                }
+                if let (Some(before), Some(after)) = numbers
+                    && change.item.starts_with("reserved on")
+                {
+                    assert_eq!(change.security.is_some(), after > before, "{change:?}");
+                }
+                if change.item.starts_with("image registry") && change.before.is_none() {
+                    assert_eq!(change.security.as_deref(), Some(NEW_REGISTRY));
+                }
+                if change.item.starts_with("priority class") {
+                    assert!(change.replaced_on_sync, "{change:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn markdown_escapes_what_declarations_say() {
+        assert_eq!(
+            md("a|b <img src=x> [l](u) `c` *e* @team\nnext & $x$"),
+            "a\\|b \\<img src=x\\> \\[l\\](u) \\`c\\` \\*e\\* \\@team next &amp; \\$x\\$"
+        );
+        let mut review = example();
+        let mut head = review.clone();
+        head.tenants[0].registries.push("evil|<b>x</b>".to_string());
+        review.tenants[0].registries.clear();
+        let text = markdown(&diff(&review, &head, "main", "work tree"));
+        assert!(
+            text.contains("image registry evil\\|\\<b\\>x\\</b\\>"),
+            "{text}"
+        );
+        assert!(!text.contains("<b>"), "{text}");
+    }
+}

@@ -1,0 +1,769 @@
+//! The reviewer view: per tenant, what it may read, write, reach and run, and what it reserves
+//! where, computed from the resolved plan.
+//!
+//! Consumes: a [`Plan`] (never the declarations and never emitted YAML).
+//! Produces: a [`Review`]: one [`AccessSummary`] per tenant, one [`CellSummary`] per cell (the
+//! cell-wide facts a tenant change can ride on: priority classes, runtime classes, endpoints,
+//! GitOps identities), and [`render`], the stable text the golden test keeps in
+//! `golden/review/<tenant>.txt`; `diff.rs` compares two reviews for `tenantc diff`.
+//!
+//! Invariants:
+//! - Pure and deterministic: tenants, cells, pools, namespaces, prefixes and rules are sorted or
+//!   in the plan's own stable order, so the same plan renders the same bytes.
+//! - Every fact is read from the plan or from the tables the lowering itself uses
+//!   (`lower::rbac::ACCESS`, `lower::iam::read_prefixes`, `lower::iam::write_prefixes`), so the
+//!   view cannot claim other access than what is emitted.
+//! - A tenant with no quota in any cell has no plan and so no summary: it is granted nothing.
+
+pub mod diff;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::lower::iam::{read_prefixes, write_prefixes};
+use crate::lower::rbac::{ACCESS, Access, cluster_role_of};
+use crate::plan::storage::{IdentityPlan, google_account_email, role_arn};
+use crate::plan::{CellPlan, Plan, TenantPlan};
+
+/// The reviewer view of a whole fleet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Review {
+    /// One summary per tenant with a quota somewhere, sorted by tenant.
+    pub tenants: Vec<AccessSummary>,
+    /// One summary per cell, sorted by cell.
+    pub cells: Vec<CellSummary>,
+}
+
+/// What one tenant may read, write, reach and run, and what it reserves where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AccessSummary {
+    /// The tenant.
+    pub tenant: String,
+    /// Its declaring file, relative.
+    pub source: String,
+    /// Its org.
+    pub org: String,
+    /// Its team.
+    pub team: String,
+    /// Its trust class.
+    pub trust: String,
+    /// Its identity groups and what their roles grant in each of its namespaces, by role.
+    pub groups: Vec<GroupAccess>,
+    /// The image registries (with path prefix) its pods may pull from, as declared.
+    pub registries: Vec<String>,
+    /// Its verified model weights.
+    pub models: Vec<ModelAccess>,
+    /// Per cell it has a quota in, sorted by cell.
+    pub cells: Vec<CellAccess>,
+}
+
+/// One identity group of a tenant and the tenant role it is bound to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupAccess {
+    /// `admin`, `member` or `viewer`.
+    pub role: String,
+    /// The group name.
+    pub group: String,
+    /// The ClusterRole its RoleBindings name.
+    pub cluster_role: String,
+    /// What the role grants, per resource, in the order of `lower::rbac::ACCESS`.
+    pub rules: Vec<RuleAccess>,
+}
+
+/// The verbs a role holds on one resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuleAccess {
+    /// The API group, empty for the core group.
+    pub api_group: String,
+    /// The resource, or `resource/subresource`.
+    pub resource: String,
+    /// The verbs, in the table's order.
+    pub verbs: Vec<String>,
+}
+
+impl RuleAccess {
+    /// `resource` for the core group, `group/resource` otherwise.
+    pub fn qualified(&self) -> String {
+        if self.api_group.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}/{}", self.api_group, self.resource)
+        }
+    }
+}
+
+/// A verified model version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModelAccess {
+    /// The model.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// Where its weights are.
+    pub prefix: String,
+    /// The model-signing root digest the admission floor pins.
+    pub digest: String,
+    /// How it was signed.
+    pub signature: String,
+}
+
+/// What a tenant gets in one cell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CellAccess {
+    /// The cell.
+    pub cell: String,
+    /// Its GPU reservations per pool and resource, in pool order.
+    pub reservations: Vec<ReservationAccess>,
+    /// Its cpu, memory and pods ceilings.
+    pub ceiling: CeilingAccess,
+    /// The pools its pods can be admitted to, in pool order.
+    pub reachable_pools: Vec<String>,
+    /// Its namespaces, sorted by workload kind.
+    pub namespaces: Vec<NamespaceAccess>,
+    /// Where its pods may connect to, one line per NetworkPolicy peer.
+    pub egress: Vec<String>,
+    /// Who may connect to its pods, one line per NetworkPolicy peer.
+    pub ingress: Vec<String>,
+    /// The runtime classes its GPU pods may name, sorted by name.
+    pub runtime_classes: Vec<RuntimeAccess>,
+    /// Its object-storage grants per namespace, where the cell declares storage.
+    pub storage: Vec<StorageAccess>,
+}
+
+/// A reservation on one pool resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReservationAccess {
+    /// The pool.
+    pub pool: String,
+    /// The extended resource.
+    pub resource: String,
+    /// Devices reserved (Kueue nominal quota).
+    pub reserved: i64,
+    /// Devices it may borrow beyond (Kueue borrowing limit).
+    pub burst: i64,
+    /// Devices it lends, where limited.
+    pub lend: Option<i64>,
+}
+
+/// A tenant's ceilings in a cell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CeilingAccess {
+    /// CPU requests.
+    pub cpu: String,
+    /// Memory requests.
+    pub memory: String,
+    /// Pods.
+    pub pods: i64,
+}
+
+/// One namespace of a tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NamespaceAccess {
+    /// The namespace.
+    pub name: String,
+    /// Its workload kind.
+    pub workload: String,
+    /// Its workload's ServiceAccount.
+    pub service_account: String,
+    /// The priority class its pods may use.
+    pub priority: Option<String>,
+    /// The Pod Security level its `enforce` label names.
+    pub pod_security: String,
+    /// Its reviewed exceptions to `restricted`.
+    pub exceptions: Vec<ExceptionAccess>,
+    /// Its ResourceQuota keys beyond cpu, memory, pods and GPUs that are not zero, sorted.
+    pub quota: Vec<(String, String)>,
+}
+
+/// A reviewed Pod Security exception.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExceptionAccess {
+    /// Its name.
+    pub name: String,
+    /// The capabilities it lets containers add.
+    pub capabilities: Vec<String>,
+    /// Who approved it.
+    pub approved_by: String,
+}
+
+/// A runtime class a tenant may use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuntimeAccess {
+    /// The RuntimeClass.
+    pub name: String,
+    /// Its CRI handler.
+    pub handler: String,
+}
+
+/// The object-storage grants of one tenant namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StorageAccess {
+    /// The namespace whose ServiceAccount holds them.
+    pub namespace: String,
+    /// The cloud identity (AWS role ARN or Google service account).
+    pub identity: String,
+    /// The buckets the grants apply to.
+    pub buckets: Vec<String>,
+    /// Object prefixes it may read.
+    pub read: Vec<String>,
+    /// Object prefixes it may write.
+    pub write: Vec<String>,
+}
+
+/// The cell-wide facts a review needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CellSummary {
+    /// The cell.
+    pub cell: String,
+    /// Its declaring file, relative.
+    pub source: String,
+    /// Its priority classes, sorted by name.
+    pub priorities: Vec<PrioritySummary>,
+    /// Its runtime classes, sorted by name.
+    pub runtime_classes: Vec<RuntimeClassSummary>,
+    /// The endpoints tenant pods may reach on 443, `(name, cidr)`, sorted by name.
+    pub endpoints: Vec<(String, String)>,
+    /// The GitOps controller's user, which may change managed objects.
+    pub gitops_user: String,
+    /// The break-glass group, which may change managed objects.
+    pub break_glass: String,
+    /// Its pools' Kueue ResourceFlavors and Topologies, in pool order.
+    pub pools: Vec<PoolSummary>,
+}
+
+/// A pool's ResourceFlavor and Topology; with a topology, the flavor's node labels, tolerations
+/// and topology name, and the Topology's levels, cannot change in place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PoolSummary {
+    /// The pool.
+    pub name: String,
+    /// Its ResourceFlavor.
+    pub flavor: String,
+    /// The flavor's node labels, `key=value`, sorted by key.
+    pub node_labels: Vec<String>,
+    /// The pool's taints, which the flavor tolerates, as kubectl prints them.
+    pub taints: Vec<String>,
+    /// Its Topology's name, where it declares one.
+    pub topology: Option<String>,
+    /// The Topology's levels, coarse to fine.
+    pub levels: Vec<String>,
+}
+
+/// A priority class; `value` and `preempt` cannot change in place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PrioritySummary {
+    /// Its name.
+    pub name: String,
+    /// Its value.
+    pub value: i64,
+    /// Whether its pods preempt lower ones (`preemptionPolicy`).
+    pub preempt: bool,
+}
+
+/// A runtime class; `handler` cannot change in place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuntimeClassSummary {
+    /// Its name.
+    pub name: String,
+    /// Its CRI handler.
+    pub handler: String,
+    /// The trust classes that may use it.
+    pub trust: Vec<String>,
+}
+
+/// The reviewer view of a plan.
+pub fn review(plan: &Plan) -> Review {
+    let mut tenants: BTreeMap<String, AccessSummary> = BTreeMap::new();
+    for cell in &plan.cells {
+        for tenant in &cell.tenants {
+            tenants
+                .entry(tenant.name.clone())
+                .or_insert_with(|| tenant_summary(tenant))
+                .cells
+                .push(cell_access(cell, tenant));
+        }
+    }
+    let mut tenants: Vec<AccessSummary> = tenants.into_values().collect();
+    for summary in &mut tenants {
+        summary
+            .cells
+            .sort_by(|left, right| left.cell.cmp(&right.cell));
+    }
+    let mut cells: Vec<CellSummary> = plan.cells.iter().map(cell_summary).collect();
+    cells.sort_by(|left, right| left.cell.cmp(&right.cell));
+    Review { tenants, cells }
+}
+
+fn tenant_summary(tenant: &TenantPlan) -> AccessSummary {
+    let groups = tenant
+        .groups
+        .iter()
+        .filter_map(|(role, group)| {
+            let cluster_role = cluster_role_of(role)?;
+            let column: fn(&Access) -> &'static [&'static str] = match role.as_str() {
+                "admin" => |access| access.admin,
+                "member" => |access| access.member,
+                _ => |access| access.viewer,
+            };
+            Some(GroupAccess {
+                role: role.clone(),
+                group: group.clone(),
+                cluster_role: cluster_role.to_string(),
+                rules: ACCESS
+                    .iter()
+                    .filter(|access| !column(access).is_empty())
+                    .map(|access| RuleAccess {
+                        api_group: access.api_group.to_string(),
+                        resource: access.resource.to_string(),
+                        verbs: column(access).iter().map(|verb| verb.to_string()).collect(),
+                    })
+                    .collect(),
+            })
+        })
+        .collect();
+    let mut registries = tenant.registries.clone();
+    registries.sort();
+    registries.dedup();
+    AccessSummary {
+        tenant: tenant.name.clone(),
+        source: tenant.source.clone(),
+        org: tenant.org.clone(),
+        team: tenant.team.clone(),
+        trust: tenant.trust.to_string(),
+        groups,
+        registries,
+        models: tenant
+            .weights
+            .iter()
+            .map(|model| ModelAccess {
+                name: model.name.clone(),
+                version: model.version.clone(),
+                prefix: model.prefix.clone(),
+                digest: model.digest.clone(),
+                signature: model.signature.clone(),
+            })
+            .collect(),
+        cells: Vec::new(),
+    }
+}
+
+fn cell_access(cell: &CellPlan, tenant: &TenantPlan) -> CellAccess {
+    let reservations = tenant
+        .queue
+        .flavors
+        .iter()
+        .flat_map(|flavor| {
+            flavor
+                .resources
+                .iter()
+                .filter(|entitlement| {
+                    entitlement.nominal > 0
+                        || entitlement.borrowing > 0
+                        || entitlement.lending.is_some_and(|lend| lend > 0)
+                })
+                .map(|entitlement| ReservationAccess {
+                    pool: flavor.pool.clone(),
+                    resource: entitlement.resource.clone(),
+                    reserved: entitlement.nominal,
+                    burst: entitlement.borrowing,
+                    lend: entitlement.lending,
+                })
+        })
+        .collect();
+    let own: Vec<String> = tenant
+        .namespaces
+        .iter()
+        .map(|namespace| namespace.name.clone())
+        .collect();
+    let network = &cell.network;
+    let mut egress = vec![format!(
+        "dns: pods {}={} in namespace {} on udp and tcp 53",
+        network.dns_selector.0, network.dns_selector.1, network.dns_namespace
+    )];
+    if let Some(block) = &network.node_local_dns {
+        egress.push(format!("node-local dns: {block} on udp and tcp 53"));
+    }
+    egress.push(format!("own namespaces: {}", own.join(", ")));
+    for (name, cidr) in &network.endpoints {
+        egress.push(format!("endpoint {name}: {cidr} on tcp 443"));
+    }
+    let mut ingress = vec![format!("own namespaces: {}", own.join(", "))];
+    if let Some((namespace, selector)) = &network.metrics {
+        ingress.push(match selector {
+            Some((key, value)) => format!("metrics: pods {key}={value} in namespace {namespace}"),
+            None => format!("metrics: every pod in namespace {namespace}"),
+        });
+    }
+    let runtime_classes = cell
+        .runtime_classes
+        .iter()
+        .filter(|class| class.trust.contains(&tenant.trust))
+        .map(|class| RuntimeAccess {
+            name: class.name.clone(),
+            handler: class.handler.clone(),
+        })
+        .collect();
+    let storage = cell
+        .storage
+        .as_ref()
+        .map(|storage| {
+            tenant
+                .namespaces
+                .iter()
+                .map(|namespace| StorageAccess {
+                    namespace: namespace.name.clone(),
+                    identity: match &storage.identity {
+                        IdentityPlan::AwsPodIdentity { account, .. }
+                        | IdentityPlan::AwsIrsa { account, .. } => {
+                            role_arn(account, &cell.name, &tenant.name, namespace.workload)
+                        }
+                        IdentityPlan::Gcp { project, .. } => {
+                            google_account_email(project, &tenant.name, namespace.workload)
+                        }
+                    },
+                    buckets: storage.buckets.clone(),
+                    read: read_prefixes(tenant, namespace.workload),
+                    write: write_prefixes(tenant, namespace.workload),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    CellAccess {
+        cell: cell.name.clone(),
+        reservations,
+        ceiling: CeilingAccess {
+            cpu: tenant.queue.cpu.clone(),
+            memory: tenant.queue.memory.clone(),
+            pods: tenant.queue.pods,
+        },
+        reachable_pools: tenant
+            .reach
+            .iter()
+            .filter(|reach| reach.reachable)
+            .map(|reach| reach.pool.clone())
+            .collect(),
+        namespaces: tenant
+            .namespaces
+            .iter()
+            .map(|namespace| NamespaceAccess {
+                name: namespace.name.clone(),
+                workload: namespace.workload.to_string(),
+                service_account: namespace.service_account.clone(),
+                priority: namespace.priority.clone(),
+                pod_security: namespace.enforce_level().to_string(),
+                exceptions: namespace
+                    .exceptions
+                    .iter()
+                    .map(|exception| ExceptionAccess {
+                        name: exception.name.clone(),
+                        capabilities: exception.capabilities.clone(),
+                        approved_by: exception.approved_by.clone(),
+                    })
+                    .collect(),
+                quota: namespace
+                    .other_quota
+                    .iter()
+                    .filter(|(_, value)| value.as_str() != "0")
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect(),
+            })
+            .collect(),
+        egress,
+        ingress,
+        runtime_classes,
+        storage,
+    }
+}
+
+fn cell_summary(cell: &CellPlan) -> CellSummary {
+    CellSummary {
+        cell: cell.name.clone(),
+        source: cell.source.clone(),
+        priorities: cell
+            .priorities
+            .iter()
+            .map(|priority| PrioritySummary {
+                name: priority.name.clone(),
+                value: priority.value,
+                preempt: priority.preempt,
+            })
+            .collect(),
+        runtime_classes: cell
+            .runtime_classes
+            .iter()
+            .map(|class| RuntimeClassSummary {
+                name: class.name.clone(),
+                handler: class.handler.clone(),
+                trust: class.trust.iter().map(|trust| trust.to_string()).collect(),
+            })
+            .collect(),
+        endpoints: cell.network.endpoints.clone(),
+        gitops_user: cell.gitops.user.clone(),
+        break_glass: cell.gitops.break_glass.clone(),
+        pools: cell
+            .pools
+            .iter()
+            .map(|pool| PoolSummary {
+                name: pool.name.clone(),
+                flavor: pool.flavor.clone(),
+                node_labels: pool
+                    .node_labels
+                    .iter()
+                    .map(|(key, value)| format!("{key}={value}"))
+                    .collect(),
+                taints: pool.taints.iter().map(|taint| taint.display()).collect(),
+                topology: pool.topology.as_ref().map(|topology| topology.name.clone()),
+                levels: pool
+                    .topology
+                    .as_ref()
+                    .map(|topology| topology.levels.clone())
+                    .unwrap_or_default(),
+            })
+            .collect(),
+    }
+}
+
+/// The reviewer view of one tenant as text: the file the golden test keeps in
+/// `golden/review/<tenant>.txt`.
+pub fn render(summary: &AccessSummary) -> String {
+    let mut out = String::new();
+    let mut line = |text: String| {
+        out.push_str(&text);
+        out.push('\n');
+    };
+    line(format!(
+        "# What tenant {} may read, write, reach and run, and what it reserves where.",
+        summary.tenant
+    ));
+    line("# Generated by the tenantc golden test from the resolved plan; a change here changes access.".to_string());
+    line(String::new());
+    line(format!("tenant {}", summary.tenant));
+    line(format!("  declared in {}", summary.source));
+    line(format!(
+        "  org {}, team {}, trust {}",
+        summary.org, summary.team, summary.trust
+    ));
+    line(String::new());
+    line("groups (bound in every namespace of the tenant)".to_string());
+    if summary.groups.is_empty() {
+        line("  none".to_string());
+    }
+    for group in &summary.groups {
+        line(format!(
+            "  {} {} -> ClusterRole {}",
+            group.role, group.group, group.cluster_role
+        ));
+        for rule in &group.rules {
+            line(format!(
+                "    {}: {}",
+                rule.qualified(),
+                rule.verbs.join(" ")
+            ));
+        }
+    }
+    line(String::new());
+    line("runs".to_string());
+    line(format!("  images from: {}", list(&summary.registries)));
+    if summary.models.is_empty() {
+        line("  verified models: none".to_string());
+    }
+    for model in &summary.models {
+        line(format!(
+            "  verified model {} {}: {} at {} ({})",
+            model.name, model.version, model.digest, model.prefix, model.signature
+        ));
+    }
+    for cell in &summary.cells {
+        line(String::new());
+        line(format!("cell {}", cell.cell));
+        line("  reserves".to_string());
+        if cell.reservations.is_empty() {
+            line("    no GPUs".to_string());
+        }
+        for reservation in &cell.reservations {
+            let lend = reservation
+                .lend
+                .map(|lend| format!(", lends at most {lend}"))
+                .unwrap_or_default();
+            line(format!(
+                "    pool {} {}: reserved {}, burst {}{lend}",
+                reservation.pool, reservation.resource, reservation.reserved, reservation.burst
+            ));
+        }
+        line(format!(
+            "    ceiling: cpu {}, memory {}, pods {}",
+            cell.ceiling.cpu, cell.ceiling.memory, cell.ceiling.pods
+        ));
+        line(format!("  reaches pools: {}", list(&cell.reachable_pools)));
+        line("  namespaces".to_string());
+        for namespace in &cell.namespaces {
+            line(format!(
+                "    {} ({}): service account {}, priority {}, pod security {}",
+                namespace.name,
+                namespace.workload,
+                namespace.service_account,
+                namespace.priority.as_deref().unwrap_or("none"),
+                namespace.pod_security
+            ));
+            for exception in &namespace.exceptions {
+                line(format!(
+                    "      exception {}: adds {}, approved by {}",
+                    exception.name,
+                    exception.capabilities.join(", "),
+                    exception.approved_by
+                ));
+            }
+            for (key, value) in &namespace.quota {
+                line(format!("      quota {key}: {value}"));
+            }
+        }
+        line("  network".to_string());
+        for peer in &cell.egress {
+            line(format!("    egress to {peer}"));
+        }
+        for peer in &cell.ingress {
+            line(format!("    ingress from {peer}"));
+        }
+        let classes: Vec<String> = cell
+            .runtime_classes
+            .iter()
+            .map(|class| format!("{} (handler {})", class.name, class.handler))
+            .collect();
+        line(format!("  runtime classes: {}", list(&classes)));
+        if cell.storage.is_empty() {
+            line("  object storage: none".to_string());
+        }
+        for storage in &cell.storage {
+            line(format!(
+                "  object storage of {} as {}",
+                storage.namespace, storage.identity
+            ));
+            line(format!("    buckets: {}", list(&storage.buckets)));
+            line(format!("    reads: {}", list(&storage.read)));
+            line(format!("    writes: {}", list(&storage.write)));
+        }
+    }
+    out
+}
+
+/// The items joined by `, `, or `none`.
+fn list(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use super::*;
+    use crate::InputFile;
+
+    /// The example fleet with `edit` applied to the text of `path`.
+    fn example_with(path: &str, edit: impl Fn(&str) -> String) -> Review {
+        let inputs: Vec<InputFile> = crate::testing::declaration_files(".")
+            .into_iter()
+            .map(|(name, text)| {
+                let text = if name == path { edit(&text) } else { text };
+                InputFile {
+                    path: name,
+                    contents: text.into_bytes(),
+                }
+            })
+            .collect();
+        let compilation = crate::compile(&inputs);
+        assert!(!compilation.has_errors(), "{:?}", compilation.diagnostics);
+        review(compilation.plan.as_ref().unwrap())
+    }
+
+    fn rendered(review: &Review) -> BTreeMap<String, String> {
+        review
+            .tenants
+            .iter()
+            .map(|summary| (summary.tenant.clone(), render(summary)))
+            .collect()
+    }
+
+    #[test]
+    fn every_widening_of_one_tenant_shows_in_its_view_and_nowhere_else() {
+        const FILE: &str = "tenants/acme-research.kdl";
+        let base = rendered(&example_with(FILE, str::to_string));
+        let widenings: [(&str, &str, &str); 6] = [
+            (
+                "registry \"registry.acme.internal/research\"",
+                "registry \"registry.acme.internal/research\"\n    registry \"ghcr.io/anyone\"",
+                "ghcr.io/anyone",
+            ),
+            ("burst=32 gang=32", "burst=40 gang=32", "burst 40"),
+            (
+                "groups admin=\"acme-research-admins\"",
+                "groups viewer=\"everyone-at-acme\" admin=\"acme-research-admins\"",
+                "viewer everyone-at-acme -> ClusterRole tenantc:tenant-viewer",
+            ),
+            (
+                "exception \"rdma\"",
+                "exception \"pinned\" capabilities=\"IPC_LOCK\" reason=\"r\" approved-by=\"x\"\n        exception \"rdma\"",
+                "exception pinned: adds IPC_LOCK, approved by x",
+            ),
+            ("cpu=\"2048\"", "cpu=\"4096\"", "ceiling: cpu 4096"),
+            (
+                "storage=\"200Ti\"",
+                "storage=\"300Ti\"",
+                "requests.storage: 300Ti",
+            ),
+        ];
+        for (from, to, shown) in widenings {
+            let head = rendered(&example_with(FILE, |text| {
+                assert!(text.contains(from), "{from}");
+                text.replacen(from, to, 1)
+            }));
+            for (tenant, text) in &head {
+                if tenant == "acme-research" {
+                    assert_ne!(&base[tenant], text, "{to}");
+                    assert!(text.contains(shown), "{to}:\n{text}");
+                } else {
+                    assert_eq!(&base[tenant], text, "{to} changed the view of {tenant}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_view_claims_exactly_the_rows_of_the_tenant_roles() {
+        let review = example_with("tenants/acme-research.kdl", str::to_string);
+        for summary in &review.tenants {
+            for group in &summary.groups {
+                let claimed: Vec<(&str, &str, Vec<&str>)> = group
+                    .rules
+                    .iter()
+                    .map(|rule| {
+                        (
+                            rule.api_group.as_str(),
+                            rule.resource.as_str(),
+                            rule.verbs.iter().map(String::as_str).collect(),
+                        )
+                    })
+                    .collect();
+                let column = |access: &Access| match group.role.as_str() {
+                    "admin" => access.admin,
+                    "member" => access.member,
+                    _ => access.viewer,
+                };
+                let table: Vec<(&str, &str, Vec<&str>)> = ACCESS
+                    .iter()
+                    .filter(|access| !column(access).is_empty())
+                    .map(|access| (access.api_group, access.resource, column(access).to_vec()))
+                    .collect();
+                assert_eq!(claimed, table, "{} {}", summary.tenant, group.role);
+                assert_eq!(
+                    Some(group.cluster_role.as_str()),
+                    cluster_role_of(&group.role)
+                );
+            }
+        }
+    }
+}
