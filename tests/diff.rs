@@ -159,6 +159,17 @@ fn a_quota_bump_a_new_registry_and_a_removed_tenant_in_markdown_and_json() {
 
     let json = redacted(dir.path(), &json);
     let document: serde_json::Value = serde_json::from_str(&json).unwrap();
+    // The document carries the envelope every JSON output has (docs/json.md).
+    let schema: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/output.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::draft202012::new(&schema).unwrap();
+    assert!(validator.is_valid(&document), "{json}");
+    assert_eq!(document["kind"], "diff");
     let statuses: Vec<(&str, &str)> = document["tenants"]
         .as_array()
         .unwrap()

@@ -1512,7 +1512,7 @@ fn diff(args: &DiffArgs) -> ExitCode {
             eprintln!("  = help: {help}");
         }
         if json {
-            println!("{}", serde_json::json!({ "fatal": message, "help": help }));
+            println!("{}", fatal_json(message, help.as_deref()));
         }
         ExitCode::from(EXIT_FAILURE)
     };
@@ -1543,7 +1543,13 @@ fn diff(args: &DiffArgs) -> ExitCode {
             if json {
                 print!(
                     "{}",
-                    render::json(&compilation.diagnostics, &compilation.sources)
+                    render::json_report(
+                        "diff",
+                        &compilation.diagnostics,
+                        &compilation.suppressed,
+                        &compilation.sources,
+                        &[]
+                    )
                 );
             }
             eprint!(

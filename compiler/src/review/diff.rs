@@ -770,6 +770,12 @@ pub fn markdown(diff: &ReviewDiff) -> String {
 pub fn json(diff: &ReviewDiff) -> Result<String, serde_json::Error> {
     let mut document = serde_json::to_value(diff)?;
     if let serde_json::Value::Object(fields) = &mut document {
+        // The envelope of every JSON document tenantc prints (docs/json.md).
+        fields.insert(
+            "tenantc".to_string(),
+            serde_json::Value::from(crate::diag::render::JSON_ENVELOPE_VERSION),
+        );
+        fields.insert("kind".to_string(), serde_json::Value::from("diff"));
         fields.insert(
             "security_changes".to_string(),
             serde_json::Value::from(diff.security_count()),
