@@ -521,7 +521,13 @@ fn forbidden_label_keys_match_whatever_their_case_separators_and_prefix_on_gener
         }
         let key = format!("{}{name}", prefixes[next(prefixes.len())]);
         let mut object = base.clone();
-        if next(2) == 0 {
+        // A workload without labels of its own is queued by its template's (the API server
+        // copies them to a Job), so the key goes on the template there.
+        let unlabelled = cases::workload_labels(&mut object)
+            .as_object()
+            .unwrap()
+            .is_empty();
+        if next(2) == 0 || unlabelled {
             cases::pod_labels(&mut object)[&key] = json!("x");
         } else {
             cases::workload_labels(&mut object)[&key] = json!("x");

@@ -491,12 +491,9 @@ pub fn cases() -> Vec<Case> {
             cell: "us-east-1a",
             fixture: "acme-research-job",
             rule: "local-queue",
-            mutate: |o| {
-                workload_labels(o)
-                    .as_object_mut()
-                    .unwrap()
-                    .remove("kueue.x-k8s.io/queue-name");
-            },
+            // With another label on the Job, the API server does not copy the template's
+            // labels to it, and Kueue ignores the Job.
+            mutate: |o| *workload_labels(o) = json!({"app": "demo"}),
         },
         Case {
             name: "a GPU Job whose own queue label names another tenant's queue",
@@ -506,16 +503,11 @@ pub fn cases() -> Vec<Case> {
             mutate: |o| workload_labels(o)["kueue.x-k8s.io/queue-name"] = json!("acme-research"),
         },
         Case {
-            name: "a GPU CronJob whose Job template has no queue label",
+            name: "a GPU CronJob whose Job template has labels but no queue label",
             cell: "us-east-1a",
             fixture: "acme-research-cronjob",
             rule: "local-queue",
-            mutate: |o| {
-                workload_labels(o)
-                    .as_object_mut()
-                    .unwrap()
-                    .remove("kueue.x-k8s.io/queue-name");
-            },
+            mutate: |o| *workload_labels(o) = json!({"app": "nightly"}),
         },
         Case {
             name: "a GPU StatefulSet with the queue label only on its template",

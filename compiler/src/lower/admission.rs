@@ -108,16 +108,6 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "meta",
         "variables.isPod ? object.metadata : (variables.isCronJob ? (has(object.spec.jobTemplate.spec.template.metadata) ? object.spec.jobTemplate.spec.template.metadata : {}) : (has(object.spec.template.metadata) ? object.spec.template.metadata : {}))",
     ),
-    // The metadata Kueue reads to queue a workload: the object's own, or, for a CronJob, its
-    // Job template's, which every Job it creates carries.
-    (
-        "workloadMeta",
-        "variables.isCronJob ? (has(object.spec.jobTemplate.metadata) ? object.spec.jobTemplate.metadata : {}) : object.metadata",
-    ),
-    (
-        "workloadLabels",
-        "has(variables.workloadMeta.labels) ? variables.workloadMeta.labels : {}",
-    ),
     (
         "objectLabels",
         "has(object.metadata.labels) ? object.metadata.labels : {}",
@@ -129,6 +119,13 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "annotations",
         "has(variables.meta.annotations) ? variables.meta.annotations : {}",
+    ),
+    // The labels Kueue reads to queue a workload: the object's own, or, for a CronJob, its Job
+    // template's, which every Job it creates carries. A Job created without labels gets its pod
+    // template's (batch/v1 defaulting, before admission), so empty Job labels stand for those.
+    (
+        "workloadLabels",
+        "variables.isCronJob ? (has(object.spec.jobTemplate.metadata) && has(object.spec.jobTemplate.metadata.labels) && size(object.spec.jobTemplate.metadata.labels) > 0 ? object.spec.jobTemplate.metadata.labels : variables.labels) : (has(object.metadata.labels) && size(object.metadata.labels) > 0 ? object.metadata.labels : (object.kind == 'Job' ? variables.labels : {}))",
     ),
     (
         "containers",
