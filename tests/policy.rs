@@ -176,16 +176,20 @@ fn every_validation_has_denied_cases() {
     }
 }
 
-/// The policy with one validation replaced, evaluated on every denied case; returns the cases
-/// that the weakened policy admits.
+/// The policy with one validation replaced, evaluated on the denied cases that `only` names
+/// the validation of (all when `None`); returns the cases that the weakened policy admits.
 fn escaped_cases(
     plan: &Plan,
+    only: Option<&str>,
     weaken: impl Fn(&mut k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy),
 ) -> Vec<&'static str> {
     let mut policy = admission::policy();
     weaken(&mut policy);
     let mut escaped = Vec::new();
-    for case in cases() {
+    for case in cases()
+        .into_iter()
+        .filter(|case| only.is_none_or(|rule| rule == case.rule))
+    {
         let cell = cell(plan, case.cell);
         let mut object = fixture(case.fixture, case.cell);
         (case.mutate)(&mut object);
@@ -207,9 +211,11 @@ fn escaped_cases(
 #[test]
 fn weakening_any_validation_lets_a_denied_case_through() {
     let plan = plan();
-    assert!(escaped_cases(&plan, |_| {}).is_empty());
+    assert!(escaped_cases(&plan, None, |_| {}).is_empty());
+    // Every case is denied by exactly its own validation (checked above), so only the cases of
+    // the weakened validation can get through.
     for (idx, rule) in RULES.iter().enumerate() {
-        let escaped = escaped_cases(&plan, |policy| {
+        let escaped = escaped_cases(&plan, Some(rule.name), |policy| {
             let validations = policy.spec.as_mut().unwrap().validations.as_mut().unwrap();
             validations[idx].expression = "true".to_string();
         });
@@ -439,6 +445,112 @@ fn pool_tolerations_follow_kubernetes_toleration_semantics_on_generated_tolerati
     }
     assert!(
         denied > 30 && admitted > 30,
+        "{denied} denied, {admitted} admitted"
+    );
+}
+
+/// The reference for `forbidden-labels`: a key is forbidden when its lower-case form without
+/// `-`, `_` and `.`, or that of its name after the prefix, is a forbidden key's.
+fn forbidden_by_reference(key: &str, forbidden: &[String]) -> bool {
+    let normal = |text: &str| {
+        text.to_ascii_lowercase()
+            .chars()
+            .filter(|c| !matches!(c, '-' | '_' | '.'))
+            .collect::<String>()
+    };
+    let name = key.rsplit_once('/').map_or(key, |(_, name)| name);
+    forbidden
+        .iter()
+        .any(|f| normal(f) == normal(key) || normal(f) == normal(name))
+}
+
+#[test]
+fn forbidden_label_keys_match_whatever_their_case_separators_and_prefix_on_generated_keys() {
+    // The family of the forbidden-label rule: keys built from the words of forbidden and
+    // harmless keys, in any case, joined by `-`, `_`, `.` or nothing, with and without a
+    // prefix, on the pod template or on the workload itself; the CEL verdict must equal the
+    // reference's.
+    let plan = plan();
+    let words: &[&[&str]] = &[
+        &["user", "email"],
+        &["session", "id"],
+        &["prompt"],
+        &["email"],
+        &["user", "id"],
+        &["user", "group"],
+        &["model", "name"],
+        &["emails"],
+        &["prompt", "cache"],
+        &["session"],
+        &["user", "e", "mail"],
+    ];
+    let separators = ["-", "_", ".", ""];
+    let prefixes = ["", "example.com/", "tenant.platform/", "a.b.c/"];
+    let mut state: u64 = 0x1abe_1abe_0000_0007;
+    let mut next = |bound: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        usize::try_from(state % bound as u64).unwrap()
+    };
+    let fixtures = admitted_fixtures();
+    let (mut denied, mut admitted) = (0, 0);
+    for _ in 0..200 {
+        let (cell_name, _, base) = &fixtures[next(fixtures.len())];
+        let cell = cell(&plan, cell_name);
+        let namespace = namespace_of(base);
+        let (params, _) = pinned_params(cell, &namespace);
+        let forbidden: Vec<String> = params.data.as_ref().unwrap()["forbiddenLabelKeys"]
+            .split(',')
+            .map(str::to_string)
+            .collect();
+        let parts = words[next(words.len())];
+        let separator = separators[next(separators.len())];
+        let mut name = String::new();
+        for (idx, part) in parts.iter().enumerate() {
+            if idx > 0 {
+                name.push_str(separator);
+            }
+            for c in part.chars() {
+                name.push(if next(3) == 0 {
+                    c.to_ascii_uppercase()
+                } else {
+                    c
+                });
+            }
+        }
+        let key = format!("{}{name}", prefixes[next(prefixes.len())]);
+        let mut object = base.clone();
+        // A workload without labels of its own is queued by its template's (the API server
+        // copies them to a Job), so the key goes on the template there.
+        let unlabelled = cases::workload_labels(&mut object)
+            .as_object()
+            .unwrap()
+            .is_empty();
+        if next(2) == 0 || unlabelled {
+            cases::pod_labels(&mut object)[&key] = json!("x");
+        } else {
+            cases::workload_labels(&mut object)[&key] = json!("x");
+        }
+        let expected = forbidden_by_reference(&key, &forbidden);
+        let outcome = verdict(cell, &namespace, &object);
+        assert_eq!(
+            denied_rules(&outcome),
+            if expected {
+                vec!["forbidden-labels"]
+            } else {
+                Vec::new()
+            },
+            "{key} on {namespace} in {cell_name}: {outcome:?}"
+        );
+        if expected {
+            denied += 1;
+        } else {
+            admitted += 1;
+        }
+    }
+    assert!(
+        denied > 40 && admitted > 40,
         "{denied} denied, {admitted} admitted"
     );
 }

@@ -172,13 +172,14 @@ internal errors."
         long_about = "Compile the declarations in memory and evaluate the cell's tenant admission \
 floor (the ValidatingAdmissionPolicy tenantc-tenant-floor, through the binding and params of the \
 tenant that owns the object's namespace) on one object, as the API server would on CREATE. The \
-object is a Pod, Job, Deployment, StatefulSet, ReplicaSet or DaemonSet in YAML; its namespace is \
-metadata.namespace or --namespace. Prints `admitted`, or `denied` with every failing validation \
-and the message the API server would return.",
+object is a Pod, Job, CronJob, Deployment, StatefulSet, ReplicaSet or DaemonSet in YAML; its \
+namespace is metadata.namespace or --namespace. Prints `admitted`, or `denied` with every failing \
+validation and the message the API server would return; a kind the floor does not judge is an \
+error, not an admission.",
         after_help = "Examples:\n  tenantc test-policy us-east-1a pod.yaml\n  \
 tenantc test-policy eu-west-4b job.yaml --namespace initech-notebooks-infer\n  \
 tenantc test-policy us-east-1a tests/policy/admitted/us-east-1a/acme-research-pod.yaml\n\n\
-Exit codes: 0 admitted (or not a kind the policy matches), 1 denied, 2 declaration errors, an \
+Exit codes: 0 admitted, 1 denied, 2 a kind the floor does not judge, declaration errors, an \
 unknown cell, a namespace no tenant owns, an unreadable object, usage or internal errors."
     )]
     TestPolicy(TestPolicyArgs),
@@ -506,9 +507,15 @@ fn test_policy(args: &TestPolicyArgs) -> ExitCode {
     let policy = tenantc::lower::admission::POLICY_NAME;
     let binding = tenantc::lower::admission::binding_name(&tenant);
     match outcome {
-        tenantc::policy::Outcome::NotMatched(why) => {
-            print_out(&format!("not matched: {what}: {}\n", escape(&why)))
-        }
+        // A CREATE in a tenant namespace is judged unless the floor does not match its kind; an
+        // object the floor never sees is not admitted by it, so say so and fail.
+        tenantc::policy::Outcome::NotMatched(why) => fatal(
+            &format!("the tenant floor does not judge {what}: {}", escape(&why)),
+            Some(format!(
+                "it judges {}; the pods of other workloads are judged when they are created, so test their pod template as a Pod",
+                judged_kinds()
+            )),
+        ),
         tenantc::policy::Outcome::Admitted => print_out(&format!(
             "admitted: {what}: every validation of `{policy}` holds\n"
         )),
@@ -528,6 +535,22 @@ fn test_policy(args: &TestPolicyArgs) -> ExitCode {
             ExitCode::from(EXIT_ERRORS)
         }
     }
+}
+
+/// The resources the tenant floor matches, for messages: `pods, deployments, …`.
+fn judged_kinds() -> String {
+    let names: Vec<String> = tenantc::lower::admission::MATCHED
+        .iter()
+        .filter(|(_, _, resource)| !resource.contains('/'))
+        .map(|(group, _, resource)| {
+            if group.is_empty() {
+                format!("`{resource}`")
+            } else {
+                format!("`{resource}.{group}`")
+            }
+        })
+        .collect();
+    names.join(", ")
 }
 
 /// A user-given string made safe to print: every control, bidirectional-formatting and line

@@ -53,10 +53,13 @@ fn dry_run(cluster: &Cluster, cell: &CellPlan, object: &Value) -> Result<(), Str
     }
 }
 
-/// The ServiceAccount of a Pod or of a workload's template.
+/// The ServiceAccount of a Pod or of a workload's template (a CronJob's at
+/// `spec.jobTemplate.spec.template`).
 fn service_account_of(object: &Value) -> Option<String> {
     let spec = if object["kind"] == "Pod" {
         &object["spec"]
+    } else if object["kind"] == "CronJob" {
+        &object["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     } else {
         &object["spec"]["template"]["spec"]
     };

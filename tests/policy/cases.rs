@@ -53,29 +53,44 @@ pub fn namespace_of(object: &Json) -> String {
 
 /// The pod spec of a Pod or of a workload's template.
 pub fn pod_spec(object: &mut Json) -> &mut Json {
+    &mut pod_template(object)["spec"]
+}
+
+/// The Pod itself, or a workload's pod template (a CronJob's at
+/// `spec.jobTemplate.spec.template`).
+pub fn pod_template(object: &mut Json) -> &mut Json {
     if object["kind"] == "Pod" {
-        &mut object["spec"]
+        object
+    } else if object["kind"] == "CronJob" {
+        &mut object["spec"]["jobTemplate"]["spec"]["template"]
     } else {
-        &mut object["spec"]["template"]["spec"]
+        &mut object["spec"]["template"]
     }
+}
+
+/// The labels Kueue reads to queue a workload: those of the object itself, or, for a
+/// CronJob, those of its Job template (which become the labels of every Job it creates);
+/// created when absent.
+pub fn workload_labels(object: &mut Json) -> &mut Json {
+    let meta = if object["kind"] == "CronJob" {
+        &mut object["spec"]["jobTemplate"]["metadata"]
+    } else {
+        &mut object["metadata"]
+    };
+    if meta.get("labels").is_none() {
+        meta["labels"] = json!({});
+    }
+    &mut meta["labels"]
 }
 
 /// The labels of a Pod or of a workload's pod template.
 pub fn pod_labels(object: &mut Json) -> &mut Json {
-    if object["kind"] == "Pod" {
-        &mut object["metadata"]["labels"]
-    } else {
-        &mut object["spec"]["template"]["metadata"]["labels"]
-    }
+    &mut pod_template(object)["metadata"]["labels"]
 }
 
 /// The annotations of a Pod or of a workload's pod template, created when absent.
 pub fn pod_annotations(object: &mut Json) -> &mut Json {
-    let meta = if object["kind"] == "Pod" {
-        &mut object["metadata"]
-    } else {
-        &mut object["spec"]["template"]["metadata"]
-    };
+    let meta = &mut pod_template(object)["metadata"];
     if meta.get("annotations").is_none() {
         meta["annotations"] = json!({});
     }
@@ -438,6 +453,254 @@ pub fn cases() -> Vec<Case> {
             fixture: "initech-notebooks-job",
             rule: "forbidden-labels",
             mutate: |o| pod_labels(o)["user-email"] = json!("someone.example.com"),
+        },
+        // Hole 2: every runtime class of a cell hands GPUs to containers, so a pod that names
+        // one must request a GPU, or an image's own NVIDIA_VISIBLE_DEVICES=all would expose
+        // every GPU of the node outside every quota.
+        Case {
+            name: "a CPU pod naming the GPU runtime class",
+            cell: "us-east-1a",
+            fixture: "acme-research-cpu-pod",
+            rule: "gpu-runtime-class",
+            mutate: |o| pod_spec(o)["runtimeClassName"] = json!("nvidia"),
+        },
+        Case {
+            name: "a Job that drops its GPU but keeps the Kata GPU runtime",
+            cell: "eu-west-4b",
+            fixture: "initech-notebooks-job",
+            rule: "gpu-runtime-class",
+            mutate: |o| {
+                pod_spec(o)["containers"][0]["resources"] = json!({"requests": {"cpu": "1"}});
+            },
+        },
+        Case {
+            name: "a CPU CronJob naming the GPU runtime class",
+            cell: "us-east-1a",
+            fixture: "acme-research-cronjob",
+            rule: "gpu-runtime-class",
+            mutate: |o| {
+                pod_spec(o)["containers"][0]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("resources");
+            },
+        },
+        // Hole 3: Kueue reads the queue and priority labels of the workload object itself.
+        Case {
+            name: "a GPU Job with the queue label only on its template",
+            cell: "us-east-1a",
+            fixture: "acme-research-job",
+            rule: "local-queue",
+            // With another label on the Job, the API server does not copy the template's
+            // labels to it, and Kueue ignores the Job.
+            mutate: |o| *workload_labels(o) = json!({"app": "demo"}),
+        },
+        Case {
+            name: "a GPU Job whose own queue label names another tenant's queue",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-job",
+            rule: "local-queue",
+            mutate: |o| workload_labels(o)["kueue.x-k8s.io/queue-name"] = json!("acme-research"),
+        },
+        Case {
+            name: "a GPU CronJob whose Job template has labels but no queue label",
+            cell: "us-east-1a",
+            fixture: "acme-research-cronjob",
+            rule: "local-queue",
+            mutate: |o| *workload_labels(o) = json!({"app": "nightly"}),
+        },
+        Case {
+            name: "a GPU StatefulSet with the queue label only on its template",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-statefulset",
+            rule: "local-queue",
+            mutate: |o| {
+                workload_labels(o)
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("kueue.x-k8s.io/queue-name");
+            },
+        },
+        Case {
+            name: "another namespace's priority class on the Job itself",
+            cell: "us-east-1a",
+            fixture: "acme-serving-job",
+            rule: "priority-class",
+            mutate: |o| workload_labels(o)["kueue.x-k8s.io/priority-class"] = json!("batch"),
+        },
+        Case {
+            name: "another namespace's priority class on a CronJob's Job template",
+            cell: "us-east-1a",
+            fixture: "acme-research-cronjob",
+            rule: "priority-class",
+            mutate: |o| workload_labels(o)["kueue.x-k8s.io/priority-class"] = json!("serving"),
+        },
+        // Hole 6: image volumes obey the image rules.
+        Case {
+            name: "an image volume from another tenant's registry",
+            cell: "us-east-1a",
+            fixture: "acme-research-cpu-pod",
+            rule: "images",
+            mutate: |o| {
+                pod_spec(o)["volumes"][0]["image"]["reference"] =
+                    json!(format!("registry.globex.example/vision/vocab@{DIGEST}"))
+            },
+        },
+        Case {
+            name: "an image volume pinned by tag only",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-job",
+            rule: "images",
+            mutate: |o| {
+                pod_spec(o)["volumes"].as_array_mut().unwrap().push(
+                    json!({"name": "vocab", "image": {"reference": "registry.globex.example/vision/vocab:latest"}}),
+                )
+            },
+        },
+        Case {
+            name: "a CronJob with another tenant's image",
+            cell: "us-east-1a",
+            fixture: "acme-research-cronjob",
+            rule: "images",
+            mutate: |o| {
+                pod_spec(o)["containers"][0]["image"] =
+                    json!(format!("registry.acme.internal/serving/worker@{DIGEST}"))
+            },
+        },
+        // Hole 7: forbidden label keys match whatever their case, separators and prefix.
+        Case {
+            name: "a user_email label",
+            cell: "us-east-1a",
+            fixture: "acme-research-job",
+            rule: "forbidden-labels",
+            mutate: |o| pod_labels(o)["user_email"] = json!("someone.example.com"),
+        },
+        Case {
+            name: "a User.Email label",
+            cell: "us-east-1a",
+            fixture: "acme-serving-pod",
+            rule: "forbidden-labels",
+            mutate: |o| pod_labels(o)["User.Email"] = json!("someone.example.com"),
+        },
+        Case {
+            name: "a prefixed user-email label on the Job itself",
+            cell: "eu-west-4b",
+            fixture: "acme-research-job",
+            rule: "forbidden-labels",
+            mutate: |o| workload_labels(o)["example.com/user-email"] = json!("someone.example.com"),
+        },
+        Case {
+            name: "a camel-case sessionId label",
+            cell: "eu-west-4b",
+            fixture: "initech-notebooks-pod",
+            rule: "forbidden-labels",
+            mutate: |o| pod_labels(o)["sessionId"] = json!("abc123"),
+        },
+        // Hole 8: references the floor did not see.
+        Case {
+            name: "a generic ephemeral volume that binds another tenant's PersistentVolume",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-statefulset",
+            rule: "own-references",
+            mutate: |o| {
+                pod_spec(o)["volumes"][0]["ephemeral"]["volumeClaimTemplate"]["spec"]["volumeName"] =
+                    json!("acme-research-checkpoints")
+            },
+        },
+        Case {
+            name: "a generic ephemeral volume cloned from another tenant's claim",
+            cell: "us-east-1a",
+            fixture: "acme-research-pod",
+            rule: "own-references",
+            mutate: |o| {
+                pod_spec(o)["volumes"].as_array_mut().unwrap().push(json!({"name": "copy", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "dataSource": {"kind": "PersistentVolumeClaim", "name": "platform-weights"}}}}}))
+            },
+        },
+        Case {
+            name: "a generic ephemeral volume restored from a foreign snapshot by dataSourceRef",
+            cell: "us-east-1a",
+            fixture: "globex-vision-job",
+            rule: "own-references",
+            mutate: |o| {
+                pod_spec(o)["volumes"].as_array_mut().unwrap().push(json!({"name": "copy", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "dataSourceRef": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "acme-serving-snap"}}}}}))
+            },
+        },
+        Case {
+            name: "a CSI volume whose node publish secret is another tenant's",
+            cell: "eu-west-4b",
+            fixture: "initech-notebooks-job",
+            rule: "own-references",
+            mutate: |o| {
+                pod_spec(o)["volumes"].as_array_mut().unwrap().push(json!({"name": "bucket", "csi": {"driver": "s3.csi.example.com", "nodePublishSecretRef": {"name": "globex-vision-s3"}}}))
+            },
+        },
+        Case {
+            name: "a StatefulSet claim template that binds another tenant's PersistentVolume",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-statefulset",
+            rule: "own-references",
+            mutate: |o| {
+                o["spec"]["volumeClaimTemplates"][0]["spec"]["volumeName"] =
+                    json!("acme-research-checkpoints")
+            },
+        },
+        Case {
+            name: "a StatefulSet claim template cloned from a claim without the tenant prefix",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-statefulset",
+            rule: "own-references",
+            mutate: |o| {
+                o["spec"]["volumeClaimTemplates"][0]["spec"]["dataSource"] =
+                    json!({"kind": "PersistentVolumeClaim", "name": "shared-datasets"})
+            },
+        },
+        Case {
+            name: "NVIDIA_IMEX_CHANNELS in env",
+            cell: "us-east-1a",
+            fixture: "acme-research-pod",
+            rule: "nvidia-env",
+            mutate: |o| {
+                pod_spec(o)["containers"][0]["env"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"name": "NVIDIA_IMEX_CHANNELS", "value": "all"}))
+            },
+        },
+        Case {
+            name: "NVIDIA_MIG_CONFIG_DEVICES in env",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-pod",
+            rule: "nvidia-env",
+            mutate: |o| {
+                pod_spec(o)["containers"][0]["env"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"name": "NVIDIA_MIG_CONFIG_DEVICES", "value": "all"}))
+            },
+        },
+        Case {
+            name: "NVIDIA_MIG_MONITOR_DEVICES in a CronJob",
+            cell: "us-east-1a",
+            fixture: "acme-research-cronjob",
+            rule: "nvidia-env",
+            mutate: |o| {
+                pod_spec(o)["containers"][0]["env"] =
+                    json!([{"name": "NVIDIA_MIG_MONITOR_DEVICES", "value": "all"}])
+            },
+        },
+        Case {
+            name: "an envFrom prefix that forms NVIDIA_MIG_ variables",
+            cell: "us-east-1a",
+            fixture: "acme-serving-pod",
+            rule: "nvidia-env-from",
+            mutate: |o| {
+                pod_spec(o)["containers"][0]["envFrom"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(
+                        json!({"prefix": "NVIDIA_MIG_", "configMapRef": {"name": "acme-serving-env"}}),
+                    )
+            },
         },
     ]
 }

@@ -17,7 +17,8 @@
 //!   item can contain a comma (names, label keys and values, taints and registries cannot).
 //! - Every expression uses only what the in-process evaluator (`crate::policy`) implements and
 //!   the policy tests run: the CEL standard macros and functions and the strings extension
-//!   (`split`, `join`, `lowerAscii`), which Kubernetes has offered since 1.29.
+//!   (`split`, `join`, `lowerAscii`, `replace`, `lastIndexOf`, `substring`), which Kubernetes
+//!   has offered since 1.29.
 //! - A tenant's params and binding depend only on that tenant and its cell, so editing a tenant
 //!   changes only its own folder.
 
@@ -48,9 +49,10 @@ pub const WEIGHT_DIGEST_ANNOTATION: &str = "tenantc.io/weight-digest";
 pub const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 /// The Kueue label that names a workload's WorkloadPriorityClass.
 pub const PRIORITY_LABEL: &str = "kueue.x-k8s.io/priority-class";
-/// Label keys (compared in lower case; one without a prefix also forbids it under any
-/// `prefix/`) that no tenant pod may carry, because they would copy user data into every monitoring and billing system that
-/// reads labels; a cell adds its own with `forbidden-label-keys`.
+/// Label keys that no tenant pod or workload may carry, because they would copy user data into
+/// every monitoring and billing system that reads labels; a cell adds its own with
+/// `forbidden-label-keys`. Keys are compared in lower case without `-`, `_` and `.`, and a key
+/// without a prefix also forbids it under any `prefix/`.
 pub const FORBIDDEN_LABEL_KEYS: &[&str] =
     &["email", "prompt", "session-id", "user-email", "user-id"];
 /// The LocalQueues of every tenant namespace (`lower/kueue.rs` emits `default`).
@@ -67,8 +69,9 @@ pub fn binding_name(tenant: &str) -> String {
 }
 
 /// The kinds the policy matches, as `(api group, version, resource)`: Pods, where every
-/// workload ends up, and the built-in controllers whose pod template sits at
-/// `spec.template`, so that their users see a denial when they apply, not later in events.
+/// workload ends up, the built-in controllers whose pod template sits at `spec.template`, and
+/// CronJobs (template at `spec.jobTemplate.spec.template`), so that their users see a denial
+/// when they apply, not later in events.
 pub const MATCHED: &[(&str, &str, &str)] = &[
     ("", "v1", "pods"),
     ("", "v1", "pods/ephemeralcontainers"),
@@ -76,6 +79,7 @@ pub const MATCHED: &[(&str, &str, &str)] = &[
     ("apps", "v1", "deployments"),
     ("apps", "v1", "replicasets"),
     ("apps", "v1", "statefulsets"),
+    ("batch", "v1", "cronjobs"),
     ("batch", "v1", "jobs"),
 ];
 
@@ -95,13 +99,18 @@ pub struct Rule {
 /// A named CEL variable of the policy.
 pub const VARIABLES: &[(&str, &str)] = &[
     ("isPod", "object.kind == 'Pod'"),
+    ("isCronJob", "object.kind == 'CronJob'"),
     (
         "spec",
-        "variables.isPod ? object.spec : object.spec.template.spec",
+        "variables.isPod ? object.spec : (variables.isCronJob ? object.spec.jobTemplate.spec.template.spec : object.spec.template.spec)",
     ),
     (
         "meta",
-        "variables.isPod ? object.metadata : (has(object.spec.template.metadata) ? object.spec.template.metadata : {})",
+        "variables.isPod ? object.metadata : (variables.isCronJob ? (has(object.spec.jobTemplate.spec.template.metadata) ? object.spec.jobTemplate.spec.template.metadata : {}) : (has(object.spec.template.metadata) ? object.spec.template.metadata : {}))",
+    ),
+    (
+        "objectLabels",
+        "has(object.metadata.labels) ? object.metadata.labels : {}",
     ),
     (
         "labels",
@@ -110,6 +119,13 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "annotations",
         "has(variables.meta.annotations) ? variables.meta.annotations : {}",
+    ),
+    // The labels Kueue reads to queue a workload: the object's own, or, for a CronJob, its Job
+    // template's, which every Job it creates carries. A Job created without labels gets its pod
+    // template's (batch/v1 defaulting, before admission), so empty Job labels stand for those.
+    (
+        "workloadLabels",
+        "variables.isCronJob ? (has(object.spec.jobTemplate.metadata) && has(object.spec.jobTemplate.metadata.labels) && size(object.spec.jobTemplate.metadata.labels) > 0 ? object.spec.jobTemplate.metadata.labels : variables.labels) : (has(object.metadata.labels) && size(object.metadata.labels) > 0 ? object.metadata.labels : (object.kind == 'Job' ? variables.labels : {}))",
     ),
     (
         "containers",
@@ -124,12 +140,20 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "variables.containers.map(c, (has(c.resources) && has(c.resources.limits) ? c.resources.limits.map(r, r) : []) + (has(c.resources) && has(c.resources.requests) ? c.resources.requests.map(r, r) : []))",
     ),
     (
+        "requestsGpu",
+        "variables.resourceNames.exists(names, names.exists(r, r.startsWith('nvidia.com/')))",
+    ),
+    (
         "gpuPod",
-        "variables.resourceNames.exists(names, names.exists(r, r.startsWith('nvidia.com/'))) || (has(variables.spec.resourceClaims) && size(variables.spec.resourceClaims) > 0)",
+        "variables.requestsGpu || (has(variables.spec.resourceClaims) && size(variables.spec.resourceClaims) > 0)",
     ),
     (
         "runtimeClasses",
         "params.data.runtimeClasses == '' ? [] : params.data.runtimeClasses.split(',')",
+    ),
+    (
+        "gpuRuntimeClasses",
+        "params.data.gpuRuntimeClasses == '' ? [] : params.data.gpuRuntimeClasses.split(',')",
     ),
     (
         "registries",
@@ -142,6 +166,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "priorities",
         "params.data.priorities == '' ? [] : params.data.priorities.split(',')",
+    ),
+    (
+        "badPriorities",
+        "(('kueue.x-k8s.io/priority-class' in variables.labels ? [variables.labels['kueue.x-k8s.io/priority-class']] : []) + (!variables.isPod && 'kueue.x-k8s.io/priority-class' in variables.workloadLabels ? [variables.workloadLabels['kueue.x-k8s.io/priority-class']] : [])).filter(p, !((request.namespace + '=' + p) in variables.priorities))",
     ),
     (
         "gpuModels",
@@ -159,9 +187,11 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "trainingServiceAccounts",
         "params.data.trainingServiceAccounts == '' ? [] : params.data.trainingServiceAccounts.split(',')",
     ),
+    // Forbidden keys compared without case and without the separators `-`, `_` and `.`, so
+    // that `user_email`, `User.Email` and `userEmail` match `user-email`.
     (
         "forbiddenLabelKeys",
-        "params.data.forbiddenLabelKeys == '' ? [] : params.data.forbiddenLabelKeys.split(',')",
+        "params.data.forbiddenLabelKeys == '' ? [] : params.data.forbiddenLabelKeys.split(',').map(f, f.lowerAscii().replace('-', '').replace('_', '').replace('.', ''))",
     ),
     (
         "forbiddenTaints",
@@ -173,7 +203,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "badImages",
-        "variables.containers.filter(c, !has(c.image) || !variables.registries.exists(r, c.image.startsWith(r + '/')) || !c.image.matches('@sha256:[a-f0-9]{64}$')).map(c, has(c.image) ? c.image : '(no image)')",
+        "variables.containers.filter(c, !has(c.image) || !variables.registries.exists(r, c.image.startsWith(r + '/')) || !c.image.matches('@sha256:[a-f0-9]{64}$')).map(c, has(c.image) ? c.image : '(no image)') + variables.volumes.filter(v, has(v.image) && (!has(v.image.reference) || !variables.registries.exists(r, v.image.reference.startsWith(r + '/')) || !v.image.reference.matches('@sha256:[a-f0-9]{64}$'))).map(v, has(v.image.reference) ? v.image.reference : '(no image reference)')",
     ),
     (
         "loadsWeights",
@@ -181,23 +211,41 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "secretNames",
-        "variables.volumes.filter(v, has(v.secret) && has(v.secret.secretName)).map(v, v.secret.secretName) + variables.volumes.filter(v, has(v.projected) && has(v.projected.sources)).map(v, v.projected.sources.filter(s, has(s.secret) && has(s.secret.name)).map(s, s.secret.name)).map(names, names.join(',')).filter(n, n != '') + variables.containers.map(c, (has(c.env) ? c.env.filter(e, has(e.valueFrom) && has(e.valueFrom.secretKeyRef) && has(e.valueFrom.secretKeyRef.name)).map(e, e.valueFrom.secretKeyRef.name) : []) + (has(c.envFrom) ? c.envFrom.filter(e, has(e.secretRef) && has(e.secretRef.name)).map(e, e.secretRef.name) : [])).map(names, names.join(',')).filter(n, n != '') + (has(variables.spec.imagePullSecrets) ? variables.spec.imagePullSecrets.filter(s, has(s.name)).map(s, s.name) : [])",
+        "variables.volumes.filter(v, has(v.secret) && has(v.secret.secretName)).map(v, v.secret.secretName) + variables.volumes.filter(v, has(v.projected) && has(v.projected.sources)).map(v, v.projected.sources.filter(s, has(s.secret) && has(s.secret.name)).map(s, s.secret.name)).map(names, names.join(',')).filter(n, n != '') + variables.containers.map(c, (has(c.env) ? c.env.filter(e, has(e.valueFrom) && has(e.valueFrom.secretKeyRef) && has(e.valueFrom.secretKeyRef.name)).map(e, e.valueFrom.secretKeyRef.name) : []) + (has(c.envFrom) ? c.envFrom.filter(e, has(e.secretRef) && has(e.secretRef.name)).map(e, e.secretRef.name) : [])).map(names, names.join(',')).filter(n, n != '') + (has(variables.spec.imagePullSecrets) ? variables.spec.imagePullSecrets.filter(s, has(s.name)).map(s, s.name) : []) + variables.volumes.filter(v, has(v.csi) && has(v.csi.nodePublishSecretRef) && has(v.csi.nodePublishSecretRef.name)).map(v, v.csi.nodePublishSecretRef.name)",
     ),
     (
         "claimNames",
         "variables.volumes.filter(v, has(v.persistentVolumeClaim)).map(v, v.persistentVolumeClaim.claimName)",
     ),
+    // The claim templates of generic ephemeral volumes and of a StatefulSet: what they bind
+    // or copy (a PersistentVolume by `volumeName`, a claim or snapshot by `dataSource` or
+    // `dataSourceRef`, and the latter's namespace).
+    (
+        "claimTemplates",
+        "variables.volumes.filter(v, has(v.ephemeral) && has(v.ephemeral.volumeClaimTemplate) && has(v.ephemeral.volumeClaimTemplate.spec)).map(v, v.ephemeral.volumeClaimTemplate.spec) + (object.kind == 'StatefulSet' && has(object.spec.volumeClaimTemplates) ? object.spec.volumeClaimTemplates.filter(t, has(t.spec)).map(t, t.spec) : [])",
+    ),
+    (
+        "claimTemplateNames",
+        "variables.claimTemplates.map(s, (has(s.volumeName) && s.volumeName != '' ? [s.volumeName] : []) + (has(s.dataSource) && has(s.dataSource.name) ? [s.dataSource.name] : []) + (has(s.dataSourceRef) && has(s.dataSourceRef.name) ? [s.dataSourceRef.name] : []) + (has(s.dataSourceRef) && has(s.dataSourceRef.namespace) && s.dataSourceRef.namespace != '' ? [s.dataSourceRef.namespace] : [])).map(names, names.join(',')).filter(n, n != '')",
+    ),
     (
         "foreignReferences",
-        "variables.secretNames.map(n, n.split(',')).map(names, names.filter(n, !n.startsWith(params.data.tenant + '-')).join(',')).filter(n, n != '') + variables.claimNames.filter(n, !n.startsWith(params.data.tenant + '-'))",
+        "(variables.secretNames + variables.claimTemplateNames).map(n, n.split(',')).map(names, names.filter(n, !n.startsWith(params.data.tenant + '-')).join(',')).filter(n, n != '') + variables.claimNames.filter(n, !n.startsWith(params.data.tenant + '-'))",
     ),
     (
         "missingLabels",
         "(['tenant.platform/tenant', 'tenant.platform/cell'] + (variables.gpuPod ? ['tenant.platform/sku'] : [])).filter(k, !(k in variables.labels))",
     ),
+    // Every label key of the pod (template), the workload and the object itself, once each.
+    (
+        "labelKeys",
+        "variables.labels.map(k, k) + variables.workloadLabels.filter(k, !(k in variables.labels)) + variables.objectLabels.filter(k, !(k in variables.labels) && !(k in variables.workloadLabels))",
+    ),
+    // A key is forbidden when, normalised like the forbidden keys, it or its name after the
+    // prefix (`example.com/User_Email`) is one of them.
     (
         "badLabelKeys",
-        "variables.labels.filter(k, variables.forbiddenLabelKeys.exists(f, k.lowerAscii() == f || k.lowerAscii().endsWith('/' + f)))",
+        "variables.labelKeys.filter(k, variables.forbiddenLabelKeys.exists(f, f == k.lowerAscii().replace('-', '').replace('_', '').replace('.', '') || f == k.substring(k.lastIndexOf('/') + 1).lowerAscii().replace('-', '').replace('_', '').replace('.', '')))",
     ),
 ];
 
@@ -210,6 +258,12 @@ pub const RULES: &[Rule] = &[
         message_expression: "params.data.runtimeClassRequired == 'true' ? 'GPU pods of tenant ' + params.data.tenant + ' must set spec.runtimeClassName to one of [' + params.data.runtimeClasses + ']' + (has(variables.spec.runtimeClassName) ? ', not ' + variables.spec.runtimeClassName : '') : 'GPU pods must leave spec.runtimeClassName unset: this cell declares no runtime class'",
     },
     Rule {
+        name: "gpu-runtime-class",
+        expression: "!has(variables.spec.runtimeClassName) || !(variables.spec.runtimeClassName in variables.gpuRuntimeClasses) || variables.requestsGpu",
+        message: "pods that name a GPU runtime class must request a GPU (nvidia.com/* in resources.limits of a container): the runtime hands the node's GPUs to containers that request none",
+        message_expression: "'runtime class ' + variables.spec.runtimeClassName + ' hands the GPUs of its node to containers, so a pod that names it must request a GPU (nvidia.com/* in resources.limits of a container or init container); request one, or remove spec.runtimeClassName'",
+    },
+    Rule {
         name: "pool-tolerations",
         expression: "size(variables.badTolerations) == 0",
         message: "pods may tolerate only the taints of the pools their tenant uses",
@@ -217,27 +271,27 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         name: "local-queue",
-        expression: "!variables.gpuPod || ('kueue.x-k8s.io/queue-name' in variables.labels && variables.labels['kueue.x-k8s.io/queue-name'] in variables.queues)",
-        message: "GPU pods must carry the label kueue.x-k8s.io/queue-name naming one of their tenant's LocalQueues",
-        message_expression: "'GPU pods must carry the label kueue.x-k8s.io/queue-name with one of [' + params.data.queues + ']' + ('kueue.x-k8s.io/queue-name' in variables.labels ? ', not ' + variables.labels['kueue.x-k8s.io/queue-name'] : '') + ', so that Kueue admits them to their pool'",
+        expression: "!variables.gpuPod || [variables.labels, variables.workloadLabels].all(l, 'kueue.x-k8s.io/queue-name' in l && l['kueue.x-k8s.io/queue-name'] in variables.queues)",
+        message: "GPU pods and workloads (the object itself and its pod template) must carry the label kueue.x-k8s.io/queue-name naming one of their tenant's LocalQueues",
+        message_expression: "!('kueue.x-k8s.io/queue-name' in variables.labels && variables.labels['kueue.x-k8s.io/queue-name'] in variables.queues) ? 'GPU pods must carry the label kueue.x-k8s.io/queue-name with one of [' + params.data.queues + ']' + ('kueue.x-k8s.io/queue-name' in variables.labels ? ', not ' + variables.labels['kueue.x-k8s.io/queue-name'] : '') + ', so that Kueue admits them to their pool' : 'GPU ' + object.kind + 's must carry the label kueue.x-k8s.io/queue-name with one of [' + params.data.queues + '] on ' + (variables.isCronJob ? 'spec.jobTemplate.metadata.labels' : 'metadata.labels') + ('kueue.x-k8s.io/queue-name' in variables.workloadLabels ? ' (found ' + variables.workloadLabels['kueue.x-k8s.io/queue-name'] + ')' : '') + ', not only on the pod template: Kueue reads the labels of the workload itself'",
     },
     Rule {
         name: "priority-class",
-        expression: "!('kueue.x-k8s.io/priority-class' in variables.labels) || (request.namespace + '=' + variables.labels['kueue.x-k8s.io/priority-class']) in variables.priorities",
-        message: "the label kueue.x-k8s.io/priority-class must name the namespace's own WorkloadPriorityClass",
-        message_expression: "'the label kueue.x-k8s.io/priority-class may not be ' + variables.labels['kueue.x-k8s.io/priority-class'] + ' in namespace ' + request.namespace + '; entitled: [' + params.data.priorities + ']'",
+        expression: "size(variables.badPriorities) == 0",
+        message: "the label kueue.x-k8s.io/priority-class, on the workload and on its pod template, must name the namespace's own WorkloadPriorityClass",
+        message_expression: "'the label kueue.x-k8s.io/priority-class may not be ' + variables.badPriorities.join(', ') + ' in namespace ' + request.namespace + '; entitled: [' + params.data.priorities + ']'",
     },
     Rule {
         name: "nvidia-env",
-        expression: "!variables.containers.exists(c, has(c.env) && c.env.exists(e, e.name == 'NVIDIA_VISIBLE_DEVICES' || e.name == 'NVIDIA_DRIVER_CAPABILITIES'))",
-        message: "containers may not set NVIDIA_VISIBLE_DEVICES or NVIDIA_DRIVER_CAPABILITIES; request GPUs in resources.limits instead",
-        message_expression: "'container ' + variables.containers.filter(c, has(c.env) && c.env.exists(e, e.name == 'NVIDIA_VISIBLE_DEVICES' || e.name == 'NVIDIA_DRIVER_CAPABILITIES')).map(c, c.name).join(', ') + ' may not set NVIDIA_VISIBLE_DEVICES or NVIDIA_DRIVER_CAPABILITIES; request GPUs in resources.limits instead'",
+        expression: "!variables.containers.exists(c, has(c.env) && c.env.exists(e, e.name.startsWith('NVIDIA_')))",
+        message: "containers may not set NVIDIA_* environment variables, which the NVIDIA container toolkit reads to hand out GPUs and devices; request GPUs in resources.limits instead",
+        message_expression: "'container ' + variables.containers.filter(c, has(c.env) && c.env.exists(e, e.name.startsWith('NVIDIA_'))).map(c, c.name).join(', ') + ' may not set ' + variables.containers.filter(c, has(c.env)).map(c, c.env.filter(e, e.name.startsWith('NVIDIA_')).map(e, e.name).join(', ')).filter(n, n != '').join(', ') + ': the NVIDIA container toolkit reads NVIDIA_* variables to hand out GPUs and devices; request GPUs in resources.limits instead'",
     },
     Rule {
         name: "nvidia-env-from",
-        expression: "!variables.containers.exists(c, has(c.envFrom) && c.envFrom.exists(e, has(e.prefix) && e.prefix != '' && ('NVIDIA_VISIBLE_DEVICES'.startsWith(e.prefix) || 'NVIDIA_DRIVER_CAPABILITIES'.startsWith(e.prefix))))",
-        message: "envFrom may not use a prefix that can form NVIDIA_VISIBLE_DEVICES or NVIDIA_DRIVER_CAPABILITIES",
-        message_expression: "'envFrom of container ' + variables.containers.filter(c, has(c.envFrom) && c.envFrom.exists(e, has(e.prefix) && e.prefix != '' && ('NVIDIA_VISIBLE_DEVICES'.startsWith(e.prefix) || 'NVIDIA_DRIVER_CAPABILITIES'.startsWith(e.prefix)))).map(c, c.name).join(', ') + ' may not use a prefix that can form NVIDIA_VISIBLE_DEVICES or NVIDIA_DRIVER_CAPABILITIES'",
+        expression: "!variables.containers.exists(c, has(c.envFrom) && c.envFrom.exists(e, has(e.prefix) && e.prefix != '' && ('NVIDIA_'.startsWith(e.prefix) || e.prefix.startsWith('NVIDIA_'))))",
+        message: "envFrom may not use a prefix that can form an NVIDIA_* variable name",
+        message_expression: "'envFrom of container ' + variables.containers.filter(c, has(c.envFrom) && c.envFrom.exists(e, has(e.prefix) && e.prefix != '' && ('NVIDIA_'.startsWith(e.prefix) || e.prefix.startsWith('NVIDIA_')))).map(c, c.name).join(', ') + ' may not use a prefix that can form an NVIDIA_* variable name, which the NVIDIA container toolkit reads to hand out GPUs and devices; use a prefix that cannot start NVIDIA_'",
     },
     Rule {
         name: "host-namespaces",
@@ -254,8 +308,8 @@ pub const RULES: &[Rule] = &[
     Rule {
         name: "images",
         expression: "size(variables.badImages) == 0",
-        message: "images must come from the tenant's registries and be pinned by @sha256: digest",
-        message_expression: "'image ' + variables.badImages.join(', ') + ' is not allowed: images must come from [' + params.data.registries + '] and be pinned by @sha256:<digest>'",
+        message: "images of containers and image volumes must come from the tenant's registries and be pinned by @sha256: digest",
+        message_expression: "'image ' + variables.badImages.join(', ') + ' is not allowed: images of containers and image volumes must come from [' + params.data.registries + '] and be pinned by @sha256:<digest>'",
     },
     Rule {
         name: "weight-digest",
@@ -284,8 +338,8 @@ pub const RULES: &[Rule] = &[
     Rule {
         name: "own-references",
         expression: "size(variables.foreignReferences) == 0",
-        message: "PersistentVolumeClaims and Secrets that pods reference must be named with the tenant's name and a dash as prefix",
-        message_expression: "'references to ' + variables.foreignReferences.join(', ') + ' are not allowed: PersistentVolumeClaims and Secrets of tenant ' + params.data.tenant + ' must be named ' + params.data.tenant + '-*'",
+        message: "PersistentVolumeClaims, PersistentVolumes, volume snapshots and Secrets that pods and claim templates reference must be named with the tenant's name and a dash as prefix",
+        message_expression: "'references to ' + variables.foreignReferences.join(', ') + ' are not allowed: PersistentVolumeClaims, PersistentVolumes, volume snapshots and Secrets of tenant ' + params.data.tenant + ' must be named ' + params.data.tenant + '-*'",
     },
     Rule {
         name: "training-service-account",
@@ -302,8 +356,8 @@ pub const RULES: &[Rule] = &[
     Rule {
         name: "forbidden-labels",
         expression: "size(variables.badLabelKeys) == 0",
-        message: "pods may not carry labels that hold user data (prompts, user emails, session ids)",
-        message_expression: "'labels ' + variables.badLabelKeys.join(', ') + ' may hold user data and are not allowed; forbidden: [' + params.data.forbiddenLabelKeys + ']'",
+        message: "pods and workloads may not carry labels that hold user data (prompts, user emails, session ids), whatever their case, separators or prefix",
+        message_expression: "'labels ' + variables.badLabelKeys.join(', ') + ' may hold user data and are not allowed; forbidden: [' + params.data.forbiddenLabelKeys + '], compared without case, -, _ and . and with any prefix'",
     },
 ];
 
@@ -506,6 +560,12 @@ pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> 
         .collect();
     forbidden_labels.sort();
     forbidden_labels.dedup();
+    let mut gpu_runtime_classes: Vec<String> = cell
+        .runtime_classes
+        .iter()
+        .map(|class| class.name.clone())
+        .collect();
+    gpu_runtime_classes.sort();
     let mut registries = tenant.registries.clone();
     registries.sort();
     BTreeMap::from([
@@ -516,6 +576,9 @@ pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> 
             join(forbidden_taints(tenant, cell)),
         ),
         ("gpuModels".to_string(), join(gpu_models)),
+        // Every runtime class tenantc emits hands GPUs to containers, so a pod that names one
+        // must request a GPU.
+        ("gpuRuntimeClasses".to_string(), join(gpu_runtime_classes)),
         ("hostAccess".to_string(), host_access.to_string()),
         (
             "inferenceNamespaces".to_string(),

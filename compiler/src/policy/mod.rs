@@ -12,8 +12,9 @@
 //! policy), then the `variables` in order, then every validation; a `messageExpression` that
 //! fails or yields an empty string falls back to `message`.
 //! The CEL engine is the `cel` crate with its strings extension (`split`, `join`,
-//! `lowerAscii`, as in Kubernetes' strings library); nothing else of Kubernetes' CEL
-//! libraries is provided, so a policy that used more would fail its tests here.
+//! `lowerAscii`, `replace`, `lastIndexOf`, `substring`, as in Kubernetes' strings library);
+//! nothing else of Kubernetes' CEL libraries is provided, so a policy that used more would
+//! fail its tests here.
 //!
 //! Invariants: fail closed like `failurePolicy: Fail`: an expression that does not compile, a
 //! runtime error and a non-boolean result all deny; a variable that fails is left out, so every
