@@ -19,22 +19,37 @@
 //!   Security Standard (as of Kubernetes 1.30), except that containers may also add the
 //!   capabilities the namespace's `tenant.platform/pod-security-capabilities` annotation lists.
 //!
+//! - `tenantc-rolebinding-subjects`, a policy that limits the subjects of RoleBindings in a
+//!   tenant's namespaces to the tenant's own groups and ServiceAccounts of the tenant's
+//!   namespaces in the cell (no users, no other tenant's groups, no `system:authenticated`),
+//!   for everyone but the GitOps controller and the break-glass group: the API server's
+//!   escalation check limits what a tenant admin's RoleBinding grants, never to whom. It is
+//!   bound once per tenant ([`tenant_objects`], in the tenant's folder) with the tenant's
+//!   subjects as params in `tenantc-system`, where no tenant role writes.
+//!
 //! Invariants:
 //! - Every policy has `failurePolicy: Fail` and says in its message what to change.
-//! - Nothing here depends on a tenant: the exceptions are read from the namespace, which the
-//!   guard protects, and the binding selects namespaces by labels only tenantc's namespaces carry.
+//! - Nothing in `cluster/` depends on a tenant: the exceptions are read from the namespace, which
+//!   the guard protects, the bindings select namespaces by labels only tenantc's namespaces
+//!   carry, and the RoleBinding subjects of a tenant are its own binding's params.
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::admissionregistration::v1::{
-    MatchCondition, MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
-    ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingSpec,
-    ValidatingAdmissionPolicySpec, Validation, Variable,
+    MatchCondition, MatchResources, NamedRuleWithOperations, ParamKind, ParamRef,
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    ValidatingAdmissionPolicyBindingSpec, ValidatingAdmissionPolicySpec, Validation, Variable,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+};
 
-use super::{LABEL_PREFIX, MANAGED_BY, cluster_meta, to_yaml};
+use super::admission::PARAMS_NAMESPACE;
+use super::{LABEL_PREFIX, MANAGED_BY, cluster_meta, managed_labels, to_yaml};
 use crate::emit::InternalError;
 use crate::emit::yaml::Yaml;
-use crate::plan::{CellPlan, GitOpsPlan};
+use crate::plan::{CellPlan, GitOpsPlan, TenantPlan};
 
 /// The GitOps identity of a cell that declares none: Argo CD's application controller as its
 /// install manifests name it.
@@ -46,6 +61,9 @@ pub const DEFAULT_BREAK_GLASS: &str = "system:masters";
 pub const GUARD_NAME: &str = "tenantc-guard-managed-objects";
 /// The name of the Pod Security exception policy and its binding.
 pub const EXCEPTIONS_NAME: &str = "tenantc-pod-security-exceptions";
+/// The name of the RoleBinding subjects policy; each tenant's binding and params add
+/// `-<tenant>`.
+pub const SUBJECTS_NAME: &str = "tenantc-rolebinding-subjects";
 /// The namespace annotation listing the capabilities an exception grants, comma-separated.
 pub fn capabilities_annotation() -> String {
     format!("{LABEL_PREFIX}/pod-security-capabilities")
@@ -106,7 +124,181 @@ pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Yaml)>, Inter
             format!("validatingadmissionpolicybinding-{EXCEPTIONS_NAME}.yaml"),
             to_yaml(&binding(EXCEPTIONS_NAME, Some(excepted_namespaces())))?,
         ),
+        (
+            format!("validatingadmissionpolicy-{SUBJECTS_NAME}.yaml"),
+            to_yaml(&subjects_policy(&cell.gitops))?,
+        ),
     ])
+}
+
+/// One tenant's RoleBinding subjects params and binding, for its folder.
+pub(super) fn tenant_objects(tenant: &TenantPlan) -> Result<Vec<(String, Yaml)>, InternalError> {
+    Ok(vec![
+        (
+            "rolebinding-subjects-params.yaml".to_string(),
+            to_yaml(&subjects_params(tenant)?)?,
+        ),
+        (
+            "rolebinding-subjects-binding.yaml".to_string(),
+            to_yaml(&subjects_binding(tenant))?,
+        ),
+    ])
+}
+
+/// The name of a tenant's RoleBinding subjects params and binding.
+pub fn subjects_name(tenant: &str) -> String {
+    format!("{SUBJECTS_NAME}-{tenant}")
+}
+
+/// The separator of the params' lists: no group or namespace name holds a line break.
+const LIST_SEPARATOR: char = '\n';
+
+/// The subjects a tenant's RoleBindings may name, as ConfigMap data: `groups` (its declared
+/// groups) and `namespaces` (its namespaces in the cell, whose ServiceAccounts it may bind),
+/// each sorted and one per line.
+pub fn subjects_params(tenant: &TenantPlan) -> Result<ConfigMap, InternalError> {
+    let groups: std::collections::BTreeSet<&String> = tenant.groups.values().collect();
+    let namespaces: std::collections::BTreeSet<&String> = tenant
+        .namespaces
+        .iter()
+        .map(|namespace| &namespace.name)
+        .collect();
+    let join = |items: &std::collections::BTreeSet<&String>| -> Result<String, InternalError> {
+        if let Some(bad) = items.iter().find(|item| item.contains(LIST_SEPARATOR)) {
+            return Err(InternalError(format!(
+                "`{bad}` holds a line break and cannot be listed in the RoleBinding subjects params"
+            )));
+        }
+        Ok(items
+            .iter()
+            .map(|item| item.as_str())
+            .collect::<Vec<_>>()
+            .join(&LIST_SEPARATOR.to_string()))
+    };
+    let mut labels = managed_labels();
+    labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
+    Ok(ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(subjects_name(&tenant.name)),
+            namespace: Some(PARAMS_NAMESPACE.to_string()),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([
+            ("groups".to_string(), join(&groups)?),
+            ("namespaces".to_string(), join(&namespaces)?),
+        ])),
+        ..ConfigMap::default()
+    })
+}
+
+/// A tenant's binding of the RoleBinding subjects policy: its namespaces, its params.
+pub fn subjects_binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding {
+    let mut labels = managed_labels();
+    labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
+    ValidatingAdmissionPolicyBinding {
+        metadata: ObjectMeta {
+            name: Some(subjects_name(&tenant.name)),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ValidatingAdmissionPolicyBindingSpec {
+            policy_name: Some(SUBJECTS_NAME.to_string()),
+            validation_actions: Some(vec!["Deny".to_string()]),
+            param_ref: Some(ParamRef {
+                name: Some(subjects_name(&tenant.name)),
+                namespace: Some(PARAMS_NAMESPACE.to_string()),
+                parameter_not_found_action: Some("Deny".to_string()),
+                selector: None,
+            }),
+            match_resources: Some(MatchResources {
+                namespace_selector: Some(LabelSelector {
+                    match_expressions: Some(vec![LabelSelectorRequirement {
+                        key: "kubernetes.io/metadata.name".to_string(),
+                        operator: "In".to_string(),
+                        values: Some(
+                            tenant
+                                .namespaces
+                                .iter()
+                                .map(|namespace| namespace.name.clone())
+                                .collect(),
+                        ),
+                    }]),
+                    match_labels: None,
+                }),
+                ..MatchResources::default()
+            }),
+        }),
+    }
+}
+
+/// Whether a RoleBinding subject `s` is one the params allow: a CEL expression over the
+/// variables `groups` and `namespaces`.
+const SUBJECT_ALLOWED: &str = "(s.kind == 'Group' && s.name in variables.groups) ||      (s.kind == 'ServiceAccount' && has(s.namespace) && s.namespace in variables.namespaces)";
+
+/// The policy that limits RoleBinding subjects in tenant namespaces to the tenant's own.
+fn subjects_policy(gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
+    let user = cel_string(&gitops.user);
+    let group = cel_string(&gitops.break_glass);
+    // The CEL literal of [`LIST_SEPARATOR`].
+    let separator = "'\\n'";
+    let variable = |name: &str, expression: String| Variable {
+        name: name.to_string(),
+        expression,
+    };
+    ValidatingAdmissionPolicy {
+        metadata: cluster_meta(SUBJECTS_NAME),
+        spec: Some(ValidatingAdmissionPolicySpec {
+            failure_policy: Some("Fail".to_string()),
+            param_kind: Some(ParamKind {
+                api_version: Some("v1".to_string()),
+                kind: Some("ConfigMap".to_string()),
+            }),
+            match_constraints: Some(MatchResources {
+                resource_rules: Some(vec![rule(
+                    &["rbac.authorization.k8s.io"],
+                    &["CREATE", "UPDATE"],
+                    &["rolebindings"],
+                )]),
+                ..MatchResources::default()
+            }),
+            match_conditions: Some(vec![MatchCondition {
+                name: "not-the-gitops-controller".to_string(),
+                expression: format!(
+                    "request.userInfo.username != {user} && !({group} in request.userInfo.groups)"
+                ),
+            }]),
+            variables: Some(vec![
+                variable(
+                    "groups",
+                    format!(
+                        "has(params.data) && 'groups' in params.data && params.data.groups != '' ? params.data.groups.split({separator}) : []"
+                    ),
+                ),
+                variable(
+                    "namespaces",
+                    format!(
+                        "has(params.data) && 'namespaces' in params.data && params.data.namespaces != '' ? params.data.namespaces.split({separator}) : []"
+                    ),
+                ),
+                variable(
+                    "refused",
+                    format!(
+                        "has(object.subjects) ? object.subjects.filter(s, !({SUBJECT_ALLOWED})).map(s, s.kind + ' ' + (has(s.namespace) && s.namespace != '' ? s.namespace + '/' : '') + s.name) : []"
+                    ),
+                ),
+            ]),
+            validations: Some(vec![validation(
+                "size(variables.refused) == 0",
+                "RoleBindings in a tenant namespace may name only the tenant's own groups and ServiceAccounts of its own namespaces; remove the other subjects",
+                Some(
+                    "'RoleBinding ' + (has(object.metadata.name) ? object.metadata.name : object.metadata.generateName) + ' may not name ' + variables.refused.join(', ') + ': RoleBindings in a tenant namespace may name only the groups [' + variables.groups.join(', ') + '] and ServiceAccounts of the namespaces [' + variables.namespaces.join(', ') + ']; remove the other subjects'",
+                ),
+            )]),
+            ..ValidatingAdmissionPolicySpec::default()
+        }),
+        status: None,
+    }
 }
 
 /// A CEL string literal of `text` (single-quoted, with `\` and `'` escaped).
@@ -477,6 +669,137 @@ mod tests {
     fn every_exceptable_capability_needs_the_relaxed_namespace() {
         for (capability, _) in crate::schema::EXCEPTABLE_CAPABILITIES {
             assert_ne!(enforce_level(&[capability.to_string()]), "restricted");
+        }
+    }
+
+    /// The subjects policy of the example fleet's `acme-research` in `us-east-1a`, without its
+    /// match condition on the requesting user (the offline evaluator has no user), with the
+    /// tenant's binding and params.
+    fn subjects_outcome(subjects: serde_json::Value) -> crate::policy::Outcome {
+        use crate::validate::test_support::{compile_files, example_files};
+        let files = example_files();
+        let borrowed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_str()))
+            .collect();
+        let plan = compile_files(&borrowed).plan.expect("a plan");
+        let cell = plan
+            .cells
+            .iter()
+            .find(|cell| cell.name == "us-east-1a")
+            .expect("the cell");
+        let tenant = cell
+            .tenants
+            .iter()
+            .find(|tenant| tenant.name == "acme-research")
+            .expect("the tenant");
+        let mut policy = subjects_policy(&cell.gitops);
+        if let Some(spec) = policy.spec.as_mut() {
+            spec.match_conditions = None;
+        }
+        let params = subjects_params(tenant).expect("params");
+        let binding = serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "extra", "namespace": "acme-research-train"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "tenantc:tenant-member"},
+            "subjects": subjects,
+        });
+        crate::policy::evaluate(
+            &policy,
+            &subjects_binding(tenant),
+            Some(&params),
+            &crate::policy::Request::create("acme-research-train", binding),
+        )
+    }
+
+    #[test]
+    fn rolebindings_may_name_only_the_tenants_groups_and_service_accounts() {
+        use serde_json::json;
+        let group = |name: &str| json!({"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": name});
+        let account = |namespace: &str, name: &str| json!({"kind": "ServiceAccount", "namespace": namespace, "name": name});
+        for admitted in [
+            json!([group("acme-research"), group("acme-research-admins")]),
+            json!([account("acme-research-train", "trainer")]),
+            json!([]),
+        ] {
+            assert_eq!(
+                subjects_outcome(admitted.clone()),
+                crate::policy::Outcome::Admitted,
+                "{admitted}"
+            );
+        }
+        for (denied, named) in [
+            (
+                json!([group("system:authenticated")]),
+                "Group system:authenticated",
+            ),
+            (
+                json!([group("acme-research"), group("globex-vision-admins")]),
+                "Group globex-vision-admins",
+            ),
+            (json!([group("Acme-Research")]), "Group Acme-Research"),
+            (
+                json!([account("globex-vision-train", "vision-trainer")]),
+                "ServiceAccount globex-vision-train/vision-trainer",
+            ),
+            (
+                json!([account("kube-system", "default")]),
+                "ServiceAccount kube-system/default",
+            ),
+            (
+                json!([{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]),
+                "User alice",
+            ),
+            (
+                json!([{"kind": "ServiceAccount", "name": "trainer"}]),
+                "ServiceAccount trainer",
+            ),
+        ] {
+            match subjects_outcome(denied.clone()) {
+                crate::policy::Outcome::Denied(denials) => {
+                    let message = &denials.first().expect("a denial").message;
+                    assert!(
+                        message.contains(&format!("may not name {named}")),
+                        "{message}"
+                    );
+                    assert!(message.contains("acme-research-admins"), "{message}");
+                }
+                other => panic!("{denied} was not denied: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_subjects_policy_lets_the_gitops_controller_through_and_fails_closed() {
+        let policy = subjects_policy(&GitOpsPlan {
+            user: "system:serviceaccount:argocd:argocd-application-controller".to_string(),
+            break_glass: "system:masters".to_string(),
+        });
+        let spec = policy.spec.expect("a spec");
+        assert_eq!(spec.failure_policy.as_deref(), Some("Fail"));
+        let conditions = spec.match_conditions.expect("match conditions");
+        assert!(conditions.iter().any(|condition| {
+            condition
+                .expression
+                .contains("'system:serviceaccount:argocd:argocd-application-controller'")
+                && condition
+                    .expression
+                    .contains("'system:masters' in request.userInfo.groups")
+        }));
+        for expression in spec
+            .variables
+            .iter()
+            .flatten()
+            .map(|variable| &variable.expression)
+            .chain(
+                spec.validations
+                    .iter()
+                    .flatten()
+                    .map(|validation| &validation.expression),
+            )
+        {
+            crate::policy::compiles(expression).expect("compiles");
         }
     }
 }
