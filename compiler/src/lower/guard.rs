@@ -23,29 +23,27 @@
 //!   tenant's namespaces to the tenant's own groups and ServiceAccounts of the tenant's
 //!   namespaces in the cell (no users, no other tenant's groups, no `system:authenticated`),
 //!   for everyone but the GitOps controller and the break-glass group: the API server's
-//!   escalation check limits what a tenant admin's RoleBinding grants, never to whom. It is
-//!   bound once per tenant ([`tenant_objects`], in the tenant's folder) with the tenant's
-//!   subjects as params in `tenantc-system`, where no tenant role writes.
+//!   escalation check limits what a tenant admin's RoleBinding grants, never to whom. One
+//!   policy and binding per tenant ([`tenant_objects`], in the tenant's folder, guarded as
+//!   managed objects), with the tenant's subjects as CEL literals: params would be read from an
+//!   informer cache, and a RoleBinding created just after its params was refused as having
+//!   none.
 //!
 //! Invariants:
 //! - Every policy has `failurePolicy: Fail` and says in its message what to change.
 //! - Nothing in `cluster/` depends on a tenant: the exceptions are read from the namespace, which
-//!   the guard protects, the bindings select namespaces by labels only tenantc's namespaces
-//!   carry, and the RoleBinding subjects of a tenant are its own binding's params.
-
-use std::collections::BTreeMap;
+//!   the guard protects, and the bindings select namespaces by labels only tenantc's namespaces
+//!   carry; the RoleBinding subjects policies live in the tenant folders.
 
 use k8s_openapi::api::admissionregistration::v1::{
-    MatchCondition, MatchResources, NamedRuleWithOperations, ParamKind, ParamRef,
-    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
-    ValidatingAdmissionPolicyBindingSpec, ValidatingAdmissionPolicySpec, Validation, Variable,
+    MatchCondition, MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingSpec,
+    ValidatingAdmissionPolicySpec, Validation, Variable,
 };
-use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 
-use super::admission::PARAMS_NAMESPACE;
 use super::{LABEL_PREFIX, MANAGED_BY, cluster_meta, managed_labels, to_yaml};
 use crate::emit::InternalError;
 use crate::emit::yaml::Yaml;
@@ -61,8 +59,7 @@ pub const DEFAULT_BREAK_GLASS: &str = "system:masters";
 pub const GUARD_NAME: &str = "tenantc-guard-managed-objects";
 /// The name of the Pod Security exception policy and its binding.
 pub const EXCEPTIONS_NAME: &str = "tenantc-pod-security-exceptions";
-/// The name of the RoleBinding subjects policy; each tenant's binding and params add
-/// `-<tenant>`.
+/// The prefix of the name of each tenant's RoleBinding subjects policy and binding.
 pub const SUBJECTS_NAME: &str = "tenantc-rolebinding-subjects";
 /// The namespace annotation listing the capabilities an exception grants, comma-separated.
 pub fn capabilities_annotation() -> String {
@@ -124,75 +121,39 @@ pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Yaml)>, Inter
             format!("validatingadmissionpolicybinding-{EXCEPTIONS_NAME}.yaml"),
             to_yaml(&binding(EXCEPTIONS_NAME, Some(excepted_namespaces())))?,
         ),
-        (
-            format!("validatingadmissionpolicy-{SUBJECTS_NAME}.yaml"),
-            to_yaml(&subjects_policy(&cell.gitops))?,
-        ),
     ])
 }
 
-/// One tenant's RoleBinding subjects params and binding, for its folder.
-pub(super) fn tenant_objects(tenant: &TenantPlan) -> Result<Vec<(String, Yaml)>, InternalError> {
+/// One tenant's RoleBinding subjects policy and binding, for its folder.
+pub(super) fn tenant_objects(
+    tenant: &TenantPlan,
+    cell: &CellPlan,
+) -> Result<Vec<(String, Yaml)>, InternalError> {
     Ok(vec![
         (
-            "rolebinding-subjects-params.yaml".to_string(),
-            to_yaml(&subjects_params(tenant)?)?,
+            "admission-subjects-policy.yaml".to_string(),
+            to_yaml(&subjects_policy(tenant, &cell.gitops))?,
         ),
         (
-            "rolebinding-subjects-binding.yaml".to_string(),
+            "admission-subjects-binding.yaml".to_string(),
             to_yaml(&subjects_binding(tenant))?,
         ),
     ])
 }
 
-/// The name of a tenant's RoleBinding subjects params and binding.
+/// The name of a tenant's RoleBinding subjects policy and binding.
 pub fn subjects_name(tenant: &str) -> String {
     format!("{SUBJECTS_NAME}-{tenant}")
 }
 
-/// The separator of the params' lists: no group or namespace name holds a line break.
-const LIST_SEPARATOR: char = '\n';
-
-/// The subjects a tenant's RoleBindings may name, as ConfigMap data: `groups` (its declared
-/// groups) and `namespaces` (its namespaces in the cell, whose ServiceAccounts it may bind),
-/// each sorted and one per line.
-pub fn subjects_params(tenant: &TenantPlan) -> Result<ConfigMap, InternalError> {
-    let groups: std::collections::BTreeSet<&String> = tenant.groups.values().collect();
-    let namespaces: std::collections::BTreeSet<&String> = tenant
-        .namespaces
-        .iter()
-        .map(|namespace| &namespace.name)
-        .collect();
-    let join = |items: &std::collections::BTreeSet<&String>| -> Result<String, InternalError> {
-        if let Some(bad) = items.iter().find(|item| item.contains(LIST_SEPARATOR)) {
-            return Err(InternalError(format!(
-                "`{bad}` holds a line break and cannot be listed in the RoleBinding subjects params"
-            )));
-        }
-        Ok(items
-            .iter()
-            .map(|item| item.as_str())
-            .collect::<Vec<_>>()
-            .join(&LIST_SEPARATOR.to_string()))
-    };
-    let mut labels = managed_labels();
-    labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
-    Ok(ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(subjects_name(&tenant.name)),
-            namespace: Some(PARAMS_NAMESPACE.to_string()),
-            labels: Some(labels),
-            ..ObjectMeta::default()
-        },
-        data: Some(BTreeMap::from([
-            ("groups".to_string(), join(&groups)?),
-            ("namespaces".to_string(), join(&namespaces)?),
-        ])),
-        ..ConfigMap::default()
-    })
+/// A CEL list literal of `items`, sorted and without repeats.
+fn cel_list<'a>(items: impl IntoIterator<Item = &'a String>) -> String {
+    let items: std::collections::BTreeSet<&String> = items.into_iter().collect();
+    let quoted: Vec<String> = items.into_iter().map(|item| cel_string(item)).collect();
+    format!("[{}]", quoted.join(", "))
 }
 
-/// A tenant's binding of the RoleBinding subjects policy: its namespaces, its params.
+/// A tenant's binding of its RoleBinding subjects policy: its namespaces, no params.
 pub fn subjects_binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding {
     let mut labels = managed_labels();
     labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
@@ -203,14 +164,9 @@ pub fn subjects_binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding
             ..ObjectMeta::default()
         },
         spec: Some(ValidatingAdmissionPolicyBindingSpec {
-            policy_name: Some(SUBJECTS_NAME.to_string()),
+            policy_name: Some(subjects_name(&tenant.name)),
             validation_actions: Some(vec!["Deny".to_string()]),
-            param_ref: Some(ParamRef {
-                name: Some(subjects_name(&tenant.name)),
-                namespace: Some(PARAMS_NAMESPACE.to_string()),
-                parameter_not_found_action: Some("Deny".to_string()),
-                selector: None,
-            }),
+            param_ref: None,
             match_resources: Some(MatchResources {
                 namespace_selector: Some(LabelSelector {
                     match_expressions: Some(vec![LabelSelectorRequirement {
@@ -232,28 +188,30 @@ pub fn subjects_binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding
     }
 }
 
-/// Whether a RoleBinding subject `s` is one the params allow: a CEL expression over the
-/// variables `groups` and `namespaces`.
+/// Whether a RoleBinding subject `s` is the tenant's own: a CEL expression over the variables
+/// `groups` and `namespaces`.
 const SUBJECT_ALLOWED: &str = "(s.kind == 'Group' && s.name in variables.groups) ||      (s.kind == 'ServiceAccount' && has(s.namespace) && s.namespace in variables.namespaces)";
 
-/// The policy that limits RoleBinding subjects in tenant namespaces to the tenant's own.
-fn subjects_policy(gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
+/// The policy that limits RoleBinding subjects in a tenant's namespaces to its own groups and
+/// ServiceAccounts of its namespaces, written into the policy as CEL literals (no params, so
+/// no admission request waits on a params cache).
+fn subjects_policy(tenant: &TenantPlan, gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
     let user = cel_string(&gitops.user);
     let group = cel_string(&gitops.break_glass);
-    // The CEL literal of [`LIST_SEPARATOR`].
-    let separator = "'\\n'";
     let variable = |name: &str, expression: String| Variable {
         name: name.to_string(),
         expression,
     };
+    let mut labels = managed_labels();
+    labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
     ValidatingAdmissionPolicy {
-        metadata: cluster_meta(SUBJECTS_NAME),
+        metadata: ObjectMeta {
+            name: Some(subjects_name(&tenant.name)),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        },
         spec: Some(ValidatingAdmissionPolicySpec {
             failure_policy: Some("Fail".to_string()),
-            param_kind: Some(ParamKind {
-                api_version: Some("v1".to_string()),
-                kind: Some("ConfigMap".to_string()),
-            }),
             match_constraints: Some(MatchResources {
                 resource_rules: Some(vec![rule(
                     &["rbac.authorization.k8s.io"],
@@ -269,17 +227,10 @@ fn subjects_policy(gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
                 ),
             }]),
             variables: Some(vec![
-                variable(
-                    "groups",
-                    format!(
-                        "has(params.data) && 'groups' in params.data && params.data.groups != '' ? params.data.groups.split({separator}) : []"
-                    ),
-                ),
+                variable("groups", cel_list(tenant.groups.values())),
                 variable(
                     "namespaces",
-                    format!(
-                        "has(params.data) && 'namespaces' in params.data && params.data.namespaces != '' ? params.data.namespaces.split({separator}) : []"
-                    ),
+                    cel_list(tenant.namespaces.iter().map(|namespace| &namespace.name)),
                 ),
                 variable(
                     "refused",
@@ -674,7 +625,7 @@ mod tests {
 
     /// The subjects policy of the example fleet's `acme-research` in `us-east-1a`, without its
     /// match condition on the requesting user (the offline evaluator has no user), with the
-    /// tenant's binding and params.
+    /// tenant's binding.
     fn subjects_outcome(subjects: serde_json::Value) -> crate::policy::Outcome {
         use crate::validate::test_support::{compile_files, example_files};
         let files = example_files();
@@ -693,11 +644,12 @@ mod tests {
             .iter()
             .find(|tenant| tenant.name == "acme-research")
             .expect("the tenant");
-        let mut policy = subjects_policy(&cell.gitops);
+        let mut policy = subjects_policy(tenant, &cell.gitops);
         if let Some(spec) = policy.spec.as_mut() {
             spec.match_conditions = None;
         }
-        let params = subjects_params(tenant).expect("params");
+        // The policy takes no params; the offline evaluator wants some object.
+        let params = k8s_openapi::api::core::v1::ConfigMap::default();
         let binding = serde_json::json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",
@@ -772,10 +724,26 @@ mod tests {
 
     #[test]
     fn the_subjects_policy_lets_the_gitops_controller_through_and_fails_closed() {
-        let policy = subjects_policy(&GitOpsPlan {
-            user: "system:serviceaccount:argocd:argocd-application-controller".to_string(),
-            break_glass: "system:masters".to_string(),
-        });
+        use crate::validate::test_support::{compile_files, example_files};
+        let files = example_files();
+        let borrowed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_str()))
+            .collect();
+        let plan = compile_files(&borrowed).plan.expect("a plan");
+        let tenant = plan
+            .cells
+            .iter()
+            .flat_map(|cell| &cell.tenants)
+            .next()
+            .expect("a tenant");
+        let policy = subjects_policy(
+            tenant,
+            &GitOpsPlan {
+                user: "system:serviceaccount:argocd:argocd-application-controller".to_string(),
+                break_glass: "system:masters".to_string(),
+            },
+        );
         let spec = policy.spec.expect("a spec");
         assert_eq!(spec.failure_policy.as_deref(), Some("Fail"));
         let conditions = spec.match_conditions.expect("match conditions");

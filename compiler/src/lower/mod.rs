@@ -133,7 +133,7 @@ pub fn lower(
             for (file, body) in admission::tenant_objects(tenant, cell_plan)? {
                 push(&folder, file, sources.clone(), body);
             }
-            for (file, body) in guard::tenant_objects(tenant)? {
+            for (file, body) in guard::tenant_objects(tenant, cell_plan)? {
                 push(&folder, file, sources.clone(), body);
             }
             children.insert(folder);
