@@ -131,6 +131,11 @@ const CHECKS: &[(&str, bool, Check)] = &[
         rbac::tenant_admins_cannot_bind_more_than_they_hold,
     ),
     (
+        "rbac_tenant_admins_bind_only_their_own_subjects",
+        true,
+        rbac::tenant_admins_bind_only_their_own_subjects,
+    ),
+    (
         "rbac_aggregated_cluster_roles_do_not_widen_tenant_groups",
         true,
         rbac::aggregated_cluster_roles_do_not_widen_tenant_groups,

@@ -19,6 +19,9 @@
 //!   namespace declared without a selector, and no `ipBlock` is shorter than `/8`;
 //! - the oracle itself catches a policy that selects namespaces by a forgeable label, a default
 //!   deny without `Egress`, and a rule without peers.
+//! - the identity egress rule allows exactly the node-local credential addresses and ports of
+//!   the cell's workload identity (EKS Pod Identity, GKE), one address and port per rule, and
+//!   nothing for IRSA or a cell without `storage`.
 
 #![allow(
     clippy::unwrap_used,
@@ -507,4 +510,130 @@ fn generated_fleets_keep_every_tenant_namespace_to_itself() {
         }
     }
     assert!(namespaces > 200, "{namespaces}");
+}
+
+/// The identity egress rules of every tenant namespace of `cell`, as sorted
+/// `(cidr, protocol, port)`, and how many namespaces the cell has.
+/// The `(cidr, protocol, port)` rules of one identity egress policy, sorted.
+type IdentityRules = Vec<(String, String, i64)>;
+
+fn identity_rules(tree: &OutputTree, cell: &str) -> (BTreeSet<IdentityRules>, usize) {
+    let mut rules = BTreeSet::new();
+    let mut namespaces = 0;
+    for (path, bytes) in tree {
+        if !path.starts_with(&format!("{cell}/tenants/")) {
+            continue;
+        }
+        if path.ends_with("/networkpolicy-default-deny.yaml") {
+            namespaces += 1;
+        }
+        if !path.ends_with("/networkpolicy-allow-identity.yaml") {
+            continue;
+        }
+        let policy = parse(std::str::from_utf8(bytes).unwrap());
+        assert_eq!(policy["spec"]["policyTypes"], json!(["Egress"]), "{path}");
+        assert!(policy["spec"].get("ingress").is_none(), "{path}");
+        let mut found = Vec::new();
+        for rule in policy["spec"]["egress"].as_array().unwrap() {
+            let peers = rule["to"].as_array().unwrap();
+            let ports = rule["ports"].as_array().unwrap();
+            assert_eq!(
+                (peers.len(), ports.len()),
+                (1, 1),
+                "{path}: one address and port per rule"
+            );
+            assert!(
+                peers[0].get("namespaceSelector").is_none()
+                    && peers[0].get("podSelector").is_none()
+            );
+            found.push((
+                peers[0]["ipBlock"]["cidr"].as_str().unwrap().to_string(),
+                ports[0]["protocol"].as_str().unwrap().to_string(),
+                ports[0]["port"].as_i64().unwrap(),
+            ));
+        }
+        found.sort();
+        rules.insert(found);
+    }
+    (rules, namespaces)
+}
+
+/// A cell with the given `storage` body (none when empty) and one tenant.
+fn identity_fleet(storage: &str) -> Vec<InputFile> {
+    let storage = if storage.is_empty() {
+        String::new()
+    } else {
+        format!("    storage {{\n        bucket \"fleet-c1-models\"\n        {storage}\n    }}\n")
+    };
+    let cell = format!(
+        "cell \"c1\" {{\n    cloud \"{}\" region=\"r1\"\n    kubernetes \"1.33\"\n    driver \"570\"\n{storage}    priority \"batch\" value=1000\n    pool \"train\" {{ gpu \"H100-80GB-SXM\"; nodes 1 gpus-per-node=8; sharing \"exclusive\"; }}\n}}\n",
+        if storage.contains("gcp ") {
+            "gcp"
+        } else {
+            "aws"
+        }
+    );
+    let tenant = "tenant \"alpha\" {\n    org \"o\"\n    team \"t\"\n    trust \"hard\"\n    groups admin=\"alpha-admins\"\n    quota cell=\"c1\" cpu=\"2\" memory=\"2Gi\" pods=2 { pool \"train\" reserved=8 workload=\"train\"; }\n    workload \"train\" service-account=\"trainer\" priority=\"batch\"\n    workload \"infer\" service-account=\"server\" priority=\"batch\" share=1\n}\n";
+    vec![
+        InputFile {
+            path: "cells/c1.kdl".to_string(),
+            contents: cell.into_bytes(),
+        },
+        InputFile {
+            path: "tenants/alpha.kdl".to_string(),
+            contents: tenant.as_bytes().to_vec(),
+        },
+    ]
+}
+
+#[test]
+fn identity_egress_allows_exactly_what_the_cells_identity_needs() {
+    let rules = |pairs: &[(&str, i64)]| {
+        BTreeSet::from([pairs
+            .iter()
+            .map(|(cidr, port)| (cidr.to_string(), "TCP".to_string(), *port))
+            .collect::<Vec<_>>()])
+    };
+    // The example fleet: GKE Workload Identity in eu-west-4b, IRSA in us-east-1a.
+    let tree = build(&support::inputs(&support::repo()));
+    let (gcp, namespaces) = identity_rules(&tree, "eu-west-4b");
+    assert_eq!(
+        gcp,
+        rules(&[("169.254.169.252/32", 988), ("169.254.169.254/32", 80)])
+    );
+    let files = tree
+        .keys()
+        .filter(|path| path.starts_with("eu-west-4b/") && path.ends_with("allow-identity.yaml"))
+        .count();
+    assert_eq!(
+        files, namespaces,
+        "every namespace of the GCP cell gets the rule"
+    );
+    let (irsa, _) = identity_rules(&tree, "us-east-1a");
+    assert!(
+        irsa.is_empty(),
+        "IRSA reaches STS through a declared endpoint: {irsa:?}"
+    );
+    // EKS Pod Identity: the agent's IPv4 and IPv6 addresses on port 80, in every namespace.
+    let tree = build(&identity_fleet(
+        "aws account=\"123456789012\" identity=\"pod-identity\"",
+    ));
+    let (pod_identity, namespaces) = identity_rules(&tree, "c1");
+    assert_eq!(
+        pod_identity,
+        rules(&[("169.254.170.23/32", 80), ("fd00:ec2::23/128", 80)])
+    );
+    assert_eq!(
+        tree.keys()
+            .filter(|path| path.ends_with("allow-identity.yaml"))
+            .count(),
+        namespaces
+    );
+    assert_eq!(namespaces, 2);
+    // No storage identity, no rule.
+    let tree = build(&identity_fleet(""));
+    assert!(
+        tree.keys()
+            .all(|path| !path.ends_with("allow-identity.yaml"))
+    );
 }

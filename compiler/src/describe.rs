@@ -259,8 +259,20 @@ pub fn human(view: &View<'_>) -> String {
     out
 }
 
-/// The Pod Security of the tenant's namespaces, with every reviewed exception.
+/// The Pod Security of the tenant's namespaces, with every reviewed exception, and whether
+/// its pods may reach the host.
 fn pod_security_text(out: &mut String, tenant: &TenantPlan) {
+    let access = &tenant.cell_host_access;
+    let _ = writeln!(
+        out,
+        "    Host network, RDMA devices and Pod Security exceptions: {} ({})",
+        if access.granted {
+            "granted"
+        } else {
+            "not granted"
+        },
+        access.why
+    );
     let excepted: Vec<_> = tenant
         .namespaces
         .iter()

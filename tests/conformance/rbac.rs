@@ -1420,13 +1420,23 @@ pub(super) fn rbac_of_the_example_fleet_keeps_the_floor(cluster: &Cluster) {
 const ESCALATION_MESSAGE: &str = "is attempting to grant RBAC permissions not currently held";
 
 /// A RoleBinding named `name` in `namespace` of the ClusterRole `role` to a group of nobody.
-fn probe_binding(name: &str, namespace: &str, role: &str) -> String {
+fn probe_binding(name: &str, namespace: &str, role: &str, subject: &str) -> String {
+    probe_binding_of(
+        name,
+        namespace,
+        role,
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": subject}),
+    )
+}
+
+/// A RoleBinding of `role` in `namespace` to one `subject`.
+fn probe_binding_of(name: &str, namespace: &str, role: &str, subject: Value) -> String {
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
         "metadata": {"name": name, "namespace": namespace},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "conformance:delegate"}],
+        "subjects": [subject],
     })
     .to_string()
 }
@@ -1495,7 +1505,14 @@ fn escalation_findings(cluster: &Cluster, evaluated: &Evaluated) -> (Vec<String>
         };
         for (idx, (role, may)) in cases.into_iter().enumerate() {
             probes += 1;
-            let manifest = probe_binding(&format!("conformance-escalation-{idx}"), namespace, role);
+            // The binding names the creating group itself, which the subjects policy admits, so
+            // only the escalation check decides.
+            let manifest = probe_binding(
+                &format!("conformance-escalation-{idx}"),
+                namespace,
+                role,
+                group,
+            );
             match (create_as(cluster, group, &manifest), may) {
                 (Ok(()), true) => {}
                 (Ok(()), false) => findings.push(format!(
@@ -1528,6 +1545,7 @@ fn escalation_findings(cluster: &Cluster, evaluated: &Evaluated) -> (Vec<String>
                 "conformance-escalation-other",
                 other,
                 "tenantc:tenant-viewer",
+                group,
             );
             match create_as(cluster, group, &manifest) {
                 Ok(()) => findings.push(format!(
@@ -1551,6 +1569,130 @@ pub(super) fn tenant_admins_cannot_bind_more_than_they_hold(cluster: &Cluster) {
     assert!(findings.is_empty(), "{}", findings.join("\n"));
     println!(
         "  {probes} RoleBinding probes: tenant admins bind the tenant roles but not cluster-admin, admin or edit (`{ESCALATION_MESSAGE}`), nor in another tenant's namespace; members and viewers write no RoleBinding"
+    );
+}
+
+/// The message of the RoleBinding subjects policy (`lower/guard.rs`) for a refused subject.
+const SUBJECTS_MESSAGE: &str = "RoleBindings in a tenant namespace may name only the groups";
+
+pub(super) fn tenant_admins_bind_only_their_own_subjects(cluster: &Cluster) {
+    let objects = set_up(cluster);
+    let evaluated = evaluate(&objects);
+    let mut findings = Vec::new();
+    let mut probes = 0;
+    let mut seen = BTreeSet::new();
+    for ((_, namespace, group), roles) in &evaluated.roles {
+        if !roles.contains("tenantc:tenant-admin") || !seen.insert(group.clone()) {
+            continue;
+        }
+        let own = evaluated
+            .group_tenants
+            .get(group)
+            .cloned()
+            .unwrap_or_default();
+        let other_group = evaluated
+            .group_tenants
+            .iter()
+            .find(|(_, tenants)| tenants.is_disjoint(&own))
+            .map(|(other, _)| other.clone());
+        let other_namespace = evaluated
+            .tenants
+            .iter()
+            .find(|(tenant, _)| !own.contains(*tenant))
+            .and_then(|(_, places)| places.iter().next())
+            .map(|(_, other)| other.clone());
+        let account = |namespace: &str| json!({"kind": "ServiceAccount", "namespace": namespace, "name": "default"});
+        let group_subject = |name: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": name});
+        let mut cases: Vec<(String, Value, bool)> = vec![
+            ("its own group".to_string(), group_subject(group), true),
+            (
+                "a ServiceAccount of its namespace".to_string(),
+                account(namespace),
+                true,
+            ),
+            (
+                "system:authenticated".to_string(),
+                group_subject("system:authenticated"),
+                false,
+            ),
+            (
+                "system:serviceaccounts".to_string(),
+                group_subject("system:serviceaccounts"),
+                false,
+            ),
+            (
+                "a user".to_string(),
+                json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "conformance:someone"}),
+                false,
+            ),
+            (
+                "a kube-system ServiceAccount".to_string(),
+                account("kube-system"),
+                false,
+            ),
+        ];
+        if let Some(other) = &other_group {
+            cases.push((
+                format!("another tenant's group {other}"),
+                group_subject(other),
+                false,
+            ));
+        }
+        if let Some(other) = &other_namespace {
+            cases.push((
+                format!("a ServiceAccount of {other}"),
+                account(other),
+                false,
+            ));
+        }
+        for (idx, (what, subject, may)) in cases.into_iter().enumerate() {
+            probes += 1;
+            let manifest = probe_binding_of(
+                &format!("conformance-subjects-{idx}"),
+                namespace,
+                "tenantc:tenant-viewer",
+                subject,
+            );
+            match (create_as(cluster, group, &manifest), may) {
+                (Ok(()), true) => {}
+                (Ok(()), false) => findings.push(format!(
+                    "{group} (admin) may bind the tenant viewer role to {what} in {namespace}"
+                )),
+                (Err(message), true) => findings.push(format!(
+                    "{group} (admin) may not bind the tenant viewer role to {what} in {namespace}:\n{message}"
+                )),
+                (Err(message), false) => {
+                    if !message.contains(SUBJECTS_MESSAGE) {
+                        findings.push(format!(
+                            "binding {what} in {namespace} was refused for another reason than the subjects policy:\n{message}"
+                        ));
+                    }
+                }
+            }
+        }
+        // The break-glass identity (the harness's admin is in `system:masters`) passes.
+        probes += 1;
+        let manifest = probe_binding(
+            "conformance-subjects-break-glass",
+            namespace,
+            "tenantc:tenant-viewer",
+            "system:authenticated",
+        );
+        let run = cluster.kubectl(
+            &["create", "--dry-run=server", "-o", "name", "-f", "-"],
+            &manifest,
+        );
+        if !run.ok {
+            findings.push(format!(
+                "the break-glass identity may not bind system:authenticated in {namespace}:\n{}",
+                run.stderr
+            ));
+        }
+    }
+    assert!(probes > 0, "no subjects probe");
+    assert!(findings.is_empty(), "{}", findings.join("\n"));
+    println!(
+        "  {probes} RoleBinding subject probes: tenant admins bind their own groups and ServiceAccounts, but not system:authenticated, system:serviceaccounts, users, another tenant's group or ServiceAccounts of other namespaces (`{SUBJECTS_MESSAGE}`); the break-glass identity may"
     );
 }
 

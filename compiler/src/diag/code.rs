@@ -107,6 +107,7 @@ codes! {
     TrustSharingMismatch => ("trust-sharing-mismatch", "validate", "a tenant's trust class forbids the sharing mode of a pool it has quota in"),
     PoolReachableByForbiddenTenant => ("pool-reachable-by-forbidden-tenant", "resolve", "a tenant could place pods on a pool its trust class or org forbids, because the pool is untainted and offers a resource the tenant has quota for"),
     ModelPrefixOutsideTenant => ("model-prefix-outside-tenant", "validate", "a model's weight prefix does not lie under the tenant's own `models/<tenant>/` prefix, where its storage IAM grants read"),
+    RegistryClaimedByAnotherTenant => ("registry-claimed-by-another-tenant", "validate", "a tenant's image registry equals another tenant's or is a parent of it (host without case or default port, path component by component), so its pods could run the other tenant's images"),
     SharedBasePrefixInvalid => ("shared-base-prefix-invalid", "validate", "a tenant's shared-base prefix is not a plain `shared/…/` object prefix, so a read grant on it could reach other tenants' objects"),
     StorageIdentityMismatch => ("storage-identity-mismatch", "validate", "a cell's storage identity is not for the cell's cloud, or declares options of another identity kind"),
     TemplateSyntax => ("template-syntax", "template", "a platform template under `templates/` does not parse as a Jinja template"),

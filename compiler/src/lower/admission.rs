@@ -514,8 +514,8 @@ pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> 
                 .any(|flavor| flavor.pool == pool.name)
         })
         .collect();
-    let host_access =
-        tenant.trust == "hard" && own_pools.iter().any(|pool| pool.sharing == "exclusive");
+    // The plan's one decision: hard, and every pool the tenant reaches is its alone.
+    let host_access = tenant.cell_host_access.granted;
     let mut gpu_models: Vec<String> = own_pools.iter().map(|pool| pool.gpu.clone()).collect();
     gpu_models.sort();
     gpu_models.dedup();

@@ -19,22 +19,35 @@
 //!   Security Standard (as of Kubernetes 1.30), except that containers may also add the
 //!   capabilities the namespace's `tenant.platform/pod-security-capabilities` annotation lists.
 //!
+//! - `tenantc-rolebinding-subjects`, a policy that limits the subjects of RoleBindings in a
+//!   tenant's namespaces to the tenant's own groups and ServiceAccounts of the tenant's
+//!   namespaces in the cell (no users, no other tenant's groups, no `system:authenticated`),
+//!   for everyone but the GitOps controller and the break-glass group: the API server's
+//!   escalation check limits what a tenant admin's RoleBinding grants, never to whom. One
+//!   policy and binding per tenant ([`tenant_objects`], in the tenant's folder, guarded as
+//!   managed objects), with the tenant's subjects as CEL literals: params would be read from an
+//!   informer cache, and a RoleBinding created just after its params was refused as having
+//!   none.
+//!
 //! Invariants:
 //! - Every policy has `failurePolicy: Fail` and says in its message what to change.
-//! - Nothing here depends on a tenant: the exceptions are read from the namespace, which the
-//!   guard protects, and the binding selects namespaces by labels only tenantc's namespaces carry.
+//! - Nothing in `cluster/` depends on a tenant: the exceptions are read from the namespace, which
+//!   the guard protects, and the bindings select namespaces by labels only tenantc's namespaces
+//!   carry; the RoleBinding subjects policies live in the tenant folders.
 
 use k8s_openapi::api::admissionregistration::v1::{
     MatchCondition, MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
     ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingSpec,
     ValidatingAdmissionPolicySpec, Validation, Variable,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+};
 
-use super::{LABEL_PREFIX, MANAGED_BY, body, cluster_meta};
+use super::{LABEL_PREFIX, MANAGED_BY, body, cluster_meta, managed_labels};
 use crate::emit::Body;
 use crate::emit::InternalError;
-use crate::plan::{CellPlan, GitOpsPlan};
+use crate::plan::{CellPlan, GitOpsPlan, TenantPlan};
 
 /// The GitOps identity of a cell that declares none: Argo CD's application controller as its
 /// install manifests name it.
@@ -46,6 +59,8 @@ pub const DEFAULT_BREAK_GLASS: &str = "system:masters";
 pub const GUARD_NAME: &str = "tenantc-guard-managed-objects";
 /// The name of the Pod Security exception policy and its binding.
 pub const EXCEPTIONS_NAME: &str = "tenantc-pod-security-exceptions";
+/// The prefix of the name of each tenant's RoleBinding subjects policy and binding.
+pub const SUBJECTS_NAME: &str = "tenantc-rolebinding-subjects";
 /// The namespace annotation listing the capabilities an exception grants, comma-separated.
 pub fn capabilities_annotation() -> String {
     format!("{LABEL_PREFIX}/pod-security-capabilities")
@@ -107,6 +122,134 @@ pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Body)>, Inter
             body(&binding(EXCEPTIONS_NAME, Some(excepted_namespaces())))?,
         ),
     ])
+}
+
+/// One tenant's RoleBinding subjects policy and binding, for its folder.
+pub(super) fn tenant_objects(
+    tenant: &TenantPlan,
+    cell: &CellPlan,
+) -> Result<Vec<(String, Body)>, InternalError> {
+    Ok(vec![
+        (
+            "admission-subjects-policy.yaml".to_string(),
+            body(&subjects_policy(tenant, &cell.gitops))?,
+        ),
+        (
+            "admission-subjects-binding.yaml".to_string(),
+            body(&subjects_binding(tenant))?,
+        ),
+    ])
+}
+
+/// The name of a tenant's RoleBinding subjects policy and binding.
+pub fn subjects_name(tenant: &str) -> String {
+    format!("{SUBJECTS_NAME}-{tenant}")
+}
+
+/// A CEL list literal of `items`, sorted and without repeats.
+fn cel_list<'a>(items: impl IntoIterator<Item = &'a String>) -> String {
+    let items: std::collections::BTreeSet<&String> = items.into_iter().collect();
+    let quoted: Vec<String> = items.into_iter().map(|item| cel_string(item)).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+/// A tenant's binding of its RoleBinding subjects policy: its namespaces, no params.
+pub fn subjects_binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding {
+    let mut labels = managed_labels();
+    labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
+    ValidatingAdmissionPolicyBinding {
+        metadata: ObjectMeta {
+            name: Some(subjects_name(&tenant.name)),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ValidatingAdmissionPolicyBindingSpec {
+            policy_name: Some(subjects_name(&tenant.name)),
+            validation_actions: Some(vec!["Deny".to_string()]),
+            param_ref: None,
+            match_resources: Some(MatchResources {
+                namespace_selector: Some(LabelSelector {
+                    match_expressions: Some(vec![LabelSelectorRequirement {
+                        key: "kubernetes.io/metadata.name".to_string(),
+                        operator: "In".to_string(),
+                        values: Some(
+                            tenant
+                                .namespaces
+                                .iter()
+                                .map(|namespace| namespace.name.clone())
+                                .collect(),
+                        ),
+                    }]),
+                    match_labels: None,
+                }),
+                ..MatchResources::default()
+            }),
+        }),
+    }
+}
+
+/// Whether a RoleBinding subject `s` is the tenant's own: a CEL expression over the variables
+/// `groups` and `namespaces`.
+const SUBJECT_ALLOWED: &str = "(s.kind == 'Group' && s.name in variables.groups) ||      (s.kind == 'ServiceAccount' && has(s.namespace) && s.namespace in variables.namespaces)";
+
+/// The policy that limits RoleBinding subjects in a tenant's namespaces to its own groups and
+/// ServiceAccounts of its namespaces, written into the policy as CEL literals (no params, so
+/// no admission request waits on a params cache).
+fn subjects_policy(tenant: &TenantPlan, gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
+    let user = cel_string(&gitops.user);
+    let group = cel_string(&gitops.break_glass);
+    let variable = |name: &str, expression: String| Variable {
+        name: name.to_string(),
+        expression,
+    };
+    let mut labels = managed_labels();
+    labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
+    ValidatingAdmissionPolicy {
+        metadata: ObjectMeta {
+            name: Some(subjects_name(&tenant.name)),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ValidatingAdmissionPolicySpec {
+            failure_policy: Some("Fail".to_string()),
+            match_constraints: Some(MatchResources {
+                resource_rules: Some(vec![rule(
+                    &["rbac.authorization.k8s.io"],
+                    &["CREATE", "UPDATE"],
+                    &["rolebindings"],
+                )]),
+                ..MatchResources::default()
+            }),
+            match_conditions: Some(vec![MatchCondition {
+                name: "not-the-gitops-controller".to_string(),
+                expression: format!(
+                    "request.userInfo.username != {user} && !({group} in request.userInfo.groups)"
+                ),
+            }]),
+            variables: Some(vec![
+                variable("groups", cel_list(tenant.groups.values())),
+                variable(
+                    "namespaces",
+                    cel_list(tenant.namespaces.iter().map(|namespace| &namespace.name)),
+                ),
+                variable(
+                    "refused",
+                    format!(
+                        "has(object.subjects) ? object.subjects.filter(s, !({SUBJECT_ALLOWED})).map(s, s.kind + ' ' + (has(s.namespace) && s.namespace != '' ? s.namespace + '/' : '') + s.name) : []"
+                    ),
+                ),
+            ]),
+            validations: Some(vec![validation(
+                "size(variables.refused) == 0",
+                "RoleBindings in a tenant namespace may name only the tenant's own groups and ServiceAccounts of its own namespaces; remove the other subjects",
+                Some(
+                    "'RoleBinding ' + (has(object.metadata.name) ? object.metadata.name : object.metadata.generateName) + ' may not name ' + variables.refused.join(', ') + ': RoleBindings in a tenant namespace may name only the groups [' + variables.groups.join(', ') + '] and ServiceAccounts of the namespaces [' + variables.namespaces.join(', ') + ']; remove the other subjects'",
+                ),
+            )]),
+            ..ValidatingAdmissionPolicySpec::default()
+        }),
+        status: None,
+    }
 }
 
 /// A CEL string literal of `text` (single-quoted, with `\` and `'` escaped).
@@ -477,6 +620,154 @@ mod tests {
     fn every_exceptable_capability_needs_the_relaxed_namespace() {
         for (capability, _) in crate::schema::EXCEPTABLE_CAPABILITIES {
             assert_ne!(enforce_level(&[capability.to_string()]), "restricted");
+        }
+    }
+
+    /// The subjects policy of the example fleet's `acme-research` in `us-east-1a`, without its
+    /// match condition on the requesting user (the offline evaluator has no user), with the
+    /// tenant's binding.
+    fn subjects_outcome(subjects: serde_json::Value) -> crate::policy::Outcome {
+        use crate::validate::test_support::{compile_files, example_files};
+        let files = example_files();
+        let borrowed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_str()))
+            .collect();
+        let plan = compile_files(&borrowed).plan.expect("a plan");
+        let cell = plan
+            .cells
+            .iter()
+            .find(|cell| cell.name == "us-east-1a")
+            .expect("the cell");
+        let tenant = cell
+            .tenants
+            .iter()
+            .find(|tenant| tenant.name == "acme-research")
+            .expect("the tenant");
+        let mut policy = subjects_policy(tenant, &cell.gitops);
+        if let Some(spec) = policy.spec.as_mut() {
+            spec.match_conditions = None;
+        }
+        // The policy takes no params; the offline evaluator wants some object.
+        let params = k8s_openapi::api::core::v1::ConfigMap::default();
+        let binding = serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "extra", "namespace": "acme-research-train"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "tenantc:tenant-member"},
+            "subjects": subjects,
+        });
+        crate::policy::evaluate(
+            &policy,
+            &subjects_binding(tenant),
+            Some(&params),
+            &crate::policy::Request::create("acme-research-train", binding),
+        )
+    }
+
+    #[test]
+    fn rolebindings_may_name_only_the_tenants_groups_and_service_accounts() {
+        use serde_json::json;
+        let group = |name: &str| json!({"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": name});
+        let account = |namespace: &str, name: &str| json!({"kind": "ServiceAccount", "namespace": namespace, "name": name});
+        for admitted in [
+            json!([group("acme-research"), group("acme-research-admins")]),
+            json!([account("acme-research-train", "trainer")]),
+            json!([]),
+        ] {
+            assert_eq!(
+                subjects_outcome(admitted.clone()),
+                crate::policy::Outcome::Admitted,
+                "{admitted}"
+            );
+        }
+        for (denied, named) in [
+            (
+                json!([group("system:authenticated")]),
+                "Group system:authenticated",
+            ),
+            (
+                json!([group("acme-research"), group("globex-vision-admins")]),
+                "Group globex-vision-admins",
+            ),
+            (json!([group("Acme-Research")]), "Group Acme-Research"),
+            (
+                json!([account("globex-vision-train", "vision-trainer")]),
+                "ServiceAccount globex-vision-train/vision-trainer",
+            ),
+            (
+                json!([account("kube-system", "default")]),
+                "ServiceAccount kube-system/default",
+            ),
+            (
+                json!([{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]),
+                "User alice",
+            ),
+            (
+                json!([{"kind": "ServiceAccount", "name": "trainer"}]),
+                "ServiceAccount trainer",
+            ),
+        ] {
+            match subjects_outcome(denied.clone()) {
+                crate::policy::Outcome::Denied(denials) => {
+                    let message = &denials.first().expect("a denial").message;
+                    assert!(
+                        message.contains(&format!("may not name {named}")),
+                        "{message}"
+                    );
+                    assert!(message.contains("acme-research-admins"), "{message}");
+                }
+                other => panic!("{denied} was not denied: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_subjects_policy_lets_the_gitops_controller_through_and_fails_closed() {
+        use crate::validate::test_support::{compile_files, example_files};
+        let files = example_files();
+        let borrowed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_str()))
+            .collect();
+        let plan = compile_files(&borrowed).plan.expect("a plan");
+        let tenant = plan
+            .cells
+            .iter()
+            .flat_map(|cell| &cell.tenants)
+            .next()
+            .expect("a tenant");
+        let policy = subjects_policy(
+            tenant,
+            &GitOpsPlan {
+                user: "system:serviceaccount:argocd:argocd-application-controller".to_string(),
+                break_glass: "system:masters".to_string(),
+            },
+        );
+        let spec = policy.spec.expect("a spec");
+        assert_eq!(spec.failure_policy.as_deref(), Some("Fail"));
+        let conditions = spec.match_conditions.expect("match conditions");
+        assert!(conditions.iter().any(|condition| {
+            condition
+                .expression
+                .contains("'system:serviceaccount:argocd:argocd-application-controller'")
+                && condition
+                    .expression
+                    .contains("'system:masters' in request.userInfo.groups")
+        }));
+        for expression in spec
+            .variables
+            .iter()
+            .flatten()
+            .map(|variable| &variable.expression)
+            .chain(
+                spec.validations
+                    .iter()
+                    .flatten()
+                    .map(|validation| &validation.expression),
+            )
+        {
+            crate::policy::compiles(expression).expect("compiles");
         }
     }
 }

@@ -133,6 +133,9 @@ pub fn lower(
             for (file, body) in admission::tenant_objects(tenant, cell_plan)? {
                 push(&folder, file, sources.clone(), body);
             }
+            for (file, body) in guard::tenant_objects(tenant, cell_plan)? {
+                push(&folder, file, sources.clone(), body);
+            }
             children.insert(folder);
             if let Some(storage) = &cell_plan.storage {
                 let header = crate::emit::header(&sources);

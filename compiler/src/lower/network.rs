@@ -10,7 +10,10 @@
 //! - `networkpolicy-allow-metrics.yaml`, where the cell declares `metrics`: ingress from the
 //!   scraper pods (namespace AND label in one peer);
 //! - `networkpolicy-allow-endpoints.yaml`, where the cell declares endpoints: egress on TCP 443
-//!   to their blocks.
+//!   to their blocks;
+//! - `networkpolicy-allow-identity.yaml`, where the cell's `storage` identity serves credentials
+//!   on a node-local address (EKS Pod Identity, GKE Workload Identity): egress to exactly that
+//!   address and port (`plan::network::identity_egress`), one rule each.
 //!
 //! Invariants:
 //! - Namespaces are selected only by `kubernetes.io/metadata.name`, which the API server sets to
@@ -161,6 +164,27 @@ pub(super) fn objects(
                         ),
                         ports: Some(vec![port("TCP", ENDPOINT_PORT)]),
                     }]),
+                    ..NetworkPolicySpec::default()
+                },
+            )?;
+        }
+        if !network.identity.is_empty() {
+            push(
+                "allow-identity",
+                "allow-identity",
+                NetworkPolicySpec {
+                    pod_selector: Some(LabelSelector::default()),
+                    policy_types: Some(vec!["Egress".to_string()]),
+                    egress: Some(
+                        network
+                            .identity
+                            .iter()
+                            .map(|(block, number)| NetworkPolicyEgressRule {
+                                to: Some(vec![ip_block(block)]),
+                                ports: Some(vec![port("TCP", *number)]),
+                            })
+                            .collect(),
+                    ),
                     ..NetworkPolicySpec::default()
                 },
             )?;

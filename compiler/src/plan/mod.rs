@@ -15,6 +15,7 @@
 //!   `cell_*` or held by [`CellPlan`] (the cohort quota and the reports), which sum up tenants.
 
 mod capacity;
+pub mod host;
 pub mod network;
 mod pinning;
 pub mod runtime;
@@ -282,6 +283,10 @@ pub struct TenantPlan {
     pub capacity: Vec<Effective>,
     /// The tenant's fleet reservations, with this cell's part.
     pub fleet: Vec<FleetShare>,
+    /// Whether its pods may use the host network, RDMA devices and its Pod Security exceptions
+    /// in the cell (`host.rs`): only when it is `hard` and every pool it reaches is its alone,
+    /// which depends on the cell's other tenants.
+    pub cell_host_access: host::HostAccessPlan,
     /// The image registries (with path prefix) its pods may pull from.
     #[serde(skip)]
     pub registries: Vec<String>,
@@ -336,7 +341,8 @@ pub struct NamespacePlan {
     /// tenant's, 0 where undeclared) and 0 for every DRA device class (`network.rs`).
     pub other_quota: BTreeMap<String, String>,
     /// Reviewed exceptions to `restricted`, in declaration order (validation proved the tenant
-    /// `hard` with an exclusive reservation for the workload).
+    /// `hard` with an exclusive reservation for the workload); empty in a cell where the tenant
+    /// has no host access (`host.rs`), where they are withheld with a warning.
     pub exceptions: Vec<ExceptionPlan>,
 }
 
@@ -448,6 +454,7 @@ pub fn resolve(
         let catalog = hardware::cell_catalog(cell, base_catalog);
         let mut plan = cell_plan(cell, fleet, sources, catalog.as_ref());
         diagnostics.extend(pinning::check(cell, fleet, &plan, catalog.as_ref()));
+        diagnostics.extend(host::grant(cell, fleet, &mut plan));
         let (runtime_classes, runtime_findings) = runtime::resolve(cell, &plan.pools);
         plan.runtime_classes = runtime_classes;
         diagnostics.extend(runtime_findings);
@@ -884,6 +891,8 @@ fn tenant_plan(
         reach,
         capacity: Vec::new(),
         fleet: fleet_shares(tenant, quota, cell),
+        // Decided by `host::grant` once every tenant of the cell is planned.
+        cell_host_access: host::HostAccessPlan::default(),
         registries: tenant
             .registries
             .iter()

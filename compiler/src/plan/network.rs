@@ -44,6 +44,34 @@ pub struct NetworkPlan {
     pub metrics: Option<(String, Option<(String, String)>)>,
     /// Endpoints tenant pods may reach on TCP 443: `(name, cidr)`, sorted by name.
     pub endpoints: Vec<(String, String)>,
+    /// What the cell's workload identity needs its pods to reach: `(cidr, TCP port)`, empty
+    /// without `storage` or for IRSA ([`identity_egress`]).
+    pub identity: Vec<(String, i32)>,
+}
+
+/// The node-local addresses a cell's workload identity serves credentials on, as
+/// `(cidr, TCP port)`:
+/// - EKS Pod Identity: the agent on every node, `169.254.170.23` (and `fd00:ec2::23` on IPv6
+///   nodes), port 80, where the SDKs' `AWS_CONTAINER_CREDENTIALS_FULL_URI` points;
+/// - GKE Workload Identity: the GKE metadata server, which intercepts `169.254.169.254` port 80
+///   on nodes with `GKE_METADATA` and listens on `169.254.169.252` port 988 where the cluster's
+///   network policy needs it addressed directly;
+/// - IRSA: nothing node-local. Pods call STS (`sts.<region>.amazonaws.com`) on 443, a public
+///   address NetworkPolicy cannot name, so the cell must declare the block of its STS interface
+///   VPC endpoint as an `endpoint`, whose 443 egress every tenant already has.
+pub fn identity_egress(identity: &super::storage::IdentityPlan) -> Vec<(String, i32)> {
+    use super::storage::IdentityPlan;
+    let entries: &[(&str, i32)] = match identity {
+        IdentityPlan::AwsPodIdentity { .. } => {
+            &[("169.254.170.23/32", 80), ("fd00:ec2::23/128", 80)]
+        }
+        IdentityPlan::Gcp { .. } => &[("169.254.169.254/32", 80), ("169.254.169.252/32", 988)],
+        IdentityPlan::AwsIrsa { .. } => &[],
+    };
+    entries
+        .iter()
+        .map(|(cidr, port)| ((*cidr).to_string(), *port))
+        .collect()
 }
 
 /// The cell's network plan, defaults applied.
@@ -90,6 +118,9 @@ pub fn network(cell: &Cell) -> NetworkPlan {
             )
         }),
         endpoints,
+        identity: super::storage::storage_plan(cell)
+            .map(|storage| identity_egress(&storage.identity))
+            .unwrap_or_default(),
     }
 }
 

@@ -7,9 +7,9 @@
 //! namespaces against platform namespaces and each other), `groups` (reserved RBAC groups against
 //! the cells that allow them), `kueue` (what the cells' Kueue objects are made from: lending,
 //! bursts, topologies, gangs, NVLink domains, ceiling splits, fleet reservations and Kueue's
-//! limits), `network` (the address blocks of the cells' network policies).
-//! limits), `runtime` (runtime classes: their pools, and one for every trust class that reserves
-//! GPUs in a cell).
+//! limits), `network` (the address blocks of the cells' network policies), `runtime` (runtime
+//! classes: their pools, and one for every trust class that reserves GPUs in a cell),
+//! `registries` (no tenant declares another tenant's image registry or a parent of it).
 //!
 //! Invariant: validation never stops at the first finding; `lower` runs only on a fleet that
 //! produced no error, so it may rely on every reference resolving.
@@ -22,6 +22,7 @@ pub mod iam;
 pub mod kueue;
 pub mod namespaces;
 pub mod network;
+mod registries;
 mod runtime;
 mod security;
 mod tenants;
@@ -87,6 +88,7 @@ pub fn validate(
     network::check(&fleet, &mut diagnostics);
     runtime::check(&fleet, &mut diagnostics);
     iam::check(&fleet, &mut diagnostics);
+    registries::check(&fleet, &mut diagnostics);
     (fleet, diagnostics)
 }
 

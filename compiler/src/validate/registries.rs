@@ -1,0 +1,259 @@
+//! Registry ownership: no tenant may declare another tenant's image registry or a parent of it.
+//!
+//! Consumes: the [`Fleet`]. Produces: `registry-claimed-by-another-tenant` diagnostics.
+//!
+//! The admission floor admits an image when it starts with one of the tenant's registries
+//! followed by `/`, so a tenant that declares another tenant's registry, or a prefix of it (the
+//! bare host, a parent path), may run that tenant's images. Registries are compared as the
+//! container runtime resolves them: the host without case, a trailing `.`, or the default HTTPS
+//! and HTTP ports (`:443`, `:80`), Docker Hub's aliases as `docker.io`, and the path component by
+//! component (`a/b` is a parent of `a/b/c`, not of `a/bc`), without case and empty components.
+//!
+//! Invariant: pure; for each pair of tenants and each pair of their registries where one
+//! covers the other, one finding, at the covering (broader) declaration, with a secondary label
+//! at the covered one; two equal registries are reported at the tenant that sorts later.
+//! Registries of one tenant are never compared with each other (duplicates are `name-duplicate`).
+
+use crate::diag::{Code, Diagnostic};
+use crate::model::{Fleet, Spanned};
+
+/// Docker Hub's other host names, which the container runtimes resolve to the same registry.
+const DOCKER_HUB_ALIASES: [&str; 2] = ["index.docker.io", "registry-1.docker.io"];
+
+/// A registry as the runtime resolves it: a normalised host and path components.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryKey {
+    /// The host, lowercase, without a trailing `.` or a default port.
+    pub host: String,
+    /// The path components, lowercase, without empty ones.
+    pub path: Vec<String>,
+}
+
+impl RegistryKey {
+    /// Normalises a declared registry prefix (`host[:port][/path…]`).
+    pub fn parse(registry: &str) -> Self {
+        let (host, path) = registry.split_once('/').unwrap_or((registry, ""));
+        let mut host = host.to_ascii_lowercase();
+        for default_port in [":443", ":80"] {
+            if let Some(bare) = host.strip_suffix(default_port) {
+                host = bare.to_string();
+            }
+        }
+        while let Some(bare) = host.strip_suffix('.') {
+            host = bare.to_string();
+        }
+        if DOCKER_HUB_ALIASES.contains(&host.as_str()) {
+            host = "docker.io".to_string();
+        }
+        let path = path
+            .split('/')
+            .filter(|part| !part.is_empty())
+            .map(str::to_ascii_lowercase)
+            .collect();
+        Self { host, path }
+    }
+
+    /// Whether every image under `other` is also under `self`: same host, and `self`'s path
+    /// is `other`'s or a parent of it.
+    pub fn covers(&self, other: &Self) -> bool {
+        self.host == other.host && other.path.starts_with(&self.path)
+    }
+}
+
+/// A declared registry with its normalised key.
+type Keyed<'a> = (&'a Spanned<String>, RegistryKey);
+
+/// Checks every pair of tenants' registries.
+pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
+    let keyed: Vec<(&str, Vec<Keyed<'_>>)> = fleet
+        .tenants
+        .iter()
+        .map(|tenant| {
+            (
+                tenant.name.value.as_str(),
+                tenant
+                    .registries
+                    .iter()
+                    .map(|registry| (registry, RegistryKey::parse(&registry.value)))
+                    .collect(),
+            )
+        })
+        .collect();
+    for (position, (first_tenant, first_registries)) in keyed.iter().enumerate() {
+        for (second_tenant, second_registries) in keyed.iter().skip(position.saturating_add(1)) {
+            for (first, first_key) in first_registries {
+                for (second, second_key) in second_registries {
+                    // The broader registry is the claim; of two equal ones, the later tenant's.
+                    let claim = if second_key.covers(first_key) {
+                        Some(((second, *second_tenant), (first, *first_tenant)))
+                    } else if first_key.covers(second_key) {
+                        Some(((first, *first_tenant), (second, *second_tenant)))
+                    } else {
+                        None
+                    };
+                    if let Some(((claim, claimant), (owned, owner))) = claim {
+                        diagnostics.push(finding(claim, claimant, owned, owner));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn finding(
+    claim: &Spanned<String>,
+    claimant: &str,
+    owned: &Spanned<String>,
+    owner: &str,
+) -> Diagnostic {
+    let relation = if RegistryKey::parse(&claim.value) == RegistryKey::parse(&owned.value) {
+        "is the same registry as"
+    } else {
+        "covers"
+    };
+    Diagnostic::error(
+        Code::RegistryClaimedByAnotherTenant,
+        claim.span,
+        format!(
+            "registry `{}` of tenant `{claimant}` {relation} tenant `{owner}`'s `{}`",
+            claim.value, owned.value
+        ),
+    )
+    .with_label(format!(
+        "pods of `{claimant}` could run every image under `{}`",
+        owned.value
+    ))
+    .with_secondary(owned.span, format!("declared by tenant `{owner}`"))
+    .with_help(format!(
+        "declare a repository path of `{claimant}`'s own that is neither equal to nor a parent of another tenant's registry"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RegistryKey;
+    use crate::diag::Code;
+    use crate::validate::test_support::{CELL, codes, tenant};
+
+    fn with_registry(name: &str, registry: &str) -> String {
+        tenant(name, "hard", "pool \"train\" reserved=8").replace(
+            "    quota cell",
+            &format!("    registry \"{registry}\"\n    quota cell"),
+        )
+    }
+
+    fn claims(first: &str, second: &str) -> usize {
+        codes(&[
+            ("cells/c1.kdl", CELL),
+            ("tenants/a.kdl", &with_registry("a", first)),
+            ("tenants/b.kdl", &with_registry("b", second)),
+        ])
+        .into_iter()
+        .filter(|code| *code == Code::RegistryClaimedByAnotherTenant)
+        .count()
+    }
+
+    #[test]
+    fn refuses_another_tenants_registry_and_its_parents() {
+        for (first, second) in [
+            (
+                "registry.acme.internal/research",
+                "registry.acme.internal/research",
+            ),
+            ("registry.acme.internal/research", "registry.acme.internal"),
+            (
+                "registry.acme.internal/research/team",
+                "registry.acme.internal/research",
+            ),
+            (
+                "registry.acme.internal/research",
+                "REGISTRY.Acme.Internal/research",
+            ),
+            (
+                "registry.acme.internal/research",
+                "registry.acme.internal:443/research",
+            ),
+            (
+                "registry.acme.internal/research",
+                "registry.acme.internal.:80/Research",
+            ),
+            ("docker.io/acme/research", "index.docker.io/acme"),
+            ("registry-1.docker.io/acme", "docker.io/acme"),
+        ] {
+            assert_eq!(claims(first, second), 1, "{first} and {second}");
+            assert_eq!(claims(second, first), 1, "{second} and {first}");
+        }
+    }
+
+    #[test]
+    fn accepts_sibling_paths_other_ports_and_other_hosts() {
+        for (first, second) in [
+            (
+                "registry.acme.internal/research",
+                "registry.acme.internal/serving",
+            ),
+            (
+                "registry.acme.internal/research",
+                "registry.acme.internal/research-2",
+            ),
+            (
+                "registry.acme.internal/research",
+                "registry.acme.internal:5000/research",
+            ),
+            (
+                "registry.acme.internal/research",
+                "mirror.acme.internal/research",
+            ),
+        ] {
+            assert_eq!(claims(first, second), 0, "{first} and {second}");
+        }
+    }
+
+    #[test]
+    fn covering_is_component_wise_and_normalised() {
+        let parent = RegistryKey::parse("Registry.Example.COM:443/a");
+        assert!(parent.covers(&RegistryKey::parse("registry.example.com/a/b")));
+        assert!(!parent.covers(&RegistryKey::parse("registry.example.com/ab")));
+        assert!(!RegistryKey::parse("registry.example.com/a/b").covers(&parent));
+        assert_eq!(
+            RegistryKey::parse("registry.example.com./a//b/"),
+            RegistryKey::parse("registry.example.com/a/b")
+        );
+    }
+
+    /// Generated pairs: a claim is reported exactly when one registry's normalised components
+    /// start with the other's, whatever case, port or trailing `.` the host is written with.
+    #[test]
+    fn reports_a_claim_exactly_when_one_registry_covers_the_other() {
+        let mut rng = crate::testing::Rng(0x8a11_0c8e_5eed_0008);
+        let hosts = [
+            "r.example.com",
+            "R.Example.com.",
+            "r.example.com:443",
+            "s.example.com",
+        ];
+        let parts = ["a", "b", "ab"];
+        let generate = |rng: &mut crate::testing::Rng| {
+            let host = rng.pick(&hosts);
+            let depth = rng.below(3);
+            let path: Vec<&str> = (0..depth).map(|_| rng.pick(&parts)).collect();
+            if path.is_empty() {
+                host.to_string()
+            } else {
+                format!("{host}/{}", path.join("/"))
+            }
+        };
+        for _ in 0..40 {
+            let first = generate(&mut rng);
+            let second = generate(&mut rng);
+            let (first_key, second_key) = (RegistryKey::parse(&first), RegistryKey::parse(&second));
+            let same_host = first_key.host == second_key.host;
+            let expected = usize::from(
+                same_host
+                    && (first_key.path.starts_with(&second_key.path)
+                        || second_key.path.starts_with(&first_key.path)),
+            );
+            assert_eq!(claims(&first, &second), expected, "{first} and {second}");
+        }
+    }
+}
