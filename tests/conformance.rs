@@ -46,6 +46,9 @@ mod rbac;
 #[path = "conformance/admission.rs"]
 mod admission;
 
+#[path = "conformance/replacement.rs"]
+mod replacement;
+
 #[path = "policy/cases.rs"]
 mod policy_cases;
 
@@ -65,7 +68,9 @@ const FIELD_MANAGER: &str = "tenantc";
 
 /// Namespaces tenantc puts objects in without creating them: documented prerequisites of a
 /// cell (docs/conformance.md), created before the emitted objects are applied.
-const PREREQUISITE_NAMESPACES: &[&str] = &["gpu-operator"];
+/// `argocd` and `flux-system` hold the ApplicationSets and Kustomizations of `out/argocd/` and
+/// `out/flux/`; the controllers' installation creates them.
+const PREREQUISITE_NAMESPACES: &[&str] = &["gpu-operator", "argocd", "flux-system"];
 
 /// Objects of the previous commit's `out/` that the API server refuses to update in place to
 /// the current `out/`. Empty: no commit so far changed an immutable field. The check also
@@ -164,6 +169,11 @@ const CHECKS: &[(&str, bool, Check)] = &[
         "generated_older_tree_updates_refuse_only_the_expected_objects",
         true,
         generated_older_tree_updates_refuse_only_the_expected_objects,
+    ),
+    (
+        "immutable_fields_are_exactly_the_ones_marked_for_replacement",
+        true,
+        replacement::immutable_fields_are_exactly_the_ones_marked_for_replacement,
     ),
     (
         "harness_self_test_broken_objects_fail_the_apply_step",
@@ -511,7 +521,18 @@ fn object_from(path: &str, json: &Value, text: &str) -> Object {
 /// The documents of a YAML stream as JSON, every scalar a string (enough to identify objects
 /// and read names; kubectl sends the original text).
 fn yaml_documents(text: &str) -> Result<Vec<Value>, String> {
-    use saphyr_parser::{Event, Parser};
+    read_yaml(text, false)
+}
+
+/// The documents of a YAML stream as JSON, with plain scalars typed by the YAML 1.2 core
+/// schema (integers and booleans; tenantc quotes every string that would read otherwise), for
+/// checks that change an object and send it back.
+fn yaml_documents_typed(text: &str) -> Result<Vec<Value>, String> {
+    read_yaml(text, true)
+}
+
+fn read_yaml(text: &str, typed: bool) -> Result<Vec<Value>, String> {
+    use saphyr_parser::{Event, Parser, ScalarStyle};
 
     enum Frame {
         Seq(Vec<Value>),
@@ -538,12 +559,17 @@ fn yaml_documents(text: &str) -> Result<Vec<Value>, String> {
     for event in Parser::new_from_str(text) {
         let (event, _) = event.map_err(|error| error.to_string())?;
         match event {
-            Event::Scalar(value, ..) => {
-                add(
-                    &mut stack,
-                    &mut documents,
-                    Value::String(value.into_owned()),
-                )?;
+            Event::Scalar(value, style, ..) => {
+                let plain = typed && style == ScalarStyle::Plain;
+                let scalar = match value.as_ref() {
+                    "true" if plain => Value::Bool(true),
+                    "false" if plain => Value::Bool(false),
+                    number if plain && number.parse::<i64>().is_ok() => {
+                        json!(number.parse::<i64>().unwrap_or_default())
+                    }
+                    _ => Value::String(value.into_owned()),
+                };
+                add(&mut stack, &mut documents, scalar)?;
             }
             Event::SequenceStart(..) => stack.push(Frame::Seq(Vec::new())),
             Event::MappingStart(..) => stack.push(Frame::Map(serde_json::Map::new(), None)),
@@ -907,7 +933,17 @@ fn install_crds(cluster: &Cluster) -> Vec<Object> {
     let mut args = vec!["wait", "--for", "condition=Established", "--timeout=60s"];
     let names: Vec<String> = crds.iter().map(|crd| format!("crd/{}", crd.name)).collect();
     args.extend(names.iter().map(String::as_str));
-    let run = cluster.kubectl(&args, "");
+    // kubectl's wait fails at once, instead of waiting, on a CRD whose status has no
+    // conditions yet, which the large Argo CD CRDs show for a few seconds after they are
+    // created; so it is retried.
+    let mut run = cluster.kubectl(&args, "");
+    for _ in 0..30 {
+        if run.ok {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        run = cluster.kubectl(&args, "");
+    }
     assert!(
         run.ok,
         "CRDs not Established:\n{}{}",

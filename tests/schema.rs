@@ -121,6 +121,7 @@ const ARGS: &[(&str, &[&str])] = &[
     ("exception", &["name"]),
     ("endpoint", &["name"]),
     ("runtime-class", &["name"]),
+    ("gitops", &["controller"]),
 ];
 
 /// Positional arguments of a node that only has them under one parent: `org "<org>"` is a

@@ -478,6 +478,34 @@ pub struct GitOps {
     pub user: Option<Spanned<String>>,
     /// A group whose members may change managed objects by hand in an emergency.
     pub break_glass: Option<Spanned<String>>,
+    /// Which controller syncs the cell, when declared; without it no Argo CD or Flux objects
+    /// are emitted for the cell.
+    pub controller: Option<Spanned<GitOpsController>>,
+    /// Argo CD: the Git repository that holds the rendered tree (`https://` or `ssh://`).
+    pub repo: Option<Spanned<String>>,
+    /// Argo CD: the branch, tag or commit to sync.
+    pub revision: Option<Spanned<String>>,
+    /// The folder of the rendered tree inside the repository (`out` when absent).
+    pub path: Option<Spanned<String>>,
+    /// Argo CD: the API server URL of the cell's cluster.
+    pub destination: Option<Spanned<String>>,
+    /// Argo CD: the name of the cell's cluster as registered in Argo CD.
+    pub cluster: Option<Spanned<String>>,
+    /// Argo CD: the AppProject of the generated Applications.
+    pub project: Option<Spanned<String>>,
+    /// The namespace of the controller and of the objects tenantc emits for it.
+    pub namespace: Option<Spanned<String>>,
+    /// Flux: the name of the GitRepository that holds the rendered tree.
+    pub source: Option<Spanned<String>>,
+}
+
+/// The GitOps controller that syncs a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GitOpsController {
+    /// Argo CD: an ApplicationSet in `out/argocd/`.
+    ArgoCd,
+    /// Flux: Kustomizations in `out/flux/`.
+    Flux,
 }
 
 /// An org's cohort settings in a cell.

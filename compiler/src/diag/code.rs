@@ -86,6 +86,7 @@ codes! {
     PriorityNameReserved => ("priority-name-reserved", "schema", "a priority name starts with the reserved `system-` prefix"),
     GroupReserved => ("group-reserved", "validate", "a tenant binds a `system:` or wildcard-like RBAC group that a cell it runs in does not allow"),
     KubernetesTooOldForAdmissionPolicies => ("kubernetes-too-old-for-admission-policies", "schema", "a cell runs a Kubernetes version before 1.30, which has no ValidatingAdmissionPolicy v1 for tenantc's guards"),
+    GitopsSourceInvalid => ("gitops-source-invalid", "schema", "a cell's gitops declaration names a repository, revision, path or destination its controller cannot use, or a field of the other controller"),
     PodSecurityExceptionNotAllowed => ("pod-security-exception-not-allowed", "validate", "a Pod Security exception is declared for a tenant that is not `hard`, or for a workload that reserves no exclusive pool in a cell of the tenant"),
     GpuModelUnknown => ("gpu-model-unknown", "validate", "a pool names a GPU model that is neither in the catalog nor declared in the cell"),
     GpuModelInvalid => ("gpu-model-invalid", "validate", "a GPU model declared in a cell has facts that contradict each other or the MIG grammar"),

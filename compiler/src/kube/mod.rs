@@ -7,6 +7,7 @@
 //! `schema/crds/`, which a test checks by walking a maximal instance against the schema; core
 //! kinds come from `k8s-openapi`, never from here.
 
+pub mod gitops;
 pub mod kueue;
 
 #[cfg(test)]

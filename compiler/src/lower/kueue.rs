@@ -101,6 +101,10 @@ pub(super) fn cell_objects(
             },
         );
         flavor.metadata.labels = Some(managed_labels());
+        if flavor.spec.topology_name.is_some() {
+            // Its node labels, tolerations and topology name are immutable (the CRD's rules).
+            flavor.metadata.annotations = Some(super::gitops::replace_annotations());
+        }
         objects.push((
             format!("resourceflavor-{}.yaml", pool.flavor),
             checked(&flavor)?,
@@ -120,6 +124,8 @@ pub(super) fn cell_objects(
                 },
             );
             object.metadata.labels = Some(managed_labels());
+            // Its levels are immutable (the CRD's rules).
+            object.metadata.annotations = Some(super::gitops::replace_annotations());
             objects.push((
                 format!("topology-{}.yaml", topology.name),
                 checked(&object)?,

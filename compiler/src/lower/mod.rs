@@ -23,6 +23,7 @@
 //!   capacity no tenant reserved) and the reports.
 
 pub mod admission;
+pub mod gitops;
 pub mod gpu;
 pub mod guard;
 pub mod iam;
@@ -142,6 +143,26 @@ pub fn lower(
                 iam_files.extend(iam::files(cell_name, storage, tenant, &header)?);
             }
         }
+        for (folder, file, body, tenant) in gitops::cell_objects(cell_plan, &children)? {
+            let mut sources = cell_only.clone();
+            match tenant.and_then(|name| cell_plan.tenants.iter().find(|t| t.name == name)) {
+                Some(tenant) => {
+                    sources.insert(tenant.source.clone());
+                }
+                // The list of tenant folders: named by the folder, as in the cell's
+                // kustomization, so editing a tenant never rewrites it.
+                None if folder == gitops::ARGOCD_FOLDER => {
+                    sources.insert("tenants/".to_string());
+                }
+                None => {}
+            }
+            manifest.objects.push(Object {
+                folder: folder.to_string(),
+                file,
+                sources,
+                body,
+            });
+        }
         manifest.extras.extend(iam_files);
         reports(&mut manifest, cell_plan, cell, fleet, catalog);
         // The cell folder lists its tenants; the header names the folder, not each file, so
@@ -215,7 +236,11 @@ pub(crate) fn cluster_meta(name: &str) -> ObjectMeta {
 
 fn priority_class(priority: &PriorityPlan) -> PriorityClass {
     PriorityClass {
-        metadata: cluster_meta(&priority.name),
+        // Its value and preemption policy are immutable.
+        metadata: ObjectMeta {
+            annotations: Some(gitops::replace_annotations()),
+            ..cluster_meta(&priority.name)
+        },
         value: i32::try_from(priority.value).unwrap_or(i32::MAX),
         // Never, whatever the cell declares: kube-scheduler would otherwise preempt other
         // tenants' pods on shared nodes. Preemption follows the Kueue settings only (the

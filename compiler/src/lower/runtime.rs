@@ -9,6 +9,7 @@
 //! runs on every node has no `scheduling` at all.
 
 use k8s_openapi::api::node::v1::{RuntimeClass, Scheduling};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{body, cluster_meta};
 use crate::emit::Body;
@@ -21,7 +22,11 @@ pub(super) fn objects(cell: &CellPlan) -> Result<Vec<(String, Body)>, InternalEr
         .iter()
         .map(|class| {
             let object = RuntimeClass {
-                metadata: cluster_meta(&class.name),
+                // Its handler is immutable.
+                metadata: ObjectMeta {
+                    annotations: Some(super::gitops::replace_annotations()),
+                    ..cluster_meta(&class.name)
+                },
                 handler: class.handler.clone(),
                 overhead: None,
                 scheduling: (!class.node_selector.is_empty()).then(|| Scheduling {

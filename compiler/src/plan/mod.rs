@@ -98,6 +98,40 @@ pub struct GitOpsPlan {
     pub user: String,
     /// The break-glass group.
     pub break_glass: String,
+    /// Where the rendered tree lives and which controller syncs it, when the cell declares a
+    /// controller (`lower/gitops.rs`); not part of `describe`.
+    #[serde(skip)]
+    pub sync: Option<SyncPlan>,
+}
+
+/// How the cell's controller finds and syncs its folders of the rendered tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncPlan {
+    /// The controller.
+    pub controller: crate::model::GitOpsController,
+    /// The controller's namespace, where its objects are emitted.
+    pub namespace: String,
+    /// The folder of `out/` inside the repository, without a trailing `/`.
+    pub path: String,
+    /// Argo CD: the repository URL.
+    pub repo: String,
+    /// Argo CD: the revision to sync.
+    pub revision: String,
+    /// Argo CD: the API server URL, or the registered cluster name.
+    pub destination: Destination,
+    /// Argo CD: the AppProject.
+    pub project: String,
+    /// Flux: the GitRepository's name (in the controller's namespace).
+    pub source: String,
+}
+
+/// Where Argo CD applies a cell's Applications.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// The API server URL.
+    Server(String),
+    /// The cluster name as registered in Argo CD.
+    Name(String),
 }
 
 /// A reviewed exception to the `restricted` Pod Security level, as declared.
@@ -648,24 +682,65 @@ fn cell_plan(cell: &Cell, fleet: &Fleet, sources: &SourceMap, catalog: &Catalog)
     }
 }
 
-/// The cell's GitOps identities, with the documented defaults for what it leaves out.
+/// The cell's GitOps identities and sync settings, with the documented defaults for what it
+/// leaves out.
 fn gitops_plan(cell: &Cell) -> GitOpsPlan {
+    use crate::model::GitOpsController;
     let declared = cell.gitops.as_ref();
+    let text = |field: fn(&crate::model::GitOps) -> &Option<crate::model::Spanned<String>>,
+                default: &str| {
+        declared
+            .and_then(|gitops| field(gitops).as_ref())
+            .map_or_else(|| default.to_string(), |text| text.value.clone())
+    };
+    let controller = declared
+        .and_then(|gitops| gitops.controller.as_ref())
+        .map(|controller| controller.value);
+    let namespace = text(
+        |gitops| &gitops.namespace,
+        match controller {
+            Some(GitOpsController::Flux) => FLUX_NAMESPACE,
+            _ => ARGOCD_NAMESPACE,
+        },
+    );
+    let default_user = match controller {
+        Some(GitOpsController::ArgoCd) | None => {
+            format!("system:serviceaccount:{namespace}:argocd-application-controller")
+        }
+        Some(GitOpsController::Flux) => {
+            format!("system:serviceaccount:{namespace}:kustomize-controller")
+        }
+    };
+    let sync = controller.map(|controller| SyncPlan {
+        controller,
+        namespace: namespace.clone(),
+        path: text(|gitops| &gitops.path, "out"),
+        repo: text(|gitops| &gitops.repo, ""),
+        revision: text(|gitops| &gitops.revision, "HEAD"),
+        destination: match declared.and_then(|gitops| gitops.cluster.as_ref()) {
+            Some(cluster) => Destination::Name(cluster.value.clone()),
+            None => Destination::Server(text(
+                |gitops| &gitops.destination,
+                "https://kubernetes.default.svc",
+            )),
+        },
+        project: text(|gitops| &gitops.project, "default"),
+        source: text(|gitops| &gitops.source, "flux-system"),
+    });
     GitOpsPlan {
-        user: declared
-            .and_then(|gitops| gitops.user.as_ref())
-            .map_or_else(
-                || crate::lower::guard::DEFAULT_GITOPS_USER.to_string(),
-                |user| user.value.clone(),
-            ),
-        break_glass: declared
-            .and_then(|gitops| gitops.break_glass.as_ref())
-            .map_or_else(
-                || crate::lower::guard::DEFAULT_BREAK_GLASS.to_string(),
-                |group| group.value.clone(),
-            ),
+        user: text(|gitops| &gitops.user, &default_user),
+        break_glass: text(
+            |gitops| &gitops.break_glass,
+            crate::lower::guard::DEFAULT_BREAK_GLASS,
+        ),
+        sync,
     }
 }
+
+/// Argo CD's namespace when the cell declares none.
+pub const ARGOCD_NAMESPACE: &str = "argocd";
+/// Flux's namespace when the cell declares none.
+pub const FLUX_NAMESPACE: &str = "flux-system";
 
 #[allow(clippy::too_many_arguments)]
 fn tenant_plan(
