@@ -742,6 +742,7 @@ mod tests {
             &GitOpsPlan {
                 user: "system:serviceaccount:argocd:argocd-application-controller".to_string(),
                 break_glass: "system:masters".to_string(),
+                sync: None,
             },
         );
         let spec = policy.spec.expect("a spec");
