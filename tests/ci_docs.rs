@@ -9,6 +9,8 @@
 
 mod support;
 
+use support::{copy_dir, git};
+
 use std::path::Path;
 use std::process::Command;
 
@@ -63,19 +65,6 @@ fn copy_fleet(into: &Path) {
         let from = support::repo().join(folder);
         if from.is_dir() {
             copy_dir(&from, &into.join(folder));
-        }
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
         }
     }
 }
@@ -137,31 +126,6 @@ fn the_documented_ci_commands_pass_a_clean_fleet_and_fail_a_broken_one() {
         "{results:#?}"
     );
     assert_eq!(run(stale.path(), hook).0, 1);
-}
-
-/// Runs git in `dir` with a fixed identity and no user configuration.
-fn git(dir: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=tenantc-test",
-            "-c",
-            "user.email=test@example.com",
-        ])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
 }
 
 #[test]

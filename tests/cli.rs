@@ -14,6 +14,8 @@
 
 mod support;
 
+use support::copy_dir;
+
 use std::fs;
 use std::path::Path;
 use std::process::Command;
@@ -26,19 +28,6 @@ fn example_fleet_copy() -> tempfile::TempDir {
         copy_dir(&support::repo().join(folder), &scratch.path().join(folder));
     }
     scratch
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 fn run_case(case: &Path) -> String {

@@ -17,6 +17,10 @@
     clippy::indexing_slicing
 )] // Test code: a panic is a failed test.
 
+mod support;
+
+use support::copy_dir;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -1889,20 +1893,6 @@ fn unusual_but_valid_values_are_accepted_by_schema_and_compiler() {
 // ---------------------------------------------------------------------------------------------
 // The JSON envelope of the CLI (issue 10 item 6, docs/json.md).
 
-/// Copies a folder tree, for running the CLI on a scratch copy of a fixture.
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn every_json_output_of_the_cli_has_the_documented_envelope() {
     let schema: Json = serde_json::from_str(
@@ -1912,12 +1902,12 @@ fn every_json_output_of_the_cli_has_the_documented_envelope() {
     let validator = jsonschema::draft202012::new(&schema).unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let allow = scratch.path().join("allow");
-    copy_tree(
+    copy_dir(
         &Path::new(ROOT).join("tests/cli/allow-and-deny/root"),
         &allow,
     );
     let broken = scratch.path().join("broken");
-    copy_tree(
+    copy_dir(
         &Path::new(ROOT).join("tests/cases/err/117-issue-10-allow-without-reason/input"),
         &broken,
     );
