@@ -565,6 +565,122 @@ fn forbidden_label_keys_match_whatever_their_case_separators_and_prefix_on_gener
     );
 }
 
+/// The example fleet with a tenant `acme` added, whose name is a prefix of `acme-research`'s
+/// and `acme-serving`'s: the fleet a name-prefix rule gets wrong.
+fn plan_with_prefix_tenant() -> Plan {
+    let mut loaded = tenantc::load::load(Path::new(ROOT)).unwrap();
+    loaded.inputs.push(tenantc::InputFile {
+        path: "tenants/acme.kdl".to_string(),
+        contents: br#"tenant "acme" {
+    org "acme"
+    team "platform"
+    trust "soft"
+    groups admin="acme-admins" member="acme"
+    quota cell="us-east-1a" cpu="8" memory="32Gi" pods=10 storage="1Ti" persistent-volume-claims=10
+    workload "train" service-account="trainer" priority="batch"
+    registry "registry.acme.internal/platform"
+}
+"#
+        .to_vec(),
+    });
+    loaded.inputs.sort_by(|a, b| a.path.cmp(&b.path));
+    let compilation = tenantc::compile_loaded(&loaded);
+    assert!(
+        compilation.output.is_some(),
+        "the fleet with acme compiles: {:?}",
+        compilation
+            .diagnostics
+            .iter()
+            .map(|d| &d.message)
+            .collect::<Vec<_>>()
+    );
+    compilation.plan.unwrap()
+}
+
+#[test]
+fn a_tenant_whose_name_prefixes_another_cannot_bind_or_copy_its_volumes() {
+    // Tenant `acme` against `acme-research`: a rule that owned names by the prefix `acme-`
+    // would hand acme every PersistentVolume and namespace named `acme-research-*`.
+    let plan = plan_with_prefix_tenant();
+    let cell = cell(&plan, "us-east-1a");
+    let acme = cell.tenants.iter().find(|t| t.name == "acme").unwrap();
+    let namespace = acme.namespaces[0].name.clone();
+    assert_eq!(namespace, "acme-train");
+    let judge = |object: Json| {
+        policy::evaluate(
+            &admission::policy(),
+            &admission::binding(acme),
+            Some(&admission::params_config_map(acme, cell)),
+            &Request::create(&namespace, object),
+        )
+    };
+    let claim = |spec: Json| {
+        json!({
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "acme-scratch", "namespace": namespace},
+            "spec": spec,
+        })
+    };
+    let size = json!({"requests": {"storage": "1Gi"}});
+    assert_eq!(
+        judge(claim(
+            json!({"accessModes": ["ReadWriteOnce"], "storageClassName": "standard", "resources": size})
+        )),
+        Outcome::Admitted
+    );
+    // Another tenant's statically provisioned PersistentVolume, named for it.
+    let by_name = judge(claim(
+        json!({"accessModes": ["ReadWriteOnce"], "resources": size, "volumeName": "acme-research-checkpoints"}),
+    ));
+    assert_eq!(denied_rules(&by_name), ["claim-binding"], "{by_name:?}");
+    // A copy of a snapshot in another tenant's namespace.
+    let across = judge(claim(json!({
+        "accessModes": ["ReadWriteOnce"], "resources": size,
+        "dataSourceRef": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "acme-research-ckpt", "namespace": "acme-research-train"},
+    })));
+    assert_eq!(denied_rules(&across), ["claim-binding"], "{across:?}");
+    // The same through a generic ephemeral volume of a pod.
+    let pod = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": namespace, "labels": {"tenant.platform/tenant": "acme", "tenant.platform/cell": "us-east-1a"}},
+        "spec": {
+            "containers": [{"name": "main", "image": format!("registry.acme.internal/platform/tool@{DIGEST}")}],
+            "volumes": [{"name": "copy", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "resources": size, "volumeName": "acme-research-checkpoints"}}}}],
+        },
+    });
+    assert_eq!(denied_rules(&judge(pod)), ["claim-binding"]);
+    // Namespace membership is exact: no namespace of the cell is selected by two bindings, so
+    // acme's binding never judges acme-research's namespaces with acme's params.
+    for tenant in &cell.tenants {
+        for ns in &tenant.namespaces {
+            let selecting: Vec<&str> = cell
+                .tenants
+                .iter()
+                .filter(|other| {
+                    let binding = admission::binding(other);
+                    let selector = binding
+                        .spec
+                        .as_ref()
+                        .and_then(|spec| spec.match_resources.as_ref())
+                        .and_then(|resources| resources.namespace_selector.as_ref())
+                        .unwrap();
+                    policy::selects(
+                        selector,
+                        &serde_json::Map::from_iter([(
+                            "kubernetes.io/metadata.name".to_string(),
+                            json!(ns.name),
+                        )]),
+                    )
+                })
+                .map(|other| other.name.as_str())
+                .collect();
+            assert_eq!(selecting, [tenant.name.as_str()], "{}", ns.name);
+        }
+    }
+}
+
 #[test]
 fn a_claim_update_is_judged_only_for_a_volume_name_a_member_sets() {
     // A claim's spec is immutable but for its size and, once, `volumeName`: the PersistentVolume

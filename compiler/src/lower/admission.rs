@@ -21,6 +21,9 @@
 //!   has offered since 1.29.
 //! - A tenant's params and binding depend only on that tenant and its cell, so editing a tenant
 //!   changes only its own folder.
+//! - No rule compares a cluster-wide or cross-namespace name with a tenant's name prefix
+//!   (tenant `acme` is a prefix of `acme-research`): namespaces are selected by exact name,
+//!   and a claim may not name or select a PersistentVolume or read another namespace at all.
 
 use std::collections::BTreeMap;
 
