@@ -92,6 +92,14 @@ fn denied_rules(outcome: &Outcome) -> Vec<&'static str> {
     }
 }
 
+/// The admitted fixtures that are pods or hold a pod template (not PersistentVolumeClaims).
+fn pod_fixtures() -> Vec<(String, std::path::PathBuf, Json)> {
+    admitted_fixtures()
+        .into_iter()
+        .filter(|(_, _, object)| object["kind"] != "PersistentVolumeClaim")
+        .collect()
+}
+
 #[test]
 fn every_expression_of_the_policy_compiles() {
     let mut expressions = vec![admission::MATCH_CONDITION.1];
@@ -371,7 +379,8 @@ fn pool_tolerations_follow_kubernetes_toleration_semantics_on_generated_tolerati
         state ^= state << 17;
         usize::try_from(state % bound as u64).unwrap()
     };
-    let fixtures = admitted_fixtures();
+    // Only objects with a pod (template) carry tolerations and pod labels.
+    let fixtures = pod_fixtures();
     let (mut denied, mut admitted) = (0, 0);
     for _ in 0..300 {
         let (cell_name, _, base) = &fixtures[next(fixtures.len())];
@@ -493,7 +502,8 @@ fn forbidden_label_keys_match_whatever_their_case_separators_and_prefix_on_gener
         state ^= state << 17;
         usize::try_from(state % bound as u64).unwrap()
     };
-    let fixtures = admitted_fixtures();
+    // Only objects with a pod (template) carry tolerations and pod labels.
+    let fixtures = pod_fixtures();
     let (mut denied, mut admitted) = (0, 0);
     for _ in 0..200 {
         let (cell_name, _, base) = &fixtures[next(fixtures.len())];
@@ -542,6 +552,276 @@ fn forbidden_label_keys_match_whatever_their_case_separators_and_prefix_on_gener
                 Vec::new()
             },
             "{key} on {namespace} in {cell_name}: {outcome:?}"
+        );
+        if expected {
+            denied += 1;
+        } else {
+            admitted += 1;
+        }
+    }
+    assert!(
+        denied > 40 && admitted > 40,
+        "{denied} denied, {admitted} admitted"
+    );
+}
+
+/// The example fleet with a tenant `acme` added, whose name is a prefix of `acme-research`'s
+/// and `acme-serving`'s: the fleet a name-prefix rule gets wrong.
+fn plan_with_prefix_tenant() -> Plan {
+    let mut loaded = tenantc::load::load(Path::new(ROOT)).unwrap();
+    loaded.inputs.push(tenantc::InputFile {
+        path: "tenants/acme.kdl".to_string(),
+        contents: br#"tenant "acme" {
+    org "acme"
+    team "platform"
+    trust "soft"
+    groups admin="acme-admins" member="acme"
+    quota cell="us-east-1a" cpu="8" memory="32Gi" pods=10 storage="1Ti" persistent-volume-claims=10
+    workload "train" service-account="trainer" priority="batch"
+    registry "registry.acme.internal/platform"
+}
+"#
+        .to_vec(),
+    });
+    loaded.inputs.sort_by(|a, b| a.path.cmp(&b.path));
+    let compilation = tenantc::compile_loaded(&loaded);
+    assert!(
+        compilation.output.is_some(),
+        "the fleet with acme compiles: {:?}",
+        compilation
+            .diagnostics
+            .iter()
+            .map(|d| &d.message)
+            .collect::<Vec<_>>()
+    );
+    compilation.plan.unwrap()
+}
+
+#[test]
+fn a_tenant_whose_name_prefixes_another_cannot_bind_or_copy_its_volumes() {
+    // Tenant `acme` against `acme-research`: a rule that owned names by the prefix `acme-`
+    // would hand acme every PersistentVolume and namespace named `acme-research-*`.
+    let plan = plan_with_prefix_tenant();
+    let cell = cell(&plan, "us-east-1a");
+    let acme = cell.tenants.iter().find(|t| t.name == "acme").unwrap();
+    let namespace = acme.namespaces[0].name.clone();
+    assert_eq!(namespace, "acme-train");
+    let judge = |object: Json| {
+        policy::evaluate(
+            &admission::policy(),
+            &admission::binding(acme),
+            Some(&admission::params_config_map(acme, cell)),
+            &Request::create(&namespace, object),
+        )
+    };
+    let claim = |spec: Json| {
+        json!({
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "acme-scratch", "namespace": namespace},
+            "spec": spec,
+        })
+    };
+    let size = json!({"requests": {"storage": "1Gi"}});
+    assert_eq!(
+        judge(claim(
+            json!({"accessModes": ["ReadWriteOnce"], "storageClassName": "standard", "resources": size})
+        )),
+        Outcome::Admitted
+    );
+    // Another tenant's statically provisioned PersistentVolume, named for it.
+    let by_name = judge(claim(
+        json!({"accessModes": ["ReadWriteOnce"], "resources": size, "volumeName": "acme-research-checkpoints"}),
+    ));
+    assert_eq!(denied_rules(&by_name), ["claim-binding"], "{by_name:?}");
+    // A copy of a snapshot in another tenant's namespace.
+    let across = judge(claim(json!({
+        "accessModes": ["ReadWriteOnce"], "resources": size,
+        "dataSourceRef": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "acme-research-ckpt", "namespace": "acme-research-train"},
+    })));
+    assert_eq!(denied_rules(&across), ["claim-binding"], "{across:?}");
+    // The same through a generic ephemeral volume of a pod.
+    let pod = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": namespace, "labels": {"tenant.platform/tenant": "acme", "tenant.platform/cell": "us-east-1a"}},
+        "spec": {
+            "containers": [{"name": "main", "image": format!("registry.acme.internal/platform/tool@{DIGEST}")}],
+            "volumes": [{"name": "copy", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "resources": size, "volumeName": "acme-research-checkpoints"}}}}],
+        },
+    });
+    assert_eq!(denied_rules(&judge(pod)), ["claim-binding"]);
+    // Namespace membership is exact: no namespace of the cell is selected by two bindings, so
+    // acme's binding never judges acme-research's namespaces with acme's params.
+    for tenant in &cell.tenants {
+        for ns in &tenant.namespaces {
+            let selecting: Vec<&str> = cell
+                .tenants
+                .iter()
+                .filter(|other| {
+                    let binding = admission::binding(other);
+                    let selector = binding
+                        .spec
+                        .as_ref()
+                        .and_then(|spec| spec.match_resources.as_ref())
+                        .and_then(|resources| resources.namespace_selector.as_ref())
+                        .unwrap();
+                    policy::selects(
+                        selector,
+                        &serde_json::Map::from_iter([(
+                            "kubernetes.io/metadata.name".to_string(),
+                            json!(ns.name),
+                        )]),
+                    )
+                })
+                .map(|other| other.name.as_str())
+                .collect();
+            assert_eq!(selecting, [tenant.name.as_str()], "{}", ns.name);
+        }
+    }
+}
+
+#[test]
+fn a_claim_update_is_judged_only_for_a_volume_name_a_member_sets() {
+    // A claim's spec is immutable but for its size and, once, `volumeName`: the PersistentVolume
+    // controller sets it when it binds the claim, and a member could set it on a pending claim
+    // to bind another tenant's volume.
+    let plan = plan();
+    let cell = cell(&plan, "us-east-1a");
+    let research = cell
+        .tenants
+        .iter()
+        .find(|t| t.name == "acme-research")
+        .unwrap();
+    let judge = |old: &Json, new: &Json, username: &str| {
+        let mut request = Request::create("acme-research-train", new.clone());
+        request.operation = "UPDATE".to_string();
+        request.old_object = Some(old.clone());
+        request.username = username.to_string();
+        policy::evaluate(
+            &admission::policy(),
+            &admission::binding(research),
+            Some(&admission::params_config_map(research, cell)),
+            &request,
+        )
+    };
+    let pending = fixture("acme-research-pvc", "us-east-1a");
+    let mut bound = pending.clone();
+    bound["spec"]["volumeName"] = json!("pvc-0b5e3c1d-7a1f-4c1e-9d55-2f1b7a0c9e11");
+    let member = "acme-research-member";
+    assert_eq!(
+        denied_rules(&judge(&pending, &bound, member)),
+        ["claim-binding"]
+    );
+    for controller in [
+        "system:kube-controller-manager",
+        "system:serviceaccount:kube-system:persistent-volume-binder",
+    ] {
+        assert_eq!(judge(&pending, &bound, controller), Outcome::Admitted);
+    }
+    // A member resizes the bound claim: its volume name does not change.
+    let mut resized = bound.clone();
+    resized["spec"]["resources"]["requests"]["storage"] = json!("200Gi");
+    assert_eq!(judge(&bound, &resized, member), Outcome::Admitted);
+}
+
+/// The rule the platform templates apply to a PersistentVolumeClaim (`template/check.rs`),
+/// restated: it binds nothing by name or label and copies from no other namespace.
+fn claim_binds_by_reference(spec: &Json) -> bool {
+    spec.get("volumeName")
+        .and_then(Json::as_str)
+        .is_some_and(|name| !name.is_empty())
+        || spec.get("selector").is_some()
+        || spec
+            .pointer("/dataSourceRef/namespace")
+            .and_then(Json::as_str)
+            .is_some_and(|namespace| !namespace.is_empty())
+}
+
+#[test]
+fn claims_and_claim_templates_follow_the_template_rule_on_generated_claims() {
+    // The family of the claim rule: generated claim specs (volume names, selectors, data
+    // sources in and out of the namespace) as a PersistentVolumeClaim, a StatefulSet claim
+    // template and a generic ephemeral volume; `claim-binding` must deny exactly what the
+    // platform templates' rule denies, wherever the claim is written.
+    let plan = plan();
+    let mut state: u64 = 0x0c1a_13b1_0000_0011;
+    let mut next = |bound: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        usize::try_from(state % bound as u64).unwrap()
+    };
+    // Absent fields are drawn more often, so that about a third of the claims bind nothing.
+    let volume_names = [
+        None,
+        None,
+        None,
+        Some(""),
+        Some("pvc-123"),
+        Some("globex-vision-data"),
+    ];
+    let selectors = [
+        None,
+        None,
+        None,
+        Some(json!({})),
+        Some(json!({"matchLabels": {"tenant.platform/tenant": "globex-vision"}})),
+    ];
+    let namespaces = [None, None, Some(""), Some("acme-serving-infer")];
+    let (mut denied, mut admitted) = (0, 0);
+    for _ in 0..240 {
+        let mut spec = json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}});
+        if let Some(name) = volume_names[next(volume_names.len())] {
+            spec["volumeName"] = json!(name);
+        }
+        if let Some(selector) = &selectors[next(selectors.len())] {
+            spec["selector"] = selector.clone();
+        }
+        if next(2) == 0 {
+            let mut source =
+                json!({"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot"});
+            let namespace = namespaces[next(namespaces.len())];
+            if let Some(namespace) = namespace {
+                source["namespace"] = json!(namespace);
+            }
+            // The snapshot is named for the tenant that owns the claim's namespace.
+            source["name"] = json!("OWNER-snap");
+            spec["dataSourceRef"] = source;
+        }
+        let expected = claim_binds_by_reference(&spec);
+        let (cell_name, object) = match next(3) {
+            0 => {
+                let mut claim = fixture("acme-research-pvc", "us-east-1a");
+                claim["spec"] = spec.clone();
+                ("us-east-1a", claim)
+            }
+            1 => {
+                let mut set = fixture("globex-vision-statefulset", "eu-west-4b");
+                set["spec"]["volumeClaimTemplates"][0]["spec"] = spec.clone();
+                ("eu-west-4b", set)
+            }
+            _ => {
+                let mut pod = fixture("acme-research-pod", "us-east-1a");
+                pod_spec(&mut pod)["volumes"].as_array_mut().unwrap().push(
+                    json!({"name": "claim", "ephemeral": {"volumeClaimTemplate": {"spec": spec}}}),
+                );
+                ("us-east-1a", pod)
+            }
+        };
+        let namespace = namespace_of(&object);
+        let owner = namespace.rsplit_once('-').unwrap().0.to_string();
+        let object: Json =
+            serde_json::from_str(&object.to_string().replace("OWNER", &owner)).unwrap();
+        let outcome = verdict(cell(&plan, cell_name), &namespace, &object);
+        assert_eq!(
+            denied_rules(&outcome),
+            if expected {
+                vec!["claim-binding"]
+            } else {
+                Vec::new()
+            },
+            "{object} in {cell_name}: {outcome:?}"
         );
         if expected {
             denied += 1;

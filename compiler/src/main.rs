@@ -172,7 +172,7 @@ internal errors."
         long_about = "Compile the declarations in memory and evaluate the cell's tenant admission \
 floor (the ValidatingAdmissionPolicy tenantc-tenant-floor, through the binding and params of the \
 tenant that owns the object's namespace) on one object, as the API server would on CREATE. The \
-object is a Pod, Job, CronJob, Deployment, StatefulSet, ReplicaSet or DaemonSet in YAML; its \
+object is a Pod, Job, CronJob, Deployment, StatefulSet, ReplicaSet, DaemonSet or PersistentVolumeClaim in YAML; its \
 namespace is metadata.namespace or --namespace. Prints `admitted`, or `denied` with every failing \
 validation and the message the API server would return; a kind the floor does not judge is an \
 error, not an admission.",

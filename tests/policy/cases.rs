@@ -601,7 +601,7 @@ pub fn cases() -> Vec<Case> {
             name: "a generic ephemeral volume that binds another tenant's PersistentVolume",
             cell: "eu-west-4b",
             fixture: "globex-vision-statefulset",
-            rule: "own-references",
+            rule: "claim-binding",
             mutate: |o| {
                 pod_spec(o)["volumes"][0]["ephemeral"]["volumeClaimTemplate"]["spec"]["volumeName"] =
                     json!("acme-research-checkpoints")
@@ -638,7 +638,7 @@ pub fn cases() -> Vec<Case> {
             name: "a StatefulSet claim template that binds another tenant's PersistentVolume",
             cell: "eu-west-4b",
             fixture: "globex-vision-statefulset",
-            rule: "own-references",
+            rule: "claim-binding",
             mutate: |o| {
                 o["spec"]["volumeClaimTemplates"][0]["spec"]["volumeName"] =
                     json!("acme-research-checkpoints")
@@ -700,6 +700,73 @@ pub fn cases() -> Vec<Case> {
                     .push(
                         json!({"prefix": "NVIDIA_MIG_", "configMapRef": {"name": "acme-serving-env"}}),
                     )
+            },
+        },
+        // Issue 8: PersistentVolumeClaims created directly, and claim templates, may not bind
+        // a volume by name or label, or copy from another namespace. A PVC's own
+        // `dataSourceRef.namespace` is tested in `tests/policy.rs` only: without the alpha
+        // CrossNamespaceVolumeDataSource gate (the conformance control plane's default) the API
+        // server drops the field before admission, so there is nothing to judge.
+        Case {
+            name: "a PVC that binds another tenant's released PersistentVolume by name",
+            cell: "us-east-1a",
+            fixture: "acme-research-pvc",
+            rule: "claim-binding",
+            mutate: |o| o["spec"]["volumeName"] = json!("pvc-4f1c2a9e-globex-vision-datasets"),
+        },
+        Case {
+            name: "a PVC that selects another tenant's PersistentVolumes by label",
+            cell: "us-east-1a",
+            fixture: "acme-research-pvc",
+            rule: "claim-binding",
+            mutate: |o| {
+                o["spec"]["selector"] =
+                    json!({"matchLabels": {"tenant.platform/tenant": "globex-vision"}})
+            },
+        },
+        Case {
+            name: "a PVC that binds a PersistentVolume named with the tenant's own prefix",
+            cell: "us-east-1a",
+            fixture: "acme-research-pvc",
+            rule: "claim-binding",
+            mutate: |o| o["spec"]["volumeName"] = json!("acme-research-checkpoints-0"),
+        },
+        Case {
+            name: "a PVC cloned from a claim without the tenant prefix",
+            cell: "us-east-1a",
+            fixture: "acme-research-pvc",
+            rule: "own-references",
+            mutate: |o| {
+                o["spec"]["dataSource"] =
+                    json!({"kind": "PersistentVolumeClaim", "name": "platform-datasets"})
+            },
+        },
+        Case {
+            name: "a StatefulSet claim template that selects PersistentVolumes by label",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-statefulset",
+            rule: "claim-binding",
+            mutate: |o| {
+                o["spec"]["volumeClaimTemplates"][0]["spec"]["selector"] =
+                    json!({"matchLabels": {"tenant.platform/tenant": "acme-research"}})
+            },
+        },
+        Case {
+            name: "a generic ephemeral volume that selects PersistentVolumes by label",
+            cell: "us-east-1a",
+            fixture: "acme-research-pod",
+            rule: "claim-binding",
+            mutate: |o| {
+                pod_spec(o)["volumes"].as_array_mut().unwrap().push(json!({"name": "pick", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "selector": {"matchLabels": {"tenant.platform/tenant": "acme-serving"}}}}}}))
+            },
+        },
+        Case {
+            name: "a generic ephemeral volume restored from another namespace by dataSourceRef",
+            cell: "us-east-1a",
+            fixture: "globex-vision-job",
+            rule: "claim-binding",
+            mutate: |o| {
+                pod_spec(o)["volumes"].as_array_mut().unwrap().push(json!({"name": "copy", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "dataSourceRef": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "globex-vision-snap", "namespace": "acme-serving-infer"}}}}}))
             },
         },
     ]

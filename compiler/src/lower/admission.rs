@@ -21,6 +21,9 @@
 //!   has offered since 1.29.
 //! - A tenant's params and binding depend only on that tenant and its cell, so editing a tenant
 //!   changes only its own folder.
+//! - No rule compares a cluster-wide or cross-namespace name with a tenant's name prefix
+//!   (tenant `acme` is a prefix of `acme-research`): namespaces are selected by exact name,
+//!   and a claim may not name or select a PersistentVolume or read another namespace at all.
 
 use std::collections::BTreeMap;
 
@@ -71,8 +74,10 @@ pub fn binding_name(tenant: &str) -> String {
 /// The kinds the policy matches, as `(api group, version, resource)`: Pods, where every
 /// workload ends up, the built-in controllers whose pod template sits at `spec.template`, and
 /// CronJobs (template at `spec.jobTemplate.spec.template`), so that their users see a denial
-/// when they apply, not later in events.
+/// when they apply, not later in events; and PersistentVolumeClaims, which a tenant can create
+/// directly to bind a volume.
 pub const MATCHED: &[(&str, &str, &str)] = &[
+    ("", "v1", "persistentvolumeclaims"),
     ("", "v1", "pods"),
     ("", "v1", "pods/ephemeralcontainers"),
     ("apps", "v1", "daemonsets"),
@@ -100,13 +105,15 @@ pub struct Rule {
 pub const VARIABLES: &[(&str, &str)] = &[
     ("isPod", "object.kind == 'Pod'"),
     ("isCronJob", "object.kind == 'CronJob'"),
+    // A PersistentVolumeClaim has no pod spec: the pod rules see an empty one and hold.
+    ("isClaim", "object.kind == 'PersistentVolumeClaim'"),
     (
         "spec",
-        "variables.isPod ? object.spec : (variables.isCronJob ? object.spec.jobTemplate.spec.template.spec : object.spec.template.spec)",
+        "variables.isClaim ? {} : (variables.isPod ? object.spec : (variables.isCronJob ? object.spec.jobTemplate.spec.template.spec : object.spec.template.spec))",
     ),
     (
         "meta",
-        "variables.isPod ? object.metadata : (variables.isCronJob ? (has(object.spec.jobTemplate.spec.template.metadata) ? object.spec.jobTemplate.spec.template.metadata : {}) : (has(object.spec.template.metadata) ? object.spec.template.metadata : {}))",
+        "variables.isClaim ? {} : variables.isPod ? object.metadata : (variables.isCronJob ? (has(object.spec.jobTemplate.spec.template.metadata) ? object.spec.jobTemplate.spec.template.metadata : {}) : (has(object.spec.template.metadata) ? object.spec.template.metadata : {}))",
     ),
     (
         "objectLabels",
@@ -125,7 +132,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     // template's (batch/v1 defaulting, before admission), so empty Job labels stand for those.
     (
         "workloadLabels",
-        "variables.isCronJob ? (has(object.spec.jobTemplate.metadata) && has(object.spec.jobTemplate.metadata.labels) && size(object.spec.jobTemplate.metadata.labels) > 0 ? object.spec.jobTemplate.metadata.labels : variables.labels) : (has(object.metadata.labels) && size(object.metadata.labels) > 0 ? object.metadata.labels : (object.kind == 'Job' ? variables.labels : {}))",
+        "variables.isClaim ? {} : variables.isCronJob ? (has(object.spec.jobTemplate.metadata) && has(object.spec.jobTemplate.metadata.labels) && size(object.spec.jobTemplate.metadata.labels) > 0 ? object.spec.jobTemplate.metadata.labels : variables.labels) : (has(object.metadata.labels) && size(object.metadata.labels) > 0 ? object.metadata.labels : (object.kind == 'Job' ? variables.labels : {}))",
     ),
     (
         "containers",
@@ -217,16 +224,30 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "claimNames",
         "variables.volumes.filter(v, has(v.persistentVolumeClaim)).map(v, v.persistentVolumeClaim.claimName)",
     ),
-    // The claim templates of generic ephemeral volumes and of a StatefulSet: what they bind
-    // or copy (a PersistentVolume by `volumeName`, a claim or snapshot by `dataSource` or
-    // `dataSourceRef`, and the latter's namespace).
+    // The claim specs the request creates: the claim templates of generic ephemeral volumes
+    // and of a StatefulSet, and a PersistentVolumeClaim created directly. A claim's spec cannot
+    // change after creation except for its size and, once, `volumeName`, which
+    // `claimBindings` judges on an update.
     (
         "claimTemplates",
-        "variables.volumes.filter(v, has(v.ephemeral) && has(v.ephemeral.volumeClaimTemplate) && has(v.ephemeral.volumeClaimTemplate.spec)).map(v, v.ephemeral.volumeClaimTemplate.spec) + (object.kind == 'StatefulSet' && has(object.spec.volumeClaimTemplates) ? object.spec.volumeClaimTemplates.filter(t, has(t.spec)).map(t, t.spec) : [])",
+        "variables.volumes.filter(v, has(v.ephemeral) && has(v.ephemeral.volumeClaimTemplate) && has(v.ephemeral.volumeClaimTemplate.spec)).map(v, v.ephemeral.volumeClaimTemplate.spec) + (object.kind == 'StatefulSet' && has(object.spec.volumeClaimTemplates) ? object.spec.volumeClaimTemplates.filter(t, has(t.spec)).map(t, t.spec) : []) + (variables.isClaim && request.operation == 'CREATE' ? [object.spec] : [])",
     ),
+    // What the claims copy inside their own namespace: a claim or snapshot by `dataSource` or
+    // `dataSourceRef` name, once when the two agree (the API server copies one into the other
+    // in a PersistentVolumeClaim).
     (
         "claimTemplateNames",
-        "variables.claimTemplates.map(s, (has(s.volumeName) && s.volumeName != '' ? [s.volumeName] : []) + (has(s.dataSource) && has(s.dataSource.name) ? [s.dataSource.name] : []) + (has(s.dataSourceRef) && has(s.dataSourceRef.name) ? [s.dataSourceRef.name] : []) + (has(s.dataSourceRef) && has(s.dataSourceRef.namespace) && s.dataSourceRef.namespace != '' ? [s.dataSourceRef.namespace] : [])).map(names, names.join(',')).filter(n, n != '')",
+        "variables.claimTemplates.map(s, (has(s.dataSource) && has(s.dataSource.name) ? [s.dataSource.name] : []) + (has(s.dataSourceRef) && has(s.dataSourceRef.name) && !(has(s.dataSource) && has(s.dataSource.name) && s.dataSource.name == s.dataSourceRef.name) ? [s.dataSourceRef.name] : [])).map(names, names.join(',')).filter(n, n != '')",
+    ),
+    // What a claim binds or copies outside its namespace: a PersistentVolume by `volumeName`
+    // or by `selector` (PersistentVolumes are cluster-wide, and their names and labels are
+    // nobody's), or data of another namespace by `dataSourceRef.namespace`. On an update of a
+    // PersistentVolumeClaim only a new `volumeName` counts, unless the PersistentVolume
+    // controller sets it (the identities of kube-controller-manager with and without
+    // `--use-service-account-credentials`), as it does when it binds a claim.
+    (
+        "claimBindings",
+        "variables.claimTemplates.map(s, (has(s.volumeName) && s.volumeName != '' ? ['spec.volumeName ' + s.volumeName] : []) + (has(s.selector) ? ['spec.selector'] : []) + (has(s.dataSourceRef) && has(s.dataSourceRef.namespace) && s.dataSourceRef.namespace != '' ? ['spec.dataSourceRef.namespace ' + s.dataSourceRef.namespace] : [])).map(found, found.join(', ')).filter(f, f != '') + (variables.isClaim && request.operation == 'UPDATE' && (has(object.spec.volumeName) ? object.spec.volumeName : '') != (has(oldObject.spec.volumeName) ? oldObject.spec.volumeName : '') && !(request.userInfo.username in ['system:kube-controller-manager', 'system:serviceaccount:kube-system:persistent-volume-binder']) ? ['spec.volumeName ' + (has(object.spec.volumeName) ? object.spec.volumeName : '')] : [])",
     ),
     (
         "foreignReferences",
@@ -338,18 +359,24 @@ pub const RULES: &[Rule] = &[
     Rule {
         name: "own-references",
         expression: "size(variables.foreignReferences) == 0",
-        message: "PersistentVolumeClaims, PersistentVolumes, volume snapshots and Secrets that pods and claim templates reference must be named with the tenant's name and a dash as prefix",
-        message_expression: "'references to ' + variables.foreignReferences.join(', ') + ' are not allowed: PersistentVolumeClaims, PersistentVolumes, volume snapshots and Secrets of tenant ' + params.data.tenant + ' must be named ' + params.data.tenant + '-*'",
+        message: "PersistentVolumeClaims, volume snapshots and Secrets that pods and claims reference must be named with the tenant's name and a dash as prefix",
+        message_expression: "'references to ' + variables.foreignReferences.join(', ') + ' are not allowed: PersistentVolumeClaims, volume snapshots and Secrets of tenant ' + params.data.tenant + ' must be named ' + params.data.tenant + '-*'",
+    },
+    Rule {
+        name: "claim-binding",
+        expression: "size(variables.claimBindings) == 0",
+        message: "PersistentVolumeClaims and claim templates may not set spec.volumeName, spec.selector or spec.dataSourceRef.namespace, which could bind another tenant's volume or data; claim a new volume by storage class and size only",
+        message_expression: "'claims of tenant ' + params.data.tenant + ' may not set ' + variables.claimBindings.join('; ') + ': a PersistentVolume named or selected by label, or data of another namespace, may belong to another tenant; remove them and claim a new volume by storage class and size only'",
     },
     Rule {
         name: "training-service-account",
-        expression: "!(request.namespace in variables.inferenceNamespaces) || !((has(variables.spec.serviceAccountName) ? variables.spec.serviceAccountName : 'default') in variables.trainingServiceAccounts)",
+        expression: "variables.isClaim || !(request.namespace in variables.inferenceNamespaces) || !((has(variables.spec.serviceAccountName) ? variables.spec.serviceAccountName : 'default') in variables.trainingServiceAccounts)",
         message: "the training ServiceAccount may not be used in inference namespaces",
         message_expression: "'ServiceAccount ' + variables.spec.serviceAccountName + ' is the training identity of tenant ' + params.data.tenant + ' and may not run in inference namespace ' + request.namespace",
     },
     Rule {
         name: "chargeback-labels",
-        expression: "size(variables.missingLabels) == 0 && variables.labels['tenant.platform/tenant'] == params.data.tenant && variables.labels['tenant.platform/cell'] == params.data.cell && (!variables.gpuPod || variables.labels['tenant.platform/sku'] in variables.gpuModels)",
+        expression: "variables.isClaim || size(variables.missingLabels) == 0 && variables.labels['tenant.platform/tenant'] == params.data.tenant && variables.labels['tenant.platform/cell'] == params.data.cell && (!variables.gpuPod || variables.labels['tenant.platform/sku'] in variables.gpuModels)",
         message: "pods must carry the chargeback labels tenant.platform/tenant, tenant.platform/cell and, with GPUs, tenant.platform/sku (the queue label is required by the local-queue rule)",
         message_expression: "size(variables.missingLabels) > 0 ? 'pods must carry the chargeback labels ' + variables.missingLabels.join(', ') : 'chargeback labels must be tenant.platform/tenant=' + params.data.tenant + ', tenant.platform/cell=' + params.data.cell + (variables.gpuPod ? ' and tenant.platform/sku one of [' + params.data.gpuModels + ']' : '')",
     },

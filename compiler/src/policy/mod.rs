@@ -44,6 +44,9 @@ pub struct Request {
     pub old_object: Option<Json>,
     /// The subresource (`ephemeralcontainers`), if any.
     pub subresource: Option<String>,
+    /// The user who makes the request (`request.userInfo.username`); empty for a tenant
+    /// member, which is all the floor needs to know of one.
+    pub username: String,
 }
 
 impl Request {
@@ -55,6 +58,7 @@ impl Request {
             object,
             old_object: None,
             subresource: None,
+            username: String::new(),
         }
     }
 }
@@ -302,6 +306,7 @@ pub fn evaluate(
             "kind": {"group": group, "version": version, "kind": request.object.get("kind").cloned().unwrap_or(Json::Null)},
             "resource": {"group": group, "version": version, "resource": resource},
             "subResource": request.subresource.clone().unwrap_or_default(),
+            "userInfo": {"username": request.username, "groups": []},
         }),
     );
     let base = match context_of(&env, &bindings) {
