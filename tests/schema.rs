@@ -1294,6 +1294,22 @@ fn invalid_tenant_values_are_rejected_by_schema_and_compiler() {
             Change::Set("/registries/0", json!("registry")),
             &["name-invalid"],
         ),
+        // A comma would split the admission params' list: another tenant's registry smuggled in.
+        (
+            Change::Set(
+                "/registries/0",
+                json!("registry.initech.example/notebooks,registry.acme.internal"),
+            ),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/registries/0", json!("r.example/a;b")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/registries/0", json!("r.example/a:b/c")),
+            &["name-invalid"],
+        ),
         (
             Change::Set("/registries/0", json!("r.example/a/")),
             &["name-invalid"],
@@ -1783,7 +1799,7 @@ fn unusual_but_valid_values_are_accepted_by_schema_and_compiler() {
         ),
         (
             Kind::Tenant,
-            Change::Set("/registries/0", json!("r.example/a:b/c")),
+            Change::Set("/registries/0", json!("r.example:5000/team_a/x-y.z")),
         ),
         (
             Kind::Tenant,

@@ -473,6 +473,19 @@ pub fn cases() -> Vec<Case> {
                 pod_spec(o)["containers"][0]["resources"] = json!({"requests": {"cpu": "1"}});
             },
         },
+        // The attack review after the fix: a class the cell does not declare (the GPU
+        // Operator's CDI mode installs `nvidia-cdi` and `nvidia-legacy` beside `nvidia`) got
+        // past a rule that judged only the declared classes.
+        Case {
+            name: "a CPU pod naming a runtime class the cell does not declare",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-pod",
+            rule: "gpu-runtime-class",
+            mutate: |o| {
+                pod_spec(o)["runtimeClassName"] = json!("nvidia-legacy");
+                pod_spec(o)["containers"][0]["resources"] = json!({"requests": {"cpu": "1"}});
+            },
+        },
         Case {
             name: "a CPU CronJob naming the GPU runtime class",
             cell: "us-east-1a",
@@ -759,6 +772,22 @@ pub fn cases() -> Vec<Case> {
             mutate: |o| {
                 pod_spec(o)["volumes"].as_array_mut().unwrap().push(json!({"name": "pick", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "selector": {"matchLabels": {"tenant.platform/tenant": "acme-serving"}}}}}}))
             },
+        },
+        Case {
+            name: "a generic ephemeral volume with an empty storage class, which binds any classless PersistentVolume",
+            cell: "us-east-1a",
+            fixture: "acme-research-pod",
+            rule: "claim-binding",
+            mutate: |o| {
+                pod_spec(o)["volumes"].as_array_mut().unwrap().push(json!({"name": "pick", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "resources": {"requests": {"storage": "1Gi"}}}}}}))
+            },
+        },
+        Case {
+            name: "a PVC with an empty storage class",
+            cell: "us-east-1a",
+            fixture: "acme-research-pvc",
+            rule: "claim-binding",
+            mutate: |o| o["spec"]["storageClassName"] = json!(""),
         },
         Case {
             name: "a generic ephemeral volume restored from another namespace by dataSourceRef",

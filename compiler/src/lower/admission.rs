@@ -239,15 +239,16 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "claimTemplateNames",
         "variables.claimTemplates.map(s, (has(s.dataSource) && has(s.dataSource.name) ? [s.dataSource.name] : []) + (has(s.dataSourceRef) && has(s.dataSourceRef.name) && !(has(s.dataSource) && has(s.dataSource.name) && s.dataSource.name == s.dataSourceRef.name) ? [s.dataSourceRef.name] : [])).map(names, names.join(',')).filter(n, n != '')",
     ),
-    // What a claim binds or copies outside its namespace: a PersistentVolume by `volumeName`
-    // or by `selector` (PersistentVolumes are cluster-wide, and their names and labels are
-    // nobody's), or data of another namespace by `dataSourceRef.namespace`. On an update of a
+    // What a claim binds or copies outside its namespace: a PersistentVolume by `volumeName`,
+    // by `selector`, or by an empty `storageClassName`, which binds any available volume without
+    // a class (PersistentVolumes are cluster-wide, and their names and labels are nobody's), or
+    // data of another namespace by `dataSourceRef.namespace`. On an update of a
     // PersistentVolumeClaim only a new `volumeName` counts, unless the PersistentVolume
     // controller sets it (the identities of kube-controller-manager with and without
     // `--use-service-account-credentials`), as it does when it binds a claim.
     (
         "claimBindings",
-        "variables.claimTemplates.map(s, (has(s.volumeName) && s.volumeName != '' ? ['spec.volumeName ' + s.volumeName] : []) + (has(s.selector) ? ['spec.selector'] : []) + (has(s.dataSourceRef) && has(s.dataSourceRef.namespace) && s.dataSourceRef.namespace != '' ? ['spec.dataSourceRef.namespace ' + s.dataSourceRef.namespace] : [])).map(found, found.join(', ')).filter(f, f != '') + (variables.isClaim && request.operation == 'UPDATE' && (has(object.spec.volumeName) ? object.spec.volumeName : '') != (has(oldObject.spec.volumeName) ? oldObject.spec.volumeName : '') && !(request.userInfo.username in ['system:kube-controller-manager', 'system:serviceaccount:kube-system:persistent-volume-binder']) ? ['spec.volumeName ' + (has(object.spec.volumeName) ? object.spec.volumeName : '')] : [])",
+        "variables.claimTemplates.map(s, (has(s.volumeName) && s.volumeName != '' ? ['spec.volumeName ' + s.volumeName] : []) + (has(s.selector) ? ['spec.selector'] : []) + (has(s.storageClassName) && s.storageClassName == '' ? ['spec.storageClassName \"\" (binds any PersistentVolume without a class)'] : []) + (has(s.dataSourceRef) && has(s.dataSourceRef.namespace) && s.dataSourceRef.namespace != '' ? ['spec.dataSourceRef.namespace ' + s.dataSourceRef.namespace] : [])).map(found, found.join(', ')).filter(f, f != '') + (variables.isClaim && request.operation == 'UPDATE' && (has(object.spec.volumeName) ? object.spec.volumeName : '') != (has(oldObject.spec.volumeName) ? oldObject.spec.volumeName : '') && !(request.userInfo.username in ['system:kube-controller-manager', 'system:serviceaccount:kube-system:persistent-volume-binder']) ? ['spec.volumeName ' + (has(object.spec.volumeName) ? object.spec.volumeName : '')] : [])",
     ),
     (
         "foreignReferences",
@@ -280,9 +281,9 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         name: "gpu-runtime-class",
-        expression: "!has(variables.spec.runtimeClassName) || !(variables.spec.runtimeClassName in variables.gpuRuntimeClasses) || variables.requestsGpu",
-        message: "pods that name a GPU runtime class must request a GPU (nvidia.com/* in resources.limits of a container): the runtime hands the node's GPUs to containers that request none",
-        message_expression: "'runtime class ' + variables.spec.runtimeClassName + ' hands the GPUs of its node to containers, so a pod that names it must request a GPU (nvidia.com/* in resources.limits of a container or init container); request one, or remove spec.runtimeClassName'",
+        expression: "!has(variables.spec.runtimeClassName) || variables.spec.runtimeClassName == '' || (variables.spec.runtimeClassName in variables.gpuRuntimeClasses && variables.requestsGpu)",
+        message: "pods may name only a runtime class the cell declares, and only when they request a GPU (nvidia.com/* in resources.limits of a container): the runtime hands the node's GPUs to containers that request none",
+        message_expression: "variables.spec.runtimeClassName in variables.gpuRuntimeClasses ? 'runtime class ' + variables.spec.runtimeClassName + ' hands the GPUs of its node to containers, so a pod that names it must request a GPU (nvidia.com/* in resources.limits of a container or init container); request one, or remove spec.runtimeClassName' : 'runtime class ' + variables.spec.runtimeClassName + ' is not one the cell declares ([' + params.data.gpuRuntimeClasses + ']); other classes on the node (such as nvidia-cdi or nvidia-legacy) may hand its GPUs to any container, so remove spec.runtimeClassName'",
     },
     Rule {
         name: "pool-tolerations",

@@ -113,8 +113,8 @@ pub fn oidc_provider_arn(account: &str, provider: &str) -> String {
 }
 
 /// The account id of a tenant workload's Google service account: `<tenant>-<kind>` when it
-/// fits the 30 characters Google allows, otherwise a prefix of it and a hash of the whole, so
-/// ids stay distinct and stable.
+/// fits the 30 characters Google allows, otherwise a prefix of it and a hash of the whole; the
+/// hash is only 32 bits, so `validate::iam` refuses two tenants whose ids collide.
 pub fn google_account_id(tenant: &str, kind: &str) -> String {
     let full = format!("{tenant}-{kind}");
     if crate::validate::iam::project_id_ok(&full) {

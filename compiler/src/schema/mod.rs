@@ -346,6 +346,14 @@ fn check_registry(ctx: &Ctx, registry: &Spanned<String>) -> bool {
             .is_some_and(|last| last.contains(':') && text.contains('/'))
     {
         Some("a registry is a host and path prefix, without a tag or digest")
+    } else if text
+        .chars()
+        .any(|ch| !(ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_' | '-' | '/' | ':')))
+        || text.split('/').skip(1).any(|part| part.contains(':'))
+    {
+        // A comma would split the admission params' registry list into two entries, one of
+        // them another tenant's registry that the ownership check never saw.
+        Some("only letters, digits, `.`, `_`, `-`, `/` and a `:port` after the host")
     } else if host.is_empty() || !host.contains('.') && !host.contains(':') && host != "localhost" {
         Some("the first part must be a registry host such as `registry.example.com`")
     } else if text.ends_with('/') || text.chars().any(char::is_whitespace) {

@@ -14,7 +14,7 @@
 //! - a tenant template writes only into its tenant's namespaces in the cell, a cell template
 //!   never into any tenant's namespace;
 //! - no object has the kind, namespace and name of one tenantc emits or another template wrote;
-//! - a PersistentVolumeClaim sets no `volumeName`, `selector` or cross-namespace
+//! - a PersistentVolumeClaim sets no `volumeName`, `selector`, empty `storageClassName` or cross-namespace
 //!   `dataSourceRef`, which could bind a volume or data that is not the tenant's;
 //! - every field is a field of the kind (read into `k8s-openapi`'s struct and compared back).
 //!
@@ -502,6 +502,11 @@ fn check(
         path.iter()
             .try_fold(&json, |value, key| value.get(*key))
             .is_some_and(|value| !value.is_null())
+    })
+    // An empty storage class binds any available volume that has no class.
+    .or_else(|| {
+        (json.pointer("/spec/storageClassName") == Some(&serde_json::Value::from("")))
+            .then_some(&["spec", "storageClassName"][..])
     });
     if kind == "PersistentVolumeClaim"
         && let Some(path) = binds
@@ -515,7 +520,7 @@ fn check(
                 dotted(&path)
             ),
             "binds a volume that is not the tenant's own",
-            "claim a new volume by storage class and size only; `volumeName`, `selector` and a cross-namespace `dataSourceRef` could bind another tenant's volume or data",
+            "claim a new volume by storage class and size only; `volumeName`, `selector`, an empty `storageClassName` and a cross-namespace `dataSourceRef` could bind another tenant's volume or data",
         ));
         return None;
     }

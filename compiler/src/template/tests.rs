@@ -306,6 +306,7 @@ fn a_claim_cannot_bind_a_volume_that_is_not_its_own() {
         "volumeName: pv-of-another-tenant",
         "selector:\n    matchLabels:\n      team: other",
         "dataSourceRef:\n    kind: PersistentVolumeClaim\n    name: data\n    namespace: beta-train",
+        "storageClassName: \"\"",
     ] {
         let template = format!(
             "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: {{{{ tenant.namespaces[0].name }}}}\nspec:\n  {spec}\n"

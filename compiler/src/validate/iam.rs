@@ -140,6 +140,7 @@ pub fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
             }
         }
     }
+    google_account_ids_distinct(fleet, diagnostics);
     for cell in &fleet.cells {
         let Some(storage) = &cell.storage else {
             continue;
@@ -168,9 +169,108 @@ pub fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
     }
 }
 
+/// Refuses two tenant workloads whose Google service account ids are the same, when a cell
+/// binds workloads to Google service accounts.
+///
+/// A long `<tenant>-<kind>` is shortened to a prefix and a 32-bit hash
+/// ([`crate::plan::storage::google_account_id`]), which a pull request can collide on purpose
+/// (an attack review found a colliding name in seconds); two workloads sharing an account would
+/// share its grants, and whichever Workload Identity binding is applied last would own it.
+fn google_account_ids_distinct(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
+    let gcp = fleet.cells.iter().any(|cell| {
+        cell.storage
+            .as_ref()
+            .is_some_and(|storage| matches!(storage.identity, crate::model::CloudIdentity::Gcp(_)))
+    });
+    if !gcp {
+        return;
+    }
+    let mut seen: std::collections::BTreeMap<String, (&str, crate::source::Span)> =
+        std::collections::BTreeMap::new();
+    for tenant in &fleet.tenants {
+        for workload in &tenant.workloads {
+            let kind = workload.kind.value.as_str();
+            let id = crate::plan::storage::google_account_id(&tenant.name.value, kind);
+            match seen.get(&id) {
+                Some((first, first_span)) if *first != tenant.name.value => {
+                    diagnostics.push(
+                        Diagnostic::error(
+                            Code::NameDuplicate,
+                            tenant.name.span,
+                            format!(
+                                "tenant `{}` would share the Google service account `{id}` with tenant `{first}`",
+                                tenant.name.value
+                            ),
+                        )
+                        .with_label(format!("its `{kind}` workload's account id is `{id}`"))
+                        .with_secondary(*first_span, "the tenant that has this account id")
+                        .with_help("rename the tenant: long names are shortened to 20 characters and a hash, and two tenants may never share an account"),
+                    );
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert(id, (&tenant.name.value, tenant.name.span));
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tenants_whose_google_account_ids_collide_are_refused() {
+        use crate::validate::test_support::{fleet, tenant};
+        let cell = r#"cell "c1" {
+    cloud "gcp" region="europe-west4"
+    kubernetes "1.33"
+    storage {
+        bucket "fleet-models"
+        gcp project="fleet-prod-eu"
+    }
+    pool "p" {
+        gpu "A100-80GB-SXM"
+        nodes 1 gpus-per-node=8
+        sharing "exclusive"
+    }
+}
+"#;
+        // Two names whose shortened ids collide under the 32-bit hash, found by a
+        // meet-in-the-middle search in the attack review.
+        let victim = "acme-research-foundation-models";
+        let attacker = "acme-research-foundau4s7aecy";
+        assert_eq!(
+            crate::plan::storage::google_account_id(victim, "train"),
+            crate::plan::storage::google_account_id(attacker, "train")
+        );
+        let run = |names: &[&str]| {
+            let texts: Vec<(String, String)> = names
+                .iter()
+                .map(|name| {
+                    (
+                        format!("tenants/{name}.kdl"),
+                        tenant(name, "hard", "pool \"p\" reserved=1"),
+                    )
+                })
+                .collect();
+            let mut files: Vec<(&str, &str)> = vec![("cells/c1.kdl", cell)];
+            files.extend(
+                texts
+                    .iter()
+                    .map(|(path, text)| (path.as_str(), text.as_str())),
+            );
+            let mut diagnostics = Vec::new();
+            google_account_ids_distinct(&fleet(&files), &mut diagnostics);
+            diagnostics
+        };
+        let found = run(&[victim, attacker]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].code, Code::NameDuplicate);
+        assert!(found[0].message.contains(attacker), "{}", found[0].message);
+        assert!(run(&[victim, "acme-research-foundation-model2"]).is_empty());
+    }
 
     #[test]
     fn object_keys_drop_the_scheme_and_bucket() {
