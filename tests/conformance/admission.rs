@@ -212,8 +212,31 @@ fn settled_disagreements(
     }
 }
 
+/// RuntimeClasses a GPU node may carry beside the cell's declared ones: the GPU Operator in CDI
+/// mode installs `nvidia-cdi` and `nvidia-legacy`. They exist here so that a pod naming one is
+/// judged by the floor, not refused earlier by the RuntimeClass admission plugin for a class
+/// that does not exist.
+fn install_node_runtime_classes(cluster: &Cluster) {
+    for name in ["nvidia-cdi", "nvidia-legacy"] {
+        let text = serde_json::json!({
+            "apiVersion": "node.k8s.io/v1",
+            "kind": "RuntimeClass",
+            "metadata": {"name": name},
+            "handler": name,
+        })
+        .to_string();
+        let run = cluster.kubectl(&["apply", "--server-side", "-f", "-"], &text);
+        assert!(
+            run.ok,
+            "creating RuntimeClass {name} failed:\n{}",
+            run.stderr
+        );
+    }
+}
+
 pub(super) fn admission_floor_judges_like_the_offline_evaluator(cluster: &Cluster) {
     install_crds(cluster);
+    install_node_runtime_classes(cluster);
     let fleet = example_fleet();
     let mut failures = Vec::new();
     for cell in &fleet.plan.cells {

@@ -33,9 +33,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicyBindingSpec, ValidatingAdmissionPolicySpec, Validation, Variable,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    LabelSelector, LabelSelectorRequirement, ObjectMeta,
-};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{LABEL_PREFIX, body, cluster_meta, managed_labels};
 use crate::emit::Body;
@@ -681,20 +679,7 @@ pub fn binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding {
                 selector: None,
             }),
             match_resources: Some(MatchResources {
-                namespace_selector: Some(LabelSelector {
-                    match_expressions: Some(vec![LabelSelectorRequirement {
-                        key: "kubernetes.io/metadata.name".to_string(),
-                        operator: "In".to_string(),
-                        values: Some(
-                            tenant
-                                .namespaces
-                                .iter()
-                                .map(|namespace| namespace.name.clone())
-                                .collect(),
-                        ),
-                    }]),
-                    match_labels: None,
-                }),
+                namespace_selector: Some(super::tenant_namespaces(tenant)),
                 ..MatchResources::default()
             }),
         }),

@@ -168,20 +168,7 @@ pub fn subjects_binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding
             validation_actions: Some(vec!["Deny".to_string()]),
             param_ref: None,
             match_resources: Some(MatchResources {
-                namespace_selector: Some(LabelSelector {
-                    match_expressions: Some(vec![LabelSelectorRequirement {
-                        key: "kubernetes.io/metadata.name".to_string(),
-                        operator: "In".to_string(),
-                        values: Some(
-                            tenant
-                                .namespaces
-                                .iter()
-                                .map(|namespace| namespace.name.clone())
-                                .collect(),
-                        ),
-                    }]),
-                    match_labels: None,
-                }),
+                namespace_selector: Some(super::tenant_namespaces(tenant)),
                 ..MatchResources::default()
             }),
         }),

@@ -215,6 +215,28 @@ fn reports(
     }
 }
 
+/// The namespace selector of a tenant's admission bindings: its namespaces by exact name, so a
+/// tenant whose name prefixes another's (`acme`, `acme-research`) never selects the other's.
+pub(crate) fn tenant_namespaces(
+    tenant: &crate::plan::TenantPlan,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+    LabelSelector {
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: "kubernetes.io/metadata.name".to_string(),
+            operator: "In".to_string(),
+            values: Some(
+                tenant
+                    .namespaces
+                    .iter()
+                    .map(|namespace| namespace.name.clone())
+                    .collect(),
+            ),
+        }]),
+        match_labels: None,
+    }
+}
+
 /// Writes a typed object as its canonical YAML text ([`Body::of`]).
 pub(crate) fn body<T: Serialize + std::any::Any>(object: &T) -> Result<Body, InternalError> {
     Body::of(object)
