@@ -129,10 +129,14 @@ fn parliament_finds_nothing_in_any_emitted_aws_policy() {
     );
 }
 
-/// cfn-lint's command line, run through the interpreter like Parliament's.
+/// cfn-lint's command line, run through the interpreter like Parliament's; the package has no
+/// `__main__`, so its console entry point is called directly.
 fn cfn_lint() -> Command {
     let mut command = Command::new("python3");
-    command.args(["-m", "cfnlint"]);
+    command.args([
+        "-c",
+        "import sys; from cfnlint.runner import main; sys.exit(main())",
+    ]);
     command
 }
 
