@@ -572,16 +572,7 @@ fn escape(text: &str) -> String {
 /// `tenantc describe`: compiles like `check`, then prints one tenant's plan per cell.
 fn describe(args: &DescribeArgs) -> ExitCode {
     let json = args.format == DescribeFormat::Json;
-    let fatal = |message: &str, help: Option<String>| {
-        eprintln!("error: {message}");
-        if let Some(help) = &help {
-            eprintln!("  = help: {help}");
-        }
-        if json {
-            println!("{}", fatal_json(message, help.as_deref()));
-        }
-        ExitCode::from(EXIT_FAILURE)
-    };
+    let fatal = |message: &str, help: Option<String>| fatal_with_help(json, message, help);
     let loaded = match load::load(&args.root) {
         Ok(loaded) => loaded,
         Err(error) => return fatal(&format!("cannot read declarations: {error}"), None),
@@ -958,6 +949,19 @@ impl Mode {
             Mode::Check => "check",
         }
     }
+}
+
+/// Reports a failure (exit 2) with an optional help line on stderr, and for `--format json` also
+/// as the fatal envelope on stdout.
+fn fatal_with_help(json: bool, message: &str, help: Option<String>) -> ExitCode {
+    eprintln!("error: {message}");
+    if let Some(help) = &help {
+        eprintln!("  = help: {help}");
+    }
+    if json {
+        println!("{}", fatal_json(message, help.as_deref()));
+    }
+    ExitCode::from(EXIT_FAILURE)
 }
 
 /// The JSON envelope of a fatal error (exit 2) of any command: `{"tenantc": 1, "kind": "fatal",
@@ -1529,16 +1533,7 @@ struct DiffArgs {
 fn diff(args: &DiffArgs) -> ExitCode {
     use tenantc::review::{self, diff as review_diff};
     let json = args.format == DiffFormat::Json;
-    let fatal = |message: &str, help: Option<String>| {
-        eprintln!("error: {message}");
-        if let Some(help) = &help {
-            eprintln!("  = help: {help}");
-        }
-        if json {
-            println!("{}", fatal_json(message, help.as_deref()));
-        }
-        ExitCode::from(EXIT_FAILURE)
-    };
+    let fatal = |message: &str, help: Option<String>| fatal_with_help(json, message, help);
     let (commit, base_loaded) = match tenantc::git::load_revision(&args.root, &args.base) {
         Ok(found) => found,
         Err(error) => return fatal(&error.message(), Some(error.help())),

@@ -485,11 +485,9 @@ pub fn params_namespace(cell: &CellPlan) -> Namespace {
     }
 }
 
-/// The `key=value:effect` of every repelling pool taint of the cell that the tenant may not
-/// tolerate: taints of pools outside its Kueue flavors that no pool of its flavors also carries.
-fn forbidden_taints(tenant: &TenantPlan, cell: &CellPlan) -> Vec<String> {
-    let own: Vec<&crate::plan::PoolPlan> = cell
-        .pools
+/// The pools of the cell the tenant has a Kueue flavor for.
+fn own_pools<'a>(tenant: &TenantPlan, cell: &'a CellPlan) -> Vec<&'a crate::plan::PoolPlan> {
+    cell.pools
         .iter()
         .filter(|pool| {
             tenant
@@ -498,7 +496,13 @@ fn forbidden_taints(tenant: &TenantPlan, cell: &CellPlan) -> Vec<String> {
                 .iter()
                 .any(|flavor| flavor.pool == pool.name)
         })
-        .collect();
+        .collect()
+}
+
+/// The `key=value:effect` of every repelling pool taint of the cell that the tenant may not
+/// tolerate: taints of pools outside its Kueue flavors that no pool of its flavors also carries.
+fn forbidden_taints(tenant: &TenantPlan, cell: &CellPlan) -> Vec<String> {
+    let own = own_pools(tenant, cell);
     let mut taints: Vec<String> = cell
         .pools
         .iter()
@@ -529,17 +533,7 @@ fn forbidden_taints(tenant: &TenantPlan, cell: &CellPlan) -> Vec<String> {
 /// The params of one tenant in a cell, as ConfigMap data.
 pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> {
     let join = |items: Vec<String>| items.join(",");
-    let own_pools: Vec<&crate::plan::PoolPlan> = cell
-        .pools
-        .iter()
-        .filter(|pool| {
-            tenant
-                .queue
-                .flavors
-                .iter()
-                .any(|flavor| flavor.pool == pool.name)
-        })
-        .collect();
+    let own_pools = own_pools(tenant, cell);
     // The plan's one decision: hard, and every pool the tenant reaches is its alone.
     let host_access = tenant.cell_host_access.granted;
     let mut gpu_models: Vec<String> = own_pools.iter().map(|pool| pool.gpu.clone()).collect();
