@@ -24,6 +24,8 @@
 #[path = "policy/cases.rs"]
 mod cases;
 
+mod support;
+
 use std::path::Path;
 
 use cases::{DIGEST, PINNED_WEIGHTS, admitted_fixtures, cases, fixture, namespace_of, pod_spec};
@@ -372,13 +374,8 @@ fn pool_tolerations_follow_kubernetes_toleration_semantics_on_generated_tolerati
     let values = ["", "true", "h100-infer", "l4-shared", "false"];
     let operators = ["", "Equal", "Exists"];
     let effects = ["", "NoSchedule", "NoExecute", "PreferNoSchedule"];
-    let mut state: u64 = 0x5eed_1234_abcd_0001;
-    let mut next = |bound: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        usize::try_from(state % bound as u64).unwrap()
-    };
+    let mut rng = support::Rng(0x5eed_1234_abcd_0001);
+    let mut next = |bound: usize| usize::try_from(rng.below(bound as u64)).unwrap();
     // Only objects with a pod (template) carry tolerations and pod labels.
     let fixtures = pod_fixtures();
     let (mut denied, mut admitted) = (0, 0);
@@ -495,13 +492,8 @@ fn forbidden_label_keys_match_whatever_their_case_separators_and_prefix_on_gener
     ];
     let separators = ["-", "_", ".", ""];
     let prefixes = ["", "example.com/", "tenant.platform/", "a.b.c/"];
-    let mut state: u64 = 0x1abe_1abe_0000_0007;
-    let mut next = |bound: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        usize::try_from(state % bound as u64).unwrap()
-    };
+    let mut rng = support::Rng(0x1abe_1abe_0000_0007);
+    let mut next = |bound: usize| usize::try_from(rng.below(bound as u64)).unwrap();
     // Only objects with a pod (template) carry tolerations and pod labels.
     let fixtures = pod_fixtures();
     let (mut denied, mut admitted) = (0, 0);
@@ -745,13 +737,8 @@ fn claims_and_claim_templates_follow_the_template_rule_on_generated_claims() {
     // template and a generic ephemeral volume; `claim-binding` must deny exactly what the
     // platform templates' rule denies, wherever the claim is written.
     let plan = plan();
-    let mut state: u64 = 0x0c1a_13b1_0000_0011;
-    let mut next = |bound: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        usize::try_from(state % bound as u64).unwrap()
-    };
+    let mut rng = support::Rng(0x0c1a_13b1_0000_0011);
+    let mut next = |bound: usize| usize::try_from(rng.below(bound as u64)).unwrap();
     // Absent fields are drawn more often, so that about a third of the claims bind nothing.
     let volume_names = [
         None,

@@ -153,16 +153,21 @@ fn cel_list<'a>(items: impl IntoIterator<Item = &'a String>) -> String {
     format!("[{}]", quoted.join(", "))
 }
 
-/// A tenant's binding of its RoleBinding subjects policy: its namespaces, no params.
-pub fn subjects_binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding {
+/// The name and labels of a tenant's RoleBinding subjects policy and of its binding.
+fn subjects_meta(tenant: &TenantPlan) -> ObjectMeta {
     let mut labels = managed_labels();
     labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
+    ObjectMeta {
+        name: Some(subjects_name(&tenant.name)),
+        labels: Some(labels),
+        ..ObjectMeta::default()
+    }
+}
+
+/// A tenant's binding of its RoleBinding subjects policy: its namespaces, no params.
+pub fn subjects_binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding {
     ValidatingAdmissionPolicyBinding {
-        metadata: ObjectMeta {
-            name: Some(subjects_name(&tenant.name)),
-            labels: Some(labels),
-            ..ObjectMeta::default()
-        },
+        metadata: subjects_meta(tenant),
         spec: Some(ValidatingAdmissionPolicyBindingSpec {
             policy_name: Some(subjects_name(&tenant.name)),
             validation_actions: Some(vec!["Deny".to_string()]),
@@ -189,14 +194,8 @@ fn subjects_policy(tenant: &TenantPlan, gitops: &GitOpsPlan) -> ValidatingAdmiss
         name: name.to_string(),
         expression,
     };
-    let mut labels = managed_labels();
-    labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
     ValidatingAdmissionPolicy {
-        metadata: ObjectMeta {
-            name: Some(subjects_name(&tenant.name)),
-            labels: Some(labels),
-            ..ObjectMeta::default()
-        },
+        metadata: subjects_meta(tenant),
         spec: Some(ValidatingAdmissionPolicySpec {
             failure_policy: Some("Fail".to_string()),
             match_constraints: Some(MatchResources {
