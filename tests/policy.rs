@@ -28,7 +28,10 @@ mod support;
 
 use std::path::Path;
 
-use cases::{DIGEST, PINNED_WEIGHTS, admitted_fixtures, cases, fixture, namespace_of, pod_spec};
+use cases::{
+    DIGEST, KUEUE, PINNED_WEIGHTS, UpdateCase, admitted_fixtures, cases, fixture, namespace_of,
+    pod_labels, pod_spec, update_cases,
+};
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::{Value as Json, json};
@@ -69,14 +72,45 @@ fn pinned_params(
     (params, admission::binding(tenant))
 }
 
+/// A CREATE of `object` by a member of the tenant that owns `namespace`, as the conformance
+/// check impersonates one.
+fn member_create(cell: &CellPlan, namespace: &str, object: Json) -> Request {
+    let mut request = Request::create(namespace, object);
+    request.groups = vec![member_group(cell, namespace)];
+    request
+}
+
+/// The member group of the tenant owning `namespace`.
+fn member_group(cell: &CellPlan, namespace: &str) -> String {
+    let tenant = cell
+        .tenants
+        .iter()
+        .find(|t| t.namespaces.iter().any(|ns| ns.name == namespace))
+        .unwrap_or_else(|| panic!("no tenant owns namespace {namespace}"));
+    tenant.groups["member"].clone()
+}
+
+/// The request of an update case: `before` into `after`, by a member of the tenant.
+fn member_update(cell: &CellPlan, case: &UpdateCase) -> Request {
+    let mut before = fixture(case.fixture, case.cell);
+    (case.before)(&mut before);
+    let mut after = fixture(case.fixture, case.cell);
+    (case.after)(&mut after);
+    let namespace = namespace_of(&after);
+    let mut request = member_create(cell, &namespace, after);
+    request.operation = "UPDATE".to_string();
+    request.old_object = Some(before);
+    request
+}
+
 fn verdict(cell: &CellPlan, namespace: &str, object: &Json) -> Outcome {
-    let (params, binding) = pinned_params(cell, namespace);
-    policy::evaluate(
-        &admission::policy(),
-        &binding,
-        Some(&params),
-        &Request::create(namespace, object.clone()),
-    )
+    judge(cell, &member_create(cell, namespace, object.clone()))
+}
+
+/// The floor's verdict on a request, under the params of the tenant owning its namespace.
+fn judge(cell: &CellPlan, request: &Request) -> Outcome {
+    let (params, binding) = pinned_params(cell, &request.namespace);
+    policy::evaluate(&admission::policy(), &binding, Some(&params), request)
 }
 
 fn denied_rules(outcome: &Outcome) -> Vec<&'static str> {
@@ -177,9 +211,11 @@ fn every_denied_case_is_denied_by_its_validation_with_a_message_that_names_the_f
 #[test]
 fn every_validation_has_denied_cases() {
     let cases = cases();
+    let updates = update_cases();
     for rule in RULES {
         assert!(
-            cases.iter().any(|case| case.rule == rule.name),
+            cases.iter().any(|case| case.rule == rule.name)
+                || updates.iter().any(|case| case.rule == rule.name),
             "no denied case for {}",
             rule.name
         );
@@ -209,9 +245,20 @@ fn escaped_cases(
             &policy,
             &binding,
             Some(&params),
-            &Request::create(&namespace, object),
+            &member_create(cell, &namespace, object),
         );
         if !outcome.is_denied() {
+            escaped.push(case.name);
+        }
+    }
+    for case in update_cases()
+        .into_iter()
+        .filter(|case| only.is_none_or(|rule| rule == case.rule))
+    {
+        let cell = cell(plan, case.cell);
+        let request = member_update(cell, &case);
+        let (params, binding) = pinned_params(cell, &request.namespace);
+        if !policy::evaluate(&policy, &binding, Some(&params), &request).is_denied() {
             escaped.push(case.name);
         }
     }
@@ -820,4 +867,64 @@ fn claims_and_claim_templates_follow_the_template_rule_on_generated_claims() {
         denied > 40 && admitted > 40,
         "{denied} denied, {admitted} admitted"
     );
+}
+
+#[test]
+fn only_kueue_releases_what_it_holds() {
+    let plan = plan();
+    for case in update_cases() {
+        let cell = cell(&plan, case.cell);
+        let request = member_update(cell, &case);
+        let outcome = judge(cell, &request);
+        assert_eq!(
+            denied_rules(&outcome),
+            [case.rule],
+            "{}: {outcome:?}",
+            case.name
+        );
+        let Outcome::Denied(denials) = &outcome else {
+            unreachable!()
+        };
+        let rule = RULES.iter().find(|rule| rule.name == case.rule).unwrap();
+        assert_ne!(denials[0].message, rule.message, "{}", case.name);
+        // A ServiceAccount of one of the tenant's namespaces is the tenant too.
+        let namespace = request.namespace.clone();
+        let mut by_account = request.clone();
+        by_account.groups = vec!["system:serviceaccounts".to_string()];
+        by_account.username = format!("system:serviceaccount:{namespace}:default");
+        assert_eq!(
+            denied_rules(&judge(cell, &by_account)),
+            [case.rule],
+            "{}",
+            case.name
+        );
+        // Kueue makes the same change when it admits the workload.
+        let mut by_kueue = request.clone();
+        by_kueue.groups = vec!["system:serviceaccounts".to_string()];
+        by_kueue.username = KUEUE.to_string();
+        assert_eq!(judge(cell, &by_kueue), Outcome::Admitted, "{}", case.name);
+        // A member may still change what Kueue does not read, such as a label of its own.
+        let mut relabelled = request.clone();
+        relabelled.object = request.old_object.clone().unwrap();
+        pod_labels(&mut relabelled.object)["example.com/experiment"] = json!("ablation-7");
+        assert_eq!(judge(cell, &relabelled), Outcome::Admitted, "{}", case.name);
+    }
+}
+
+#[test]
+fn controllers_may_set_owner_references_that_members_may_not() {
+    let plan = plan();
+    for case in cases()
+        .into_iter()
+        .filter(|case| case.rule == "controller-references")
+    {
+        let cell = cell(&plan, case.cell);
+        let mut object = fixture(case.fixture, case.cell);
+        (case.mutate)(&mut object);
+        let namespace = namespace_of(&object);
+        let mut request = Request::create(&namespace, object);
+        request.username = "system:serviceaccount:kube-system:job-controller".to_string();
+        request.groups = vec!["system:serviceaccounts".to_string()];
+        assert_eq!(judge(cell, &request), Outcome::Admitted, "{}", case.name);
+    }
 }

@@ -17,7 +17,9 @@
 //! - The self-test weakens the deployed policy so that it admits another tenant's weight
 //!   digest, shows that the comparison reports it, and restores the policy even if it fails.
 
-use super::policy_cases::{admitted_fixtures, cases, fixture, namespace_of};
+use super::policy_cases::{
+    admitted_fixtures, cases, fixture, merge_patch, namespace_of, update_cases,
+};
 use super::quota::{as_member, example_fleet, member_group, set_up_cell};
 use super::*;
 
@@ -248,6 +250,13 @@ pub(super) fn admission_floor_judges_like_the_offline_evaluator(cluster: &Cluste
             problems.len()
         );
         failures.extend(problems);
+        let (count, problems) = update_disagreements(cluster, cell);
+        println!(
+            "  cell {}: {count} updates of objects Kueue holds judged alike ({} disagree)",
+            cell.name,
+            problems.len()
+        );
+        failures.extend(problems);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -333,4 +342,118 @@ pub(super) fn admission_self_test_a_policy_admitting_another_tenants_digest_is_c
     }
     let (_, after) = settled_disagreements(cluster, cell, &case);
     assert!(after.is_empty(), "after restoring the policy: {after:?}");
+}
+
+/// The offline verdict on a member's update of `before` into `after`: `None` admitted, else
+/// its first message.
+fn offline_update(cell: &CellPlan, before: &Value, after: &Value) -> Option<String> {
+    let mut request = Request::create(&namespace_of(after), after.clone());
+    request.operation = "UPDATE".to_string();
+    request.old_object = Some(before.clone());
+    match tenantc::policy::check_object(cell, &request) {
+        Some((_, Outcome::Denied(denials))) => denials.first().map(|denial| denial.message.clone()),
+        Some((_, Outcome::Admitted)) => None,
+        other => panic!("{}: not judged offline: {other:?}", namespace_of(after)),
+    }
+}
+
+/// Every disagreement on the update cases of one cell: each `before` is created for real by
+/// the admin (the floor judges it, but Kueue's hold is the tenant's to keep, not the
+/// platform's), then patched into `after` by server-side dry-run, once as a member of the
+/// tenant, who must be refused with the offline message, and once as the admin, who must not.
+fn update_disagreements(cluster: &Cluster, cell: &CellPlan) -> (usize, Vec<String>) {
+    let mut problems = Vec::new();
+    let mut count = 0;
+    for case in update_cases()
+        .into_iter()
+        .filter(|case| case.cell == cell.name)
+    {
+        count += 1;
+        let mut before = fixture(case.fixture, case.cell);
+        (case.before)(&mut before);
+        let mut after = fixture(case.fixture, case.cell);
+        (case.after)(&mut after);
+        let namespace = namespace_of(&before);
+        let target = format!(
+            "{}/{}",
+            before["kind"].as_str().unwrap().to_lowercase(),
+            before["metadata"]["name"].as_str().unwrap()
+        );
+        let created = cluster.kubectl(&["create", "-f", "-"], &before.to_string());
+        if !created.ok {
+            problems.push(format!(
+                "{}: creating it failed: {}",
+                case.name, created.stderr
+            ));
+            continue;
+        }
+        let patch = merge_patch(&before, &after).to_string();
+        let patch_args = |extra: &[String]| {
+            let mut args: Vec<String> = [
+                "patch",
+                &target,
+                "-n",
+                &namespace,
+                "--type=merge",
+                "--dry-run=server",
+                "-p",
+                &patch,
+            ]
+            .iter()
+            .map(|arg| (*arg).to_string())
+            .collect();
+            args.extend(extra.iter().cloned());
+            args
+        };
+        let tenant = cell
+            .tenants
+            .iter()
+            .find(|tenant| tenant.namespaces.iter().any(|ns| ns.name == namespace))
+            .unwrap();
+        let member_args = patch_args(&as_member(&member_group(tenant)));
+        let member_args: Vec<&str> = member_args.iter().map(String::as_str).collect();
+        let by_member = cluster.kubectl_with(&cluster.user_kubeconfig, &member_args, "");
+        let admin_args = patch_args(&[]);
+        let admin_args: Vec<&str> = admin_args.iter().map(String::as_str).collect();
+        let by_admin = cluster.kubectl(&admin_args, "");
+        let expected = offline_update(cell, &before, &after);
+        match (&expected, by_member.ok) {
+            (Some(message), false) if by_member.stderr.contains(message.as_str()) => {}
+            (Some(message), _) => problems.push(format!(
+                "{}: tenantc denies it with\n    {message}\n  but the API server answered the member with\n    {}",
+                case.name,
+                by_member.stderr.trim()
+            )),
+            (None, _) => problems.push(format!(
+                "{}: the offline evaluator admits the member's update",
+                case.name
+            )),
+        }
+        if !by_admin.ok {
+            problems.push(format!(
+                "{}: the API server refused the admin's update:\n    {}",
+                case.name,
+                by_admin.stderr.trim()
+            ));
+        }
+        let deleted = cluster.kubectl(
+            &[
+                "delete",
+                &target,
+                "-n",
+                &namespace,
+                "--wait=false",
+                "--grace-period=0",
+                "--force",
+            ],
+            "",
+        );
+        if !deleted.ok {
+            problems.push(format!(
+                "{}: deleting it failed: {}",
+                case.name, deleted.stderr
+            ));
+        }
+    }
+    (count, problems)
 }

@@ -269,6 +269,107 @@ pub fn cases() -> Vec<Case> {
             },
         },
         Case {
+            name: "RDMA devices on a hard tenant's pod that does not select its own pool",
+            cell: "us-east-1a",
+            fixture: "acme-research-rdma-pod",
+            rule: "host-pools",
+            mutate: |o| {
+                pod_spec(o).as_object_mut().unwrap().remove("nodeSelector");
+            },
+        },
+        Case {
+            name: "an exception's capability on a pod that selects only part of its pool's labels",
+            cell: "us-east-1a",
+            fixture: "acme-research-rdma-pod",
+            rule: "host-pools",
+            mutate: |o| {
+                pod_spec(o)["nodeSelector"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("nvidia.com/device-plugin.config");
+            },
+        },
+        Case {
+            name: "an exception's capability on a pod that selects another tenant's pool",
+            cell: "us-east-1a",
+            fixture: "acme-research-rdma-pod",
+            rule: "host-pools",
+            mutate: |o| {
+                pod_spec(o)["nodeSelector"] = json!({
+                    "nvidia.com/device-plugin.config": "h100-infer",
+                    "pool": "infer-mig",
+                });
+                let container = &mut pod_spec(o)["containers"][0];
+                container["resources"]["limits"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("rdma/hca_shared_devices_a");
+            },
+        },
+        Case {
+            name: "a device resource no quota counts",
+            cell: "us-east-1a",
+            fixture: "acme-serving-pod",
+            rule: "counted-resources",
+            mutate: |o| {
+                pod_spec(o)["containers"][0]["resources"]["limits"]["intel.com/sriov_netdevice"] =
+                    json!(1)
+            },
+        },
+        Case {
+            name: "an NVIDIA device resource no quota counts",
+            cell: "us-east-1a",
+            fixture: "acme-research-pod",
+            rule: "counted-resources",
+            mutate: |o| {
+                pod_spec(o)["containers"][0]["resources"]["limits"]["nvidia.com/hostdev"] = json!(1)
+            },
+        },
+        Case {
+            name: "a MIG resource the cell's quotas do not list, in an init container's requests",
+            cell: "eu-west-4b",
+            fixture: "acme-research-job",
+            rule: "counted-resources",
+            mutate: |o| {
+                let main = pod_spec(o)["containers"][0].clone();
+                let mut init = main;
+                init["name"] = json!("warmup");
+                init["resources"] = json!({"requests": {"nvidia.com/mig-1g.10gb": 1}, "limits": {"nvidia.com/mig-1g.10gb": 1}});
+                pod_spec(o)["initContainers"] = json!([init]);
+            },
+        },
+        Case {
+            name: "a member creates a pod that claims its admitted Job as controller, so that Kueue would not hold it",
+            cell: "us-east-1a",
+            fixture: "acme-serving-pod",
+            rule: "controller-references",
+            mutate: |o| {
+                o["metadata"]["ownerReferences"] = json!([{
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": "acme-serving-admitted",
+                    "uid": "6f1c2a57-5c1e-4d8e-9a51-3f0b6a2d7c10",
+                    "controller": true,
+                }]);
+            },
+        },
+        Case {
+            name: "a member creates a Job that claims its admitted JobSet as controller",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-job",
+            rule: "controller-references",
+            mutate: |o| {
+                o["metadata"]["ownerReferences"] = json!([{
+                    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                    "kind": "JobSet",
+                    "name": "globex-vision-admitted",
+                    "uid": "0d8e5f3a-2b7c-4e11-8f60-9c4d1a7b2e35",
+                    "controller": true,
+                    "blockOwnerDeletion": true,
+                }]);
+            },
+        },
+        Case {
             name: "another tenant's registry",
             cell: "us-east-1a",
             fixture: "acme-research-pod",
@@ -805,4 +906,96 @@ pub fn cases() -> Vec<Case> {
 pub fn fixture(name: &str, cell: &str) -> Json {
     let path = Path::new(ROOT).join(format!("tests/policy/admitted/{cell}/{name}.yaml"));
     policy::object_from_yaml(&fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// The identity Kueue's controller runs as in a default installation: what releases a
+/// workload once Kueue admits it.
+pub const KUEUE: &str = "system:serviceaccount:kueue-system:kueue-controller-manager";
+
+/// A denied update: a member of the tenant changes an object that Kueue holds (`before`,
+/// made from the fixture and admitted) into `after` (made from the fixture too), and the
+/// validation `rule` must deny it. Kueue itself may make the same change.
+pub struct UpdateCase {
+    pub name: &'static str,
+    pub cell: &'static str,
+    pub fixture: &'static str,
+    pub before: fn(&mut Json),
+    pub after: fn(&mut Json),
+    pub rule: &'static str,
+}
+
+/// A pod as Kueue's pod webhook leaves it when it holds the pod: gated and labelled managed.
+pub fn held_by_kueue(object: &mut Json) {
+    pod_spec(object)["schedulingGates"] = json!([{"name": "kueue.x-k8s.io/admission"}]);
+    pod_labels(object)["kueue.x-k8s.io/managed"] = json!("true");
+}
+
+/// Every denied update.
+pub fn update_cases() -> Vec<UpdateCase> {
+    vec![
+        UpdateCase {
+            name: "a member removes Kueue's admission gate from its GPU pod",
+            cell: "us-east-1a",
+            fixture: "acme-serving-pod",
+            before: held_by_kueue,
+            after: |o| {
+                held_by_kueue(o);
+                pod_spec(o)
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("schedulingGates");
+            },
+            rule: "kueue-hold",
+        },
+        UpdateCase {
+            name: "a member removes the kueue.x-k8s.io/managed label, so that Kueue skips the pod",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-pod",
+            before: held_by_kueue,
+            after: |o| {
+                held_by_kueue(o);
+                pod_labels(o)
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("kueue.x-k8s.io/managed");
+            },
+            rule: "kueue-hold",
+        },
+        UpdateCase {
+            name: "a member unsuspends a Job that Kueue has not admitted",
+            cell: "us-east-1a",
+            fixture: "globex-vision-job",
+            before: |_| {},
+            after: |o| o["spec"]["suspend"] = json!(false),
+            rule: "kueue-hold",
+        },
+    ]
+}
+
+/// A JSON merge patch (RFC 7386) that turns `old` into `new`: objects are compared key by
+/// key, anything else is replaced whole, and a removed key becomes `null`.
+pub fn merge_patch(old: &Json, new: &Json) -> Json {
+    match (old, new) {
+        (Json::Object(old), Json::Object(new)) => {
+            let mut patch = serde_json::Map::new();
+            for (key, value) in new {
+                match old.get(key) {
+                    Some(before) if before == value => {}
+                    Some(before) => {
+                        patch.insert(key.clone(), merge_patch(before, value));
+                    }
+                    None => {
+                        patch.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+            for key in old.keys() {
+                if !new.contains_key(key) {
+                    patch.insert(key.clone(), Json::Null);
+                }
+            }
+            Json::Object(patch)
+        }
+        _ => new.clone(),
+    }
 }

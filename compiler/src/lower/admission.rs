@@ -140,9 +140,11 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "volumes",
         "has(variables.spec.volumes) ? variables.spec.volumes : []",
     ),
+    // Each container's resource names, once each: the API server copies an extended resource's
+    // limit into its requests, so a name may be in both.
     (
         "resourceNames",
-        "variables.containers.map(c, (has(c.resources) && has(c.resources.limits) ? c.resources.limits.map(r, r) : []) + (has(c.resources) && has(c.resources.requests) ? c.resources.requests.map(r, r) : []))",
+        "variables.containers.map(c, (has(c.resources) && has(c.resources.limits) ? c.resources.limits.map(r, r) : []) + (has(c.resources) && has(c.resources.requests) ? c.resources.requests.filter(r, !(has(c.resources.limits) && r in c.resources.limits)) : []))",
     ),
     (
         "requestsGpu",
@@ -263,6 +265,55 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     // A key is forbidden when, normalised like the forbidden keys, it or its name after the
     // prefix (`example.com/User_Email`) is one of them.
+    // Whether the request comes from the tenant itself: a member of one of its groups, or a
+    // ServiceAccount of one of its namespaces. Kueue, the workload controllers and the platform
+    // are none of these.
+    (
+        "tenantPrincipal",
+        "(params.data.groups == '' ? [] : params.data.groups.split(',')).exists(g, g in request.userInfo.groups) || (params.data.namespaces == '' ? [] : params.data.namespaces.split(',')).exists(n, request.userInfo.username.startsWith('system:serviceaccount:' + n + ':'))",
+    ),
+    (
+        "oldObjectLabels",
+        "request.operation == 'UPDATE' && has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}",
+    ),
+    // What a tenant's update takes away from Kueue's hold on a workload: a Kueue scheduling
+    // gate of a pod, the label that marks a pod as Kueue's, or a Job's suspension.
+    (
+        "kueueReleases",
+        "request.operation != 'UPDATE' || !variables.tenantPrincipal ? [] : (variables.isPod ? (has(oldObject.spec.schedulingGates) ? oldObject.spec.schedulingGates : []).filter(g, g.name.startsWith('kueue.x-k8s.io/') && !(has(object.spec.schedulingGates) && object.spec.schedulingGates.exists(n, n.name == g.name))).map(g, 'the scheduling gate ' + g.name) : []) + ('kueue.x-k8s.io/managed' in variables.oldObjectLabels && !('kueue.x-k8s.io/managed' in variables.objectLabels) ? ['the label kueue.x-k8s.io/managed'] : []) + (object.kind == 'Job' && has(oldObject.spec.suspend) && oldObject.spec.suspend && !(has(object.spec.suspend) && object.spec.suspend) ? ['spec.suspend'] : [])",
+    ),
+    // The node labels of each pool where the tenant has host access, as lists of `key=value`:
+    // what a pod that uses the host must select (`&` joins one pool's labels, `,` the pools).
+    (
+        "hostPools",
+        "params.data.hostPools == '' ? [] : params.data.hostPools.split(',').map(p, p.split('&'))",
+    ),
+    (
+        "nodeSelector",
+        "has(variables.spec.nodeSelector) ? variables.spec.nodeSelector : {}",
+    ),
+    // What the pod uses of its node beyond what `restricted` allows: host namespaces, RDMA
+    // devices, and capabilities other than NET_BIND_SERVICE (which only an excepted namespace
+    // admits).
+    (
+        "hostUses",
+        "(has(variables.spec.hostNetwork) && variables.spec.hostNetwork ? ['hostNetwork'] : []) + (has(variables.spec.hostPID) && variables.spec.hostPID ? ['hostPID'] : []) + (has(variables.spec.hostIPC) && variables.spec.hostIPC ? ['hostIPC'] : []) + (variables.resourceNames.exists(names, names.exists(r, r.startsWith('rdma/'))) ? ['rdma/* devices'] : []) + (variables.containers.exists(c, has(c.securityContext) && has(c.securityContext.capabilities) && has(c.securityContext.capabilities.add) && c.securityContext.capabilities.add.exists(a, a != 'NET_BIND_SERVICE')) ? ['added capabilities'] : [])",
+    ),
+    (
+        "onHostPool",
+        "variables.hostPools.exists(p, p.all(l, l.split('=')[0] in variables.nodeSelector && variables.nodeSelector[l.split('=')[0]] == l.split('=')[1]))",
+    ),
+    // Extended resources that no ResourceQuota of the cell counts: a device plugin may
+    // advertise any name (`nvidia.com/hostdev`, `intel.com/sriov_netdevice`), and a quota
+    // caps only the names it lists. RDMA devices are `rdma-devices`' to judge.
+    (
+        "countedResources",
+        "params.data.countedResources == '' ? [] : params.data.countedResources.split(',')",
+    ),
+    (
+        "uncountedResources",
+        "variables.resourceNames.map(names, names.filter(r, !(r in ['cpu', 'memory', 'ephemeral-storage'] || r.startsWith('hugepages-') || r.startsWith('rdma/') || r in variables.countedResources)).join(',')).filter(n, n != '')",
+    ),
     (
         "badLabelKeys",
         "variables.labelKeys.filter(k, variables.forbiddenLabelKeys.exists(f, f == k.lowerAscii().replace('-', '').replace('_', '').replace('.', '') || f == k.substring(k.lastIndexOf('/') + 1).lowerAscii().replace('-', '').replace('_', '').replace('.', '')))",
@@ -324,6 +375,30 @@ pub const RULES: &[Rule] = &[
         expression: "params.data.hostAccess == 'true' || !variables.resourceNames.exists(names, names.exists(r, r.startsWith('rdma/')))",
         message: "RDMA devices are allowed only for hard tenants on an exclusive pool",
         message_expression: "'tenant ' + params.data.tenant + ' may not request RDMA devices (rdma/*): only hard tenants on an exclusive pool may'",
+    },
+    Rule {
+        name: "host-pools",
+        expression: "params.data.hostAccess != 'true' || size(variables.hostUses) == 0 || variables.onHostPool",
+        message: "pods that use the host (hostNetwork, hostPID, hostIPC, RDMA devices or added capabilities) must select the nodes of one of their tenant's own pools with spec.nodeSelector",
+        message_expression: "'pods of tenant ' + params.data.tenant + ' that use ' + variables.hostUses.join(', ') + ' must select the nodes of one of its own pools with spec.nodeSelector (' + variables.hostPools.map(p, p.join(' and ')).join(', or ') + '): elsewhere the scheduler may place them on nodes other tenants share'",
+    },
+    Rule {
+        name: "counted-resources",
+        expression: "size(variables.uncountedResources) == 0",
+        message: "containers may request only cpu, memory, ephemeral-storage, hugepages and the extended resources the cell's ResourceQuotas count",
+        message_expression: "'resources ' + variables.uncountedResources.join(', ') + ' are counted by no ResourceQuota of cell ' + params.data.cell + ', so nothing would cap them; containers may request cpu, memory, ephemeral-storage, hugepages-* and [' + params.data.countedResources + ']'",
+    },
+    Rule {
+        name: "kueue-hold",
+        expression: "size(variables.kueueReleases) == 0",
+        message: "members and ServiceAccounts of the tenant may not remove Kueue's scheduling gates or kueue.x-k8s.io/managed label from a pod, or unsuspend a Job: only Kueue releases a workload it has admitted",
+        message_expression: "'tenant ' + params.data.tenant + ' may not release what Kueue holds: ' + variables.kueueReleases.join(', ') + ' may be changed only by Kueue, when it admits the workload to its queue'",
+    },
+    Rule {
+        name: "controller-references",
+        expression: "request.operation != 'CREATE' || !variables.tenantPrincipal || !(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))",
+        message: "members and ServiceAccounts of the tenant may not create objects with a controller owner reference: Kueue would take such a pod or Job for part of a workload it has already admitted, and not hold it",
+        message_expression: "'tenant ' + params.data.tenant + ' may not create ' + object.kind + 's with a controller owner reference (' + object.metadata.ownerReferences.filter(r, has(r.controller) && r.controller).map(r, r.kind + ' ' + r.name).join(', ') + '): Kueue would take it for part of a workload it has already admitted; only controllers set it, so remove metadata.ownerReferences'",
     },
     Rule {
         name: "images",
@@ -588,6 +663,32 @@ pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> 
     gpu_runtime_classes.sort();
     let mut registries = tenant.registries.clone();
     registries.sort();
+    let mut groups: Vec<String> = tenant.groups.values().cloned().collect();
+    groups.sort();
+    groups.dedup();
+    let mut namespaces: Vec<String> = tenant
+        .namespaces
+        .iter()
+        .map(|namespace| namespace.name.clone())
+        .collect();
+    namespaces.sort();
+    // A pool whose nodes carry no label cannot be selected, so it grants no host use.
+    let mut host_pools: Vec<String> = if host_access {
+        own_pools
+            .iter()
+            .filter(|pool| !pool.node_labels.is_empty())
+            .map(|pool| {
+                pool.node_labels
+                    .iter()
+                    .map(|(key, value)| format!("{key}={value}"))
+                    .collect::<Vec<String>>()
+                    .join("&")
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    host_pools.sort();
     BTreeMap::from([
         ("cell".to_string(), cell.name.clone()),
         ("forbiddenLabelKeys".to_string(), join(forbidden_labels)),
@@ -599,11 +700,18 @@ pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> 
         // Every runtime class tenantc emits hands GPUs to containers, so a pod that names one
         // must request a GPU.
         ("gpuRuntimeClasses".to_string(), join(gpu_runtime_classes)),
+        ("groups".to_string(), join(groups)),
         ("hostAccess".to_string(), host_access.to_string()),
+        ("hostPools".to_string(), join(host_pools)),
+        (
+            "countedResources".to_string(),
+            join(counted_resources(tenant)),
+        ),
         (
             "inferenceNamespaces".to_string(),
             join(inference.iter().map(|ns| ns.name.clone()).collect()),
         ),
+        ("namespaces".to_string(), join(namespaces)),
         ("priorities".to_string(), join(priorities)),
         (
             "queues".to_string(),
@@ -625,6 +733,17 @@ pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> 
         // denied.
         ("weightDigests".to_string(), join(weight_digests(tenant))),
     ])
+}
+
+/// The extended resources the tenant's ResourceQuotas in the cell count (every GPU and MIG
+/// resource of the cell, zero where it reserved nothing), sorted.
+fn counted_resources(tenant: &TenantPlan) -> Vec<String> {
+    let names: std::collections::BTreeSet<String> = tenant
+        .namespaces
+        .iter()
+        .flat_map(|namespace| namespace.gpu.keys().cloned())
+        .collect();
+    names.into_iter().collect()
 }
 
 /// The tenant's verified weight digests (`sha256:<root>`), sorted and without repeats.

@@ -44,9 +44,12 @@ pub struct Request {
     pub old_object: Option<Json>,
     /// The subresource (`ephemeralcontainers`), if any.
     pub subresource: Option<String>,
-    /// The user who makes the request (`request.userInfo.username`); empty for a tenant
-    /// member, which is all the floor needs to know of one.
+    /// The user who makes the request (`request.userInfo.username`).
     pub username: String,
+    /// The user's groups (`request.userInfo.groups`). A request with neither a username nor
+    /// groups is a member of the tenant that owns the namespace ([`check_object`] fills in its
+    /// member group), which is all the floor needs to know of one.
+    pub groups: Vec<String>,
 }
 
 impl Request {
@@ -59,6 +62,7 @@ impl Request {
             old_object: None,
             subresource: None,
             username: String::new(),
+            groups: Vec::new(),
         }
     }
 }
@@ -306,7 +310,7 @@ pub fn evaluate(
             "kind": {"group": group, "version": version, "kind": request.object.get("kind").cloned().unwrap_or(Json::Null)},
             "resource": {"group": group, "version": version, "resource": resource},
             "subResource": request.subresource.clone().unwrap_or_default(),
-            "userInfo": {"username": request.username, "groups": []},
+            "userInfo": {"username": request.username, "groups": request.groups},
         }),
     );
     let base = match context_of(&env, &bindings) {
@@ -456,8 +460,12 @@ pub fn check_object(cell: &crate::plan::CellPlan, request: &Request) -> Option<(
     })?;
     let binding = admission::binding(tenant);
     let params = admission::params_config_map(tenant, cell);
+    let mut request = request.clone();
+    if request.username.is_empty() && request.groups.is_empty() {
+        request.groups = tenant.groups.get("member").cloned().into_iter().collect();
+    }
     Some((
         tenant.name.clone(),
-        evaluate(&policy, &binding, Some(&params), request),
+        evaluate(&policy, &binding, Some(&params), &request),
     ))
 }
