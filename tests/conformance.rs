@@ -1027,7 +1027,28 @@ fn generated_fleet(prefix: &str, tenants: usize, cells: usize, variant: Variant)
     let kubernetes = if old { "1.35" } else { "1.36" };
     let batch = if old { 900 } else { 1000 };
     let mut inputs = Vec::new();
+    // The new variant has tenants 0 to n-1; the old one lacks the last of them (added since)
+    // and has tenant n (removed since).
+    let indexes: Vec<usize> = if old {
+        (0..tenants.saturating_sub(1)).chain([tenants]).collect()
+    } else {
+        (0..tenants).collect()
+    };
     for idx in 0..cells {
+        // The tenants of a cell share its org, so the cell lists them.
+        let members: Vec<String> = indexes
+            .iter()
+            .filter(|tenant| *tenant % cells == idx)
+            .map(|tenant| format!("\"{prefix}-{tenant}\""))
+            .collect();
+        let org = if members.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "org \"{prefix}-org-{idx}\" {{ tenants {}; }}",
+                members.join(" ")
+            )
+        };
         let pools = if idx.is_multiple_of(2) {
             r#"pool "train" { gpu "H100-80GB-SXM"; nodes 64 gpus-per-node=8; sharing "exclusive"; taint "train" "true" effect="NoSchedule"; }
     pool "infer" {
@@ -1050,6 +1071,7 @@ fn generated_fleet(prefix: &str, tenants: usize, cells: usize, variant: Variant)
     driver "580"
     priority "{prefix}-batch" value={batch} preempt=#false description="generated batch"
     priority "{prefix}-serving" value=100000
+    {org}
     {pools}
 }}
 "#
@@ -1057,13 +1079,6 @@ fn generated_fleet(prefix: &str, tenants: usize, cells: usize, variant: Variant)
             .into_bytes(),
         });
     }
-    // The new variant has tenants 0 to n-1; the old one lacks the last of them (added since)
-    // and has tenant n (removed since).
-    let indexes: Vec<usize> = if old {
-        (0..tenants.saturating_sub(1)).chain([tenants]).collect()
-    } else {
-        (0..tenants).collect()
-    };
     for idx in indexes {
         let cell = idx % cells;
         let reserved = if old { 2 } else { 4 };

@@ -68,7 +68,24 @@ fn declare(root: &Path, tenants: &[(String, u32, u32)]) {
         let _ = fs::remove_dir_all(root.join(folder));
         fs::create_dir_all(root.join(folder)).unwrap();
     }
-    fs::write(root.join("cells/c1.kdl"), CELL).unwrap();
+    // Every tenant is Corp's, so the cell lists them as the org's members.
+    let members: Vec<String> = tenants
+        .iter()
+        .map(|(name, _, _)| format!("\"{name}\""))
+        .collect();
+    let cell = if members.is_empty() {
+        CELL.to_string()
+    } else {
+        CELL.replacen(
+            "    priority \"batch\"",
+            &format!(
+                "    org \"corp\" {{ tenants {}; }}\n    priority \"batch\"",
+                members.join(" ")
+            ),
+            1,
+        )
+    };
+    fs::write(root.join("cells/c1.kdl"), cell).unwrap();
     for (name, reserved, cpu) in tenants {
         fs::write(
             root.join(format!("tenants/{name}.kdl")),

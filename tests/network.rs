@@ -456,10 +456,12 @@ fn generate(seed: u64) -> (Vec<InputFile>, PlatformNamespaces) {
     // Names that share prefixes, so a selector by prefix or by a partial name would leak.
     let names = ["a", "a-b", "ab", "b", "team", "team-x", "x-team", "a-train"];
     let count = 2 + rng.below(5) as usize;
+    // The members of each org in each cell, which the cells list.
+    let mut members: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for name in names.iter().take(count) {
+        let org = format!("o{}", rng.below(2));
         let mut text = format!(
-            "tenant \"{name}\" {{\n  org \"o{}\"\n  team \"t\"\n  trust \"soft\"\n  groups admin=\"{name}-admins\"\n",
-            rng.below(2)
+            "tenant \"{name}\" {{\n  org \"{org}\"\n  team \"t\"\n  trust \"soft\"\n  groups admin=\"{name}-admins\"\n"
         );
         let mut any = false;
         for cell in &cells {
@@ -467,6 +469,10 @@ fn generate(seed: u64) -> (Vec<InputFile>, PlatformNamespaces) {
                 text.push_str(&format!(
                     "  quota cell=\"{cell}\" cpu=\"8\" memory=\"32Gi\" pods=20\n"
                 ));
+                members
+                    .entry((cell.clone(), org.clone()))
+                    .or_default()
+                    .push(format!("\"{name}\""));
                 any = true;
             }
         }
@@ -485,6 +491,17 @@ fn generate(seed: u64) -> (Vec<InputFile>, PlatformNamespaces) {
             path: format!("tenants/{name}.kdl"),
             contents: text.into_bytes(),
         });
+    }
+    for ((cell, org), names) in &members {
+        let path = format!("cells/{cell}.kdl");
+        let input = inputs.iter_mut().find(|input| input.path == path).unwrap();
+        let text = String::from_utf8(input.contents.clone()).unwrap();
+        let body = text.strip_suffix("}\n").unwrap();
+        input.contents = format!(
+            "{body}  org \"{org}\" {{ tenants {}; }}\n}}\n",
+            names.join(" ")
+        )
+        .into_bytes();
     }
     (inputs, platform)
 }

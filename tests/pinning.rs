@@ -207,6 +207,21 @@ fn generate(seed: u64) -> (Vec<GenPool>, Vec<GenTenant>, Vec<InputFile>) {
             reservations,
         });
     }
+    // The cell lists every org's members, as it must where tenants share an org.
+    let mut members: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for tenant in &tenants {
+        members
+            .entry(tenant.org.as_str())
+            .or_default()
+            .push(format!("\"{}\"", tenant.name));
+    }
+    let orgs: String = members
+        .iter()
+        .map(|(org, names)| format!("  org \"{org}\" {{ tenants {}; }}\n", names.join(" ")))
+        .collect();
+    let cell = String::from_utf8(inputs[0].contents.clone()).unwrap();
+    let body = cell.strip_suffix("}\n").unwrap();
+    inputs[0].contents = format!("{body}{orgs}}}\n").into_bytes();
     (pools, tenants, inputs)
 }
 

@@ -611,7 +611,7 @@ fn plan_with_prefix_tenant() -> Plan {
     loaded.inputs.push(tenantc::InputFile {
         path: "tenants/acme.kdl".to_string(),
         contents: br#"tenant "acme" {
-    org "acme"
+    org "acme-platform"
     team "platform"
     trust "soft"
     groups admin="acme-admins" member="acme"

@@ -103,6 +103,7 @@ const VALUES: &[(&str, &str)] = &[
     ("profile", "starts"),
     ("runtime-class", "trust"),
     ("runtime-class", "pools"),
+    ("org", "tenants"),
     ("cell", "forbidden-label-keys"),
 ];
 

@@ -23,7 +23,7 @@ pub struct Fleet {
 impl Fleet {
     /// Every declaration file of the fleet, cells first.
     pub fn inputs(&self) -> Vec<InputFile> {
-        let mut inputs: Vec<InputFile> = (0..self.cells).map(cell).collect();
+        let mut inputs: Vec<InputFile> = (0..self.cells).map(|idx| self.cell(idx)).collect();
         inputs.extend((0..self.tenants).map(|idx| self.tenant(idx, 8)));
         inputs
     }
@@ -53,17 +53,53 @@ impl Fleet {
     workload "infer" service-account="server" priority="serving"
 }}
 "#,
-            org = idx / 10
+            org = org_of(idx)
         );
         InputFile {
             path: format!("tenants/tenant-{idx}.kdl"),
             contents: text.into_bytes(),
         }
     }
+
+    /// Cell `idx`: 4,000 whole-GPU nodes and 4,000 MIG nodes of H100s, listing the members of
+    /// every org that has tenants in it.
+    pub fn cell(&self, idx: usize) -> InputFile {
+        let mut orgs: Vec<(usize, Vec<usize>)> = Vec::new();
+        for tenant in 0..self.tenants {
+            let first = tenant % self.cells;
+            let here = (idx + self.cells - first) % self.cells < self.cells_per_tenant;
+            if !here {
+                continue;
+            }
+            match orgs.last_mut() {
+                Some((org, members)) if *org == org_of(tenant) => members.push(tenant),
+                _ => orgs.push((org_of(tenant), vec![tenant])),
+            }
+        }
+        let orgs: String = orgs
+            .iter()
+            .map(|(org, members)| {
+                let members: Vec<String> = members
+                    .iter()
+                    .map(|tenant| format!("\"tenant-{tenant}\""))
+                    .collect();
+                format!(
+                    "    org \"org-{org}\" {{ tenants {}; }}\n",
+                    members.join(" ")
+                )
+            })
+            .collect();
+        cell(idx, &orgs)
+    }
 }
 
-/// Cell `idx`: 4,000 whole-GPU nodes and 4,000 MIG nodes of H100s.
-pub fn cell(idx: usize) -> InputFile {
+/// The org of tenant `idx`: ten consecutive tenants share one.
+fn org_of(idx: usize) -> usize {
+    idx / 10
+}
+
+/// Cell `idx` with the given `org` nodes.
+fn cell(idx: usize, orgs: &str) -> InputFile {
     let text = format!(
         r#"cell "cell-{idx}" {{
     cloud "aws" region="us-east-1"
@@ -71,7 +107,7 @@ pub fn cell(idx: usize) -> InputFile {
     driver "570"
     priority "batch" value=1000 preempt=#false
     priority "serving" value=100000
-    pool "train" {{ gpu "H100-80GB-SXM"; nodes 4000 gpus-per-node=8; sharing "exclusive"; }}
+{orgs}    pool "train" {{ gpu "H100-80GB-SXM"; nodes 4000 gpus-per-node=8; sharing "exclusive"; }}
     pool "infer" {{
         gpu "H100-80GB-SXM"
         nodes 4000 gpus-per-node=8

@@ -635,11 +635,12 @@ mod tests {
     }
 
     fn fleet() -> Plan {
-        let cell = |name: &str| {
+        // `orgs` lists the members of the org `o` where two of its tenants share the cell.
+        let cell = |name: &str, orgs: &str| {
             crate::InputFile {
             path: format!("cells/{name}.kdl"),
             contents: format!(
-                "cell \"{name}\" {{\n    cloud \"aws\" region=\"us-east-1\"\n    kubernetes \"1.33\"\n    driver \"570\"\n    priority \"batch\" value=1000\n    pool \"p\" {{\n        gpu \"H100-80GB-SXM\"\n        nodes 1 gpus-per-node=8\n        sharing \"exclusive\"\n    }}\n}}\n"
+                "cell \"{name}\" {{\n    cloud \"aws\" region=\"us-east-1\"\n    kubernetes \"1.33\"\n    driver \"570\"\n{orgs}    priority \"batch\" value=1000\n    pool \"p\" {{\n        gpu \"H100-80GB-SXM\"\n        nodes 1 gpus-per-node=8\n        sharing \"exclusive\"\n    }}\n}}\n"
             )
             .into_bytes(),
         }
@@ -662,8 +663,11 @@ mod tests {
             }
         };
         plan_of(&[
-            cell("east"),
-            cell("west"),
+            cell("east", ""),
+            cell(
+                "west",
+                "    org \"o\" { tenants \"research\" \"serving\"; }\n",
+            ),
             tenant("research", &["east", "west"]),
             tenant("serving", &["west"]),
         ])

@@ -517,6 +517,10 @@ pub struct OrgDecl {
     pub name: Spanned<String>,
     /// Kueue fair-sharing weight of the org's cohort.
     pub weight: Option<Spanned<i64>>,
+    /// The tenants the platform lists as the org's members in this cell (`tenants "a" "b"`),
+    /// or `None` when the cell lists none; `validate/orgs.rs` holds every tenant with a quota
+    /// in the cell that declares the org to this list.
+    pub tenants: Option<Vec<Spanned<String>>>,
 }
 
 /// A RuntimeClass of a cell: a container runtime handler that GPU pods of some trust classes

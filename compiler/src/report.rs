@@ -631,6 +631,8 @@ pub(crate) mod fixtures {
             contents: cell.into_bytes(),
         }];
         let mut left: Vec<usize> = pools.iter().map(|(_, capacity)| *capacity).collect();
+        let mut members: std::collections::BTreeMap<&str, Vec<String>> =
+            std::collections::BTreeMap::new();
         for tenant in 0..1 + rng.below(3) {
             let mut reservations = String::new();
             for ((pool, capacity), free) in pools.iter().zip(left.iter_mut()) {
@@ -646,6 +648,10 @@ pub(crate) mod fixtures {
                 ));
             }
             let org = rng.pick(&["acme", "globex"]);
+            members
+                .entry(org)
+                .or_default()
+                .push(format!("\"t{tenant}\""));
             files.push(InputFile {
                 path: format!("tenants/t{tenant}.kdl"),
                 contents: format!(
@@ -655,6 +661,21 @@ pub(crate) mod fixtures {
                 )
                 .into_bytes(),
             });
+        }
+        // The cell lists each org's members, as a cell must where an org is shared.
+        let orgs: String = members
+            .iter()
+            .map(|(org, tenants)| {
+                format!("    org \"{org}\" {{ tenants {}; }}\n", tenants.join(" "))
+            })
+            .collect();
+        if let Some(cell) = files.first_mut() {
+            let text = String::from_utf8_lossy(&cell.contents).replacen(
+                "    priority",
+                &format!("{orgs}    priority"),
+                1,
+            );
+            cell.contents = text.into_bytes();
         }
         files
     }

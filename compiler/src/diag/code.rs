@@ -105,6 +105,8 @@ codes! {
     QuotaOverCapacity => ("quota-over-capacity", "validate", "tenants reserve more of a pool resource than the pool has"),
     ReservationWorkloadAmbiguous => ("reservation-workload-ambiguous", "validate", "a reservation of a tenant with several workloads does not say which workload's namespace it is for"),
     SharedPoolCrossesOrgs => ("shared-pool-crosses-orgs", "validate", "tenants of different orgs reserve in the same time-sliced or MPS pool"),
+    OrgMembershipUndeclared => ("org-membership-undeclared", "validate", "a tenant with a quota in a cell declares an org the cell does not list it under, where the cell lists the org's members or two or more of the cell's tenants declare the org"),
+    OrgMemberMismatch => ("org-member-mismatch", "validate", "a cell lists a tenant under an org the tenant does not declare, lists it twice, or lists a name that is no tenant with a quota in the cell"),
     TrustSharingMismatch => ("trust-sharing-mismatch", "validate", "a tenant's trust class forbids the sharing mode of a pool it has quota in"),
     PoolReachableByForbiddenTenant => ("pool-reachable-by-forbidden-tenant", "resolve", "a tenant could place pods on a pool its trust class or org forbids, because the pool is untainted and offers a resource the tenant has quota for"),
     ModelPrefixOutsideTenant => ("model-prefix-outside-tenant", "validate", "a model's weight prefix does not lie under the tenant's own `models/<tenant>/` prefix, where its storage IAM grants read"),

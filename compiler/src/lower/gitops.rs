@@ -244,7 +244,7 @@ mod tests {
 
     use crate::emit::OutputTree;
     use crate::testing::Rng;
-    use crate::validate::test_support::{CELL, compile_files, tenant};
+    use crate::validate::test_support::{CELL, compile_files, listing, tenant};
 
     /// A fleet of one cell (synced by `controller`) and `tenants` tenants.
     fn fleet(controller: &str, tenants: usize) -> OutputTree {
@@ -252,7 +252,9 @@ mod tests {
             "flux" => "gitops \"flux\"",
             _ => "gitops \"argocd\" repo=\"https://git.example.com/fleet.git\"",
         };
-        let cell = CELL.replace(
+        let names: Vec<String> = (0..tenants).map(|idx| format!("t{idx}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let cell = listing(CELL, "acme", &names).replace(
             "    driver \"570\"\n",
             &format!("    driver \"570\"\n    {gitops}\n"),
         );

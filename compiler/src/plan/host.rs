@@ -267,7 +267,7 @@ mod tests {
             "workload \"train\" service-account=\"trainer\" priority=\"batch\"".to_string()
         };
         format!(
-            "tenant \"{name}\" {{\n    org \"o\"\n    team \"t\"\n    trust \"{trust}\"\n    groups admin=\"{name}-admins\"\n    quota cell=\"c1\" cpu=\"8\" memory=\"8Gi\" pods=10 {{ {pools} }}\n    {workload}\n}}\n"
+            "tenant \"{name}\" {{\n    org \"o-{name}\"\n    team \"t\"\n    trust \"{trust}\"\n    groups admin=\"{name}-admins\"\n    quota cell=\"c1\" cpu=\"8\" memory=\"8Gi\" pods=10 {{ {pools} }}\n    {workload}\n}}\n"
         )
     }
 

@@ -1645,19 +1645,37 @@ pub const MIN_OVERSUBSCRIBE: f64 = 1.0;
 pub const MAX_OVERSUBSCRIBE: f64 = 100.0;
 
 fn org_decl(ctx: &Ctx, node: &Node) -> Option<OrgDecl> {
+    // A list that is present but empty still says who the members are: nobody.
+    let listed = matches!(&node.value, crate::parse::Value::Map(map)
+        if map.entries.iter().any(|entry| entry.key == "tenants"));
     let mut obj = Obj::new(ctx, node, "org")?;
     let name = obj.req_arg_str(0, "name", "org \"<org>\" weight=2");
     let weight_node = obj.field("weight");
     let weight = weight_node.and_then(|node| integer(ctx, node, "weight", 1..=MAX_WEIGHT));
+    let tenants: Option<Vec<Option<Spanned<String>>>> = obj.values("tenants").map(|nodes| {
+        nodes
+            .into_iter()
+            .map(|node| {
+                string(ctx, node, "tenants")
+                    .filter(|tenant| check_name(ctx, tenant, "tenant", names::dns_label))
+            })
+            .collect()
+    });
     let span = obj.span;
     obj.finish();
     let name = name?;
+    let tenants: Option<Vec<Spanned<String>>> = tenants?.into_iter().collect();
     if !check_name(ctx, &name, "org", names::dns_label)
         || (weight_node.is_some() && weight.is_none())
     {
         return None;
     }
-    Some(OrgDecl { span, name, weight })
+    Some(OrgDecl {
+        span,
+        name,
+        weight,
+        tenants: listed.then_some(tenants?),
+    })
 }
 
 fn cloud(ctx: &Ctx, node: &Node) -> Option<(Spanned<String>, Spanned<String>)> {
@@ -2366,7 +2384,16 @@ mod tests {
             ));
             for org in &cell.orgs {
                 let weight = org.weight.as_ref().map(|w| w.value);
-                lines.push(format!("{name} org {} {weight:?}", org.name.value));
+                let tenants = org.tenants.as_ref().map(|tenants| {
+                    tenants
+                        .iter()
+                        .map(|tenant| tenant.value.as_str())
+                        .collect::<Vec<_>>()
+                });
+                lines.push(format!(
+                    "{name} org {} {weight:?} {tenants:?}",
+                    org.name.value
+                ));
             }
             for pool in &cell.pools {
                 for level in pool.topology.iter().flat_map(|t| &t.levels) {
@@ -2434,8 +2461,8 @@ mod tests {
         // The twins exercise every field, so an unread field shows up as a missing line.
         for expected in [
             "oversubscribe Some(1.25)",
-            "org acme Some(2)",
-            "org initech None",
+            "org acme Some(2) Some([\"acme-serving\"])",
+            "org initech None Some([\"initech-notebooks\"])",
             "level cloud.example.com/rack 4",
             "Infer share Some(3)",
             "weight Some(2)",

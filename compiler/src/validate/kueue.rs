@@ -2544,13 +2544,18 @@ mod tests {
             "",
         );
         let both = [a, b];
+        // Both are Acme's, so the cell lists them (`org-membership-undeclared` otherwise).
+        let acme = r#"org "acme" { tenants "a" "b"; }"#;
         // 96 against 64.
-        assert_eq!(check_codes("", &both), [Code::BurstOversubscribed]);
+        assert_eq!(check_codes(acme, &both), [Code::BurstOversubscribed]);
         assert_eq!(
-            check_codes("oversubscribe 1.49", &both),
+            check_codes(&format!("oversubscribe 1.49; {acme}"), &both),
             [Code::BurstOversubscribed]
         );
-        assert_eq!(check_codes("oversubscribe 1.5", &both), []);
+        assert_eq!(
+            check_codes(&format!("oversubscribe 1.5; {acme}"), &both),
+            []
+        );
         // Reserved alone above capacity is the capacity error only.
         let big = tenant(
             "c",
@@ -2559,7 +2564,10 @@ mod tests {
             "",
         );
         assert_eq!(
-            check_codes("oversubscribe 4", &[big.clone(), both[0].clone()]),
+            check_codes(
+                r#"oversubscribe 4; org "acme" { tenants "a" "c"; }"#,
+                &[big.clone(), both[0].clone()]
+            ),
             [Code::QuotaOverCapacity]
         );
         // MIG slices are counted per profile: 2 nodes x 8 GPUs x 7 slices of `1g.10gb`.

@@ -9,7 +9,8 @@
 //! bursts, topologies, gangs, NVLink domains, ceiling splits, fleet reservations and Kueue's
 //! limits), `network` (the address blocks of the cells' network policies), `runtime` (runtime
 //! classes: their pools, and one for every trust class that reserves GPUs in a cell),
-//! `registries` (no tenant declares another tenant's image registry or a parent of it).
+//! `registries` (no tenant declares another tenant's image registry or a parent of it), `orgs`
+//! (a tenant is in an org only where the cell lists it, when the org is listed or shared there).
 //!
 //! Invariant: validation never stops at the first finding; `lower` runs only on a fleet that
 //! produced no error, so it may rely on every reference resolving.
@@ -22,6 +23,7 @@ pub mod iam;
 pub mod kueue;
 pub mod namespaces;
 pub mod network;
+mod orgs;
 mod registries;
 mod runtime;
 mod security;
@@ -89,6 +91,7 @@ pub fn validate(
     runtime::check(&fleet, &mut diagnostics);
     iam::check(&fleet, &mut diagnostics);
     registries::check(&fleet, &mut diagnostics);
+    orgs::check(&fleet, &mut diagnostics);
     (fleet, diagnostics)
 }
 
@@ -196,6 +199,20 @@ pub(crate) mod test_support {
     }
 }
 "#;
+
+    /// `cell` with an `org` node that lists `tenants` as the members of `org`, as a cell must
+    /// where two of its tenants declare one org (`org-membership-undeclared`).
+    pub fn listing(cell: &str, org: &str, tenants: &[&str]) -> String {
+        let names: Vec<String> = tenants.iter().map(|name| format!("\"{name}\"")).collect();
+        cell.replacen(
+            "    driver \"570\"\n",
+            &format!(
+                "    driver \"570\"\n    org \"{org}\" {{ tenants {}; }}\n",
+                names.join(" ")
+            ),
+            1,
+        )
+    }
 
     /// A tenant with a quota in `c1` given as the body of the `quota` node.
     pub fn tenant(name: &str, trust: &str, quota_body: &str) -> String {

@@ -547,7 +547,7 @@ fn check_capacity(
 #[cfg(test)]
 mod tests {
     use crate::diag::Code;
-    use crate::validate::test_support::{CELL, codes, tenant};
+    use crate::validate::test_support::{CELL, codes, listing, tenant};
 
     #[test]
     fn accepts_reservations_that_fit() {
@@ -555,7 +555,7 @@ mod tests {
         let b = tenant("b", "mig", "pool \"infer\" profile=\"1g.10gb\" reserved=8");
         assert_eq!(
             codes(&[
-                ("cells/c1.kdl", CELL),
+                ("cells/c1.kdl", &listing(CELL, "acme", &["a", "b"])),
                 ("tenants/a.kdl", &a),
                 ("tenants/b.kdl", &b)
             ]),
@@ -569,7 +569,7 @@ mod tests {
         let b = tenant("b", "hard", "pool \"train\" reserved=16");
         assert_eq!(
             codes(&[
-                ("cells/c1.kdl", CELL),
+                ("cells/c1.kdl", &listing(CELL, "acme", &["a", "b"])),
                 ("tenants/a.kdl", &a),
                 ("tenants/b.kdl", &b)
             ]),
