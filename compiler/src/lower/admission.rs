@@ -765,6 +765,7 @@ pub fn params_config_map(tenant: &TenantPlan, cell: &CellPlan) -> ConfigMap {
             name: Some(params_name(&tenant.name)),
             namespace: Some(PARAMS_NAMESPACE.to_string()),
             labels: Some(labels),
+            annotations: Some(super::gitops::first_wave_annotations()),
             ..ObjectMeta::default()
         },
         data: Some(params(tenant, cell)),
@@ -780,6 +781,7 @@ pub fn binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding {
         metadata: ObjectMeta {
             name: Some(binding_name(&tenant.name)),
             labels: Some(labels),
+            annotations: Some(super::gitops::first_wave_annotations()),
             ..ObjectMeta::default()
         },
         spec: Some(ValidatingAdmissionPolicyBindingSpec {

@@ -52,6 +52,19 @@ pub(crate) fn replace_annotations() -> BTreeMap<String, String> {
     ])
 }
 
+/// The annotation that makes Argo CD apply an object of a tenant's folder, and see it
+/// healthy, before the rest of the folder (sync wave -1; the rest is wave 0).
+pub(crate) const ARGOCD_SYNC_WAVE: &str = "argocd.argoproj.io/sync-wave";
+
+/// The annotations of the admission objects in a tenant's folder (its floor's params and
+/// binding, its RoleBinding subjects policy and binding): Argo CD orders kinds it does not
+/// know, such as ValidatingAdmissionPolicyBinding, after RoleBindings, so on a tenant's first
+/// sync its members could create pods before the floor judged them. A lower wave closes that
+/// window; Flux has no such ordering inside a folder (docs/security.md, "Sync order").
+pub(crate) fn first_wave_annotations() -> BTreeMap<String, String> {
+    BTreeMap::from([(ARGOCD_SYNC_WAVE.to_string(), "-1".to_string())])
+}
+
 /// One synced folder of a cell: its unit's name suffix, its folder and its sync step.
 struct Unit<'a> {
     suffix: String,
@@ -427,5 +440,41 @@ mod tests {
         );
         assert!(set.contains("\"ServerSideApply=true\""), "{set}");
         assert!(set.contains("\"CreateNamespace=false\""), "{set}");
+    }
+
+    #[test]
+    fn a_tenants_admission_objects_come_before_its_role_bindings_in_argo_cd() {
+        let argo = fleet("argocd", 2);
+        let mut first = Vec::new();
+        for (path, bytes) in argo
+            .iter()
+            .filter(|(path, _)| path.starts_with("c1/tenants/"))
+        {
+            let text = String::from_utf8_lossy(bytes);
+            let kind = text
+                .lines()
+                .find_map(|line| line.strip_prefix("kind: "))
+                .unwrap_or("");
+            let early = text.contains("argocd.argoproj.io/sync-wave: \"-1\"");
+            let admission = kind.starts_with("ValidatingAdmissionPolicy")
+                || text.contains("namespace: tenantc-system");
+            // Everything that judges the tenant's requests is in the first wave, and nothing
+            // that lets members make requests is.
+            assert_eq!(early, admission, "{path}");
+            if early {
+                first.push(path.rsplit('/').next().unwrap_or("").to_string());
+            }
+        }
+        first.sort();
+        first.dedup();
+        assert_eq!(
+            first,
+            [
+                "admission-binding.yaml",
+                "admission-params.yaml",
+                "admission-subjects-binding.yaml",
+                "admission-subjects-policy.yaml"
+            ]
+        );
     }
 }

@@ -160,6 +160,7 @@ fn subjects_meta(tenant: &TenantPlan) -> ObjectMeta {
     ObjectMeta {
         name: Some(subjects_name(&tenant.name)),
         labels: Some(labels),
+        annotations: Some(super::gitops::first_wave_annotations()),
         ..ObjectMeta::default()
     }
 }
