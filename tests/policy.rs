@@ -922,9 +922,29 @@ fn controllers_may_set_owner_references_that_members_may_not() {
         let mut object = fixture(case.fixture, case.cell);
         (case.mutate)(&mut object);
         let namespace = namespace_of(&object);
-        let mut request = Request::create(&namespace, object);
+        let mut request = Request::create(&namespace, object.clone());
         request.username = "system:serviceaccount:kube-system:job-controller".to_string();
         request.groups = vec!["system:serviceaccounts".to_string()];
         assert_eq!(judge(cell, &request), Outcome::Admitted, "{}", case.name);
+        // A member may name a CronJob, which Kueue does not manage, as `kubectl create job
+        // --from=cronjob/…` does; anything else stays denied.
+        let mut from_cron = object.clone();
+        from_cron["metadata"]["ownerReferences"][0]["apiVersion"] = json!("batch/v1");
+        from_cron["metadata"]["ownerReferences"][0]["kind"] = json!("CronJob");
+        assert_eq!(
+            verdict(cell, &namespace, &from_cron),
+            Outcome::Admitted,
+            "{}",
+            case.name
+        );
+        let mut not_a_cron = object;
+        not_a_cron["metadata"]["ownerReferences"][0]["apiVersion"] = json!("example.com/v1");
+        not_a_cron["metadata"]["ownerReferences"][0]["kind"] = json!("CronJob");
+        assert_eq!(
+            denied_rules(&verdict(cell, &namespace, &not_a_cron)),
+            ["controller-references"],
+            "{}",
+            case.name
+        );
     }
 }

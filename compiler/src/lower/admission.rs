@@ -276,6 +276,12 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "oldObjectLabels",
         "request.operation == 'UPDATE' && has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}",
     ),
+    // The controller owner references of the object, but one to a CronJob, which Kueue does
+    // not manage (`kubectl create job --from=cronjob/…` sets it).
+    (
+        "controllerReferences",
+        "has(object.metadata.ownerReferences) ? object.metadata.ownerReferences.filter(r, has(r.controller) && r.controller && !(r.kind == 'CronJob' && r.apiVersion.startsWith('batch/'))) : []",
+    ),
     // What a tenant's update takes away from Kueue's hold on a workload: a Kueue scheduling
     // gate of a pod, the label that marks a pod as Kueue's, or a Job's suspension.
     (
@@ -396,9 +402,9 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         name: "controller-references",
-        expression: "request.operation != 'CREATE' || !variables.tenantPrincipal || !(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))",
-        message: "members and ServiceAccounts of the tenant may not create objects with a controller owner reference: Kueue would take such a pod or Job for part of a workload it has already admitted, and not hold it",
-        message_expression: "'tenant ' + params.data.tenant + ' may not create ' + object.kind + 's with a controller owner reference (' + object.metadata.ownerReferences.filter(r, has(r.controller) && r.controller).map(r, r.kind + ' ' + r.name).join(', ') + '): Kueue would take it for part of a workload it has already admitted; only controllers set it, so remove metadata.ownerReferences'",
+        expression: "request.operation != 'CREATE' || !variables.tenantPrincipal || size(variables.controllerReferences) == 0",
+        message: "members and ServiceAccounts of the tenant may not create objects with a controller owner reference (but to a CronJob): Kueue would take such a pod or Job for part of a workload it has already admitted, and not hold it",
+        message_expression: "'tenant ' + params.data.tenant + ' may not create ' + object.kind + 's with a controller owner reference (' + variables.controllerReferences.map(r, r.kind + ' ' + r.name).join(', ') + '): Kueue would take it for part of a workload it has already admitted; only controllers set it, so remove metadata.ownerReferences'",
     },
     Rule {
         name: "images",
