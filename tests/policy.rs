@@ -948,3 +948,49 @@ fn controllers_may_set_owner_references_that_members_may_not() {
         );
     }
 }
+
+#[test]
+fn a_member_may_not_change_the_pod_template_of_a_controlled_workload_but_its_controller_may() {
+    let plan = plan();
+    let cell = cell(&plan, "eu-west-4b");
+    let mut before = fixture("globex-vision-statefulset", "eu-west-4b");
+    before["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "name": "globex-vision-serving",
+        "uid": "2c7d9e04-6a1b-4f38-9e25-d0b7c4a8f613",
+        "controller": true,
+    }]);
+    let mut after = before.clone();
+    pod_spec(&mut after)["containers"][0]["image"] = json!(format!(
+        "registry.globex.example/vision/indexer-v2@{DIGEST}"
+    ));
+    let namespace = namespace_of(&after);
+    let mut request = member_create(cell, &namespace, after);
+    request.operation = "UPDATE".to_string();
+    request.old_object = Some(before.clone());
+    let outcome = judge(cell, &request);
+    assert_eq!(denied_rules(&outcome), ["kueue-hold"], "{outcome:?}");
+    let mut by_controller = request.clone();
+    by_controller.groups = vec!["system:serviceaccounts".to_string()];
+    by_controller.username = "system:serviceaccount:lws-system:lws-controller-manager".to_string();
+    assert_eq!(judge(cell, &by_controller), Outcome::Admitted);
+    // The controller reference itself: a member may not drop and re-add it under a new owner,
+    // and an update that changes only owner references is judged unless the garbage
+    // collector makes it.
+    let mut reowned = before.clone();
+    reowned["metadata"]["ownerReferences"][0]["uid"] =
+        json!("99999999-6a1b-4f38-9e25-d0b7c4a8f613");
+    let mut request = member_create(cell, &namespace, reowned);
+    request.operation = "UPDATE".to_string();
+    request.old_object = Some(before);
+    assert_eq!(
+        denied_rules(&judge(cell, &request)),
+        ["controller-references"]
+    );
+    let mut by_collector = request.clone();
+    by_collector.groups = vec!["system:serviceaccounts".to_string()];
+    by_collector.username =
+        "system:serviceaccount:kube-system:generic-garbage-collector".to_string();
+    assert!(matches!(judge(cell, &by_collector), Outcome::NotMatched(_)));
+}

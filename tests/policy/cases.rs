@@ -370,6 +370,65 @@ pub fn cases() -> Vec<Case> {
             },
         },
         Case {
+            name: "a grace period that outlasts Kueue's preemption by a year",
+            cell: "us-east-1a",
+            fixture: "acme-serving-pod",
+            rule: "grace-period",
+            mutate: |o| pod_spec(o)["terminationGracePeriodSeconds"] = json!(31_536_000),
+        },
+        Case {
+            name: "a Job template whose grace period exceeds the limit by a second",
+            cell: "eu-west-4b",
+            fixture: "initech-notebooks-job",
+            rule: "grace-period",
+            mutate: |o| pod_spec(o)["terminationGracePeriodSeconds"] = json!(601),
+        },
+        Case {
+            name: "a readiness probe that makes the kubelet scan another tenant's pod",
+            cell: "us-east-1a",
+            fixture: "acme-serving-pod",
+            rule: "probe-host",
+            mutate: |o| {
+                pod_spec(o)["containers"][0]["readinessProbe"] =
+                    json!({"httpGet": {"host": "10.0.12.34", "path": "/", "port": 8080}})
+            },
+        },
+        Case {
+            name: "a preStop handler that makes the kubelet call the instance metadata server",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-statefulset",
+            rule: "probe-host",
+            mutate: |o| pod_spec(o)["containers"][0]["lifecycle"] = json!({"preStop": {"httpGet": {"host": "169.254.169.254", "path": "/latest/meta-data/", "port": 80}}}),
+        },
+        Case {
+            name: "a liveness probe on a TCP port of the node",
+            cell: "us-east-1a",
+            fixture: "acme-research-job",
+            rule: "probe-host",
+            mutate: |o| {
+                pod_spec(o)["containers"][0]["livenessProbe"] =
+                    json!({"tcpSocket": {"host": "10.0.0.1", "port": 10250}})
+            },
+        },
+        Case {
+            name: "a ReplicaSet of GPU pods written by a member, which Kueue would not hold",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-statefulset",
+            rule: "gpu-replica-sets",
+            mutate: |o| {
+                o["kind"] = json!("ReplicaSet");
+                let spec = o["spec"].as_object_mut().unwrap();
+                spec.remove("serviceName");
+                spec.remove("volumeClaimTemplates");
+                // Without its claim templates, the mount of the StatefulSet's claim goes too.
+                for container in pod_spec(o)["containers"].as_array_mut().unwrap() {
+                    if let Some(mounts) = container["volumeMounts"].as_array_mut() {
+                        mounts.retain(|mount| mount["name"] != "index");
+                    }
+                }
+            },
+        },
+        Case {
             name: "another tenant's registry",
             cell: "us-east-1a",
             fixture: "acme-research-pod",
@@ -960,6 +1019,45 @@ pub fn update_cases() -> Vec<UpdateCase> {
                     .remove("kueue.x-k8s.io/managed");
             },
             rule: "kueue-hold",
+        },
+        UpdateCase {
+            name: "a member raises the parallelism of a running Job beyond what Kueue admitted",
+            cell: "us-east-1a",
+            fixture: "globex-vision-job",
+            before: |o| o["spec"]["suspend"] = json!(false),
+            after: |o| {
+                o["spec"]["suspend"] = json!(false);
+                o["spec"]["parallelism"] = json!(8);
+            },
+            rule: "kueue-hold",
+        },
+        UpdateCase {
+            name: "a member removes pod-suspending-parent from a StatefulSet's pod template",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-statefulset",
+            before: |o| {
+                pod_annotations(o)["kueue.x-k8s.io/pod-suspending-parent"] = json!("statefulset")
+            },
+            after: |o| {
+                pod_annotations(o).as_object_mut().unwrap().clear();
+            },
+            rule: "kueue-hold",
+        },
+        UpdateCase {
+            name: "a member makes its StatefulSet part of another workload by a controller reference",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-statefulset",
+            before: |_| {},
+            after: |o| {
+                o["metadata"]["ownerReferences"] = json!([{
+                    "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                    "kind": "LeaderWorkerSet",
+                    "name": "globex-vision-admitted",
+                    "uid": "8a4f0e21-7d3b-4c59-b1e6-2f9d8c7a6b54",
+                    "controller": true,
+                }]);
+            },
+            rule: "controller-references",
         },
         UpdateCase {
             name: "a member unsuspends a Job that Kueue has not admitted",

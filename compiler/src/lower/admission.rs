@@ -86,6 +86,10 @@ pub const MATCHED: &[(&str, &str, &str)] = &[
     ("batch", "v1", "jobs"),
 ];
 
+/// The longest termination grace period a tenant pod may ask for, in seconds: long enough to
+/// write a checkpoint, short enough that preemption by Kueue takes effect.
+pub const MAX_GRACE_PERIOD_SECONDS: u32 = 600;
+
 /// One validation of the policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
@@ -276,17 +280,31 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "oldObjectLabels",
         "request.operation == 'UPDATE' && has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}",
     ),
+    // Containers whose probes or lifecycle handlers name a host: the kubelet sends those
+    // requests from the node's network, where no NetworkPolicy applies.
+    (
+        "probeHostContainers",
+        "variables.containers.filter(c, (has(c.livenessProbe) && ((has(c.livenessProbe.httpGet) && has(c.livenessProbe.httpGet.host) && c.livenessProbe.httpGet.host != '') || (has(c.livenessProbe.tcpSocket) && has(c.livenessProbe.tcpSocket.host) && c.livenessProbe.tcpSocket.host != ''))) || (has(c.readinessProbe) && ((has(c.readinessProbe.httpGet) && has(c.readinessProbe.httpGet.host) && c.readinessProbe.httpGet.host != '') || (has(c.readinessProbe.tcpSocket) && has(c.readinessProbe.tcpSocket.host) && c.readinessProbe.tcpSocket.host != ''))) || (has(c.startupProbe) && ((has(c.startupProbe.httpGet) && has(c.startupProbe.httpGet.host) && c.startupProbe.httpGet.host != '') || (has(c.startupProbe.tcpSocket) && has(c.startupProbe.tcpSocket.host) && c.startupProbe.tcpSocket.host != ''))) || (has(c.lifecycle) && has(c.lifecycle.postStart) && ((has(c.lifecycle.postStart.httpGet) && has(c.lifecycle.postStart.httpGet.host) && c.lifecycle.postStart.httpGet.host != '') || (has(c.lifecycle.postStart.tcpSocket) && has(c.lifecycle.postStart.tcpSocket.host) && c.lifecycle.postStart.tcpSocket.host != ''))) || (has(c.lifecycle) && has(c.lifecycle.preStop) && ((has(c.lifecycle.preStop.httpGet) && has(c.lifecycle.preStop.httpGet.host) && c.lifecycle.preStop.httpGet.host != '') || (has(c.lifecycle.preStop.tcpSocket) && has(c.lifecycle.preStop.tcpSocket.host) && c.lifecycle.preStop.tcpSocket.host != '')))).map(c, c.name)",
+    ),
+    (
+        "oldTemplateAnnotations",
+        "request.operation == 'UPDATE' && !variables.isPod && !variables.isClaim && has(oldObject.spec.template) && has(oldObject.spec.template.metadata) && has(oldObject.spec.template.metadata.annotations) ? oldObject.spec.template.metadata.annotations : {}",
+    ),
+    (
+        "oldControllerReferences",
+        "request.operation == 'UPDATE' && has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences.filter(r, has(r.controller) && r.controller) : []",
+    ),
     // The controller owner references of the object, but one to a CronJob, which Kueue does
     // not manage (`kubectl create job --from=cronjob/…` sets it).
     (
         "controllerReferences",
-        "has(object.metadata.ownerReferences) ? object.metadata.ownerReferences.filter(r, has(r.controller) && r.controller && !(r.kind == 'CronJob' && r.apiVersion.startsWith('batch/'))) : []",
+        "has(object.metadata.ownerReferences) ? object.metadata.ownerReferences.filter(r, has(r.controller) && r.controller && !(r.kind == 'CronJob' && r.apiVersion.startsWith('batch/')) && !variables.oldControllerReferences.exists(o, o.uid == r.uid)) : []",
     ),
     // What a tenant's update takes away from Kueue's hold on a workload: a Kueue scheduling
     // gate of a pod, the label that marks a pod as Kueue's, or a Job's suspension.
     (
         "kueueReleases",
-        "request.operation != 'UPDATE' || !variables.tenantPrincipal ? [] : (variables.isPod ? (has(oldObject.spec.schedulingGates) ? oldObject.spec.schedulingGates : []).filter(g, g.name.startsWith('kueue.x-k8s.io/') && !(has(object.spec.schedulingGates) && object.spec.schedulingGates.exists(n, n.name == g.name))).map(g, 'the scheduling gate ' + g.name) : []) + ('kueue.x-k8s.io/managed' in variables.oldObjectLabels && !('kueue.x-k8s.io/managed' in variables.objectLabels) ? ['the label kueue.x-k8s.io/managed'] : []) + (object.kind == 'Job' && has(oldObject.spec.suspend) && oldObject.spec.suspend && !(has(object.spec.suspend) && object.spec.suspend) ? ['spec.suspend'] : [])",
+        "request.operation != 'UPDATE' || !variables.tenantPrincipal ? [] : (variables.isPod ? (has(oldObject.spec.schedulingGates) ? oldObject.spec.schedulingGates : []).filter(g, g.name.startsWith('kueue.x-k8s.io/') && !(has(object.spec.schedulingGates) && object.spec.schedulingGates.exists(n, n.name == g.name))).map(g, 'the scheduling gate ' + g.name) : []) + ('kueue.x-k8s.io/managed' in variables.oldObjectLabels && !('kueue.x-k8s.io/managed' in variables.objectLabels) ? ['the label kueue.x-k8s.io/managed'] : []) + (object.kind == 'Job' && has(oldObject.spec.suspend) && oldObject.spec.suspend && !(has(object.spec.suspend) && object.spec.suspend) ? ['spec.suspend'] : []) + (object.kind == 'Job' && !(has(oldObject.spec.suspend) && oldObject.spec.suspend) && (has(object.spec.parallelism) ? object.spec.parallelism : 1) > (has(oldObject.spec.parallelism) ? oldObject.spec.parallelism : 1) ? ['spec.parallelism of a running Job (Kueue admitted the old one)'] : []) + ('kueue.x-k8s.io/pod-suspending-parent' in variables.oldTemplateAnnotations && !('kueue.x-k8s.io/pod-suspending-parent' in variables.annotations) ? ['the pod template annotation kueue.x-k8s.io/pod-suspending-parent'] : []) + (size(variables.oldControllerReferences) > 0 && !variables.isPod && has(object.spec.template) && object.spec.template != oldObject.spec.template ? ['the pod template of a ' + object.kind + ' that ' + variables.oldControllerReferences[0].kind + ' ' + variables.oldControllerReferences[0].name + ' controls'] : [])",
     ),
     // The node labels of each pool where the tenant has host access, as lists of `key=value`:
     // what a pod that uses the host must select (`&` joins one pool's labels, `,` the pools).
@@ -402,9 +420,27 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         name: "controller-references",
-        expression: "request.operation != 'CREATE' || !variables.tenantPrincipal || size(variables.controllerReferences) == 0",
-        message: "members and ServiceAccounts of the tenant may not create objects with a controller owner reference (but to a CronJob): Kueue would take such a pod or Job for part of a workload it has already admitted, and not hold it",
-        message_expression: "'tenant ' + params.data.tenant + ' may not create ' + object.kind + 's with a controller owner reference (' + variables.controllerReferences.map(r, r.kind + ' ' + r.name).join(', ') + '): Kueue would take it for part of a workload it has already admitted; only controllers set it, so remove metadata.ownerReferences'",
+        expression: "!variables.tenantPrincipal || size(variables.controllerReferences) == 0",
+        message: "members and ServiceAccounts of the tenant may not give objects a controller owner reference (but to a CronJob): Kueue would take such a pod or Job for part of a workload it has already admitted, and not hold it",
+        message_expression: "'tenant ' + params.data.tenant + ' may not give ' + object.kind + 's a controller owner reference (' + variables.controllerReferences.map(r, r.kind + ' ' + r.name).join(', ') + '): Kueue would take it for part of a workload it has already admitted; only controllers set it, so remove metadata.ownerReferences'",
+    },
+    Rule {
+        name: "gpu-replica-sets",
+        expression: "!variables.tenantPrincipal || object.kind != 'ReplicaSet' || !variables.gpuPod",
+        message: "members and ServiceAccounts of the tenant may not write ReplicaSets with GPU pods: Kueue holds the pods of a Deployment, which its controller makes ReplicaSets for, not of a ReplicaSet a member writes",
+        message_expression: "'tenant ' + params.data.tenant + ' may not write ReplicaSet ' + object.metadata.name + ' with GPU pods: Kueue holds the pods of a Deployment, which its controller makes ReplicaSets for; create a Deployment instead'",
+    },
+    Rule {
+        name: "grace-period",
+        expression: "!has(variables.spec.terminationGracePeriodSeconds) || variables.spec.terminationGracePeriodSeconds <= int(params.data.maxGracePeriodSeconds)",
+        message: "spec.terminationGracePeriodSeconds may not exceed the cell's limit: a pod that Kueue preempts keeps its quota until it has stopped",
+        message_expression: "'spec.terminationGracePeriodSeconds ' + string(variables.spec.terminationGracePeriodSeconds) + ' is more than ' + params.data.maxGracePeriodSeconds + ': a pod that Kueue preempts or evicts keeps its GPUs until it has stopped, so lower it'",
+    },
+    Rule {
+        name: "probe-host",
+        expression: "size(variables.probeHostContainers) == 0",
+        message: "probes and lifecycle handlers may not name a host: the kubelet would send their requests from the node's network, past every NetworkPolicy",
+        message_expression: "'container ' + variables.probeHostContainers.join(', ') + ' may not set host in an httpGet or tcpSocket probe or lifecycle handler: the kubelet sends those requests from the node, past every NetworkPolicy; remove host, so that the pod address is used'",
     },
     Rule {
         name: "images",
@@ -469,11 +505,12 @@ pub const RULES: &[Rule] = &[
 ];
 
 /// The condition under which the policy runs: every CREATE, and an UPDATE only when it changes
-/// the spec, labels or annotations, so that a controller can still remove its finalizer from
-/// an object admitted under older params.
+/// the spec, labels or annotations, or the owner references unless kube-controller-manager
+/// (the garbage collector, which orphans dependents) changes them, so that a controller can
+/// still remove its finalizer from an object admitted under older params.
 pub const MATCH_CONDITION: (&str, &str) = (
     "changes-what-the-floor-checks",
-    "request.operation != 'UPDATE' || object.spec != oldObject.spec || (has(object.metadata.labels) ? object.metadata.labels : {}) != (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}) || (has(object.metadata.annotations) ? object.metadata.annotations : {}) != (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {})",
+    "request.operation != 'UPDATE' || object.spec != oldObject.spec || (has(object.metadata.labels) ? object.metadata.labels : {}) != (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}) || (has(object.metadata.annotations) ? object.metadata.annotations : {}) != (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}) || ((has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []) != (has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences : []) && request.userInfo.username != 'system:kube-controller-manager' && !request.userInfo.username.startsWith('system:serviceaccount:kube-system:'))",
 );
 
 /// The policy, the same in every cell.
@@ -709,6 +746,10 @@ pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> 
         ("groups".to_string(), join(groups)),
         ("hostAccess".to_string(), host_access.to_string()),
         ("hostPools".to_string(), join(host_pools)),
+        (
+            "maxGracePeriodSeconds".to_string(),
+            MAX_GRACE_PERIOD_SECONDS.to_string(),
+        ),
         (
             "countedResources".to_string(),
             join(counted_resources(tenant)),
