@@ -751,6 +751,31 @@ mod tests {
     }
 
     #[test]
+    fn a_pool_the_cell_reserves_for_a_tenant_shows_in_its_view_and_nowhere_else() {
+        const FILE: &str = "cells/eu-west-4b.kdl";
+        const FROM: &str = "taint \"train-exclusive\" \"true\" effect=\"NoSchedule\"\n        price per-gpu-hour=1.40\n";
+        let base = rendered(&example_with(FILE, str::to_string));
+        let head = rendered(&example_with(FILE, |text| {
+            assert!(text.contains(FROM), "{text}");
+            text.replacen(FROM, &format!("{FROM}        owner \"globex-vision\"\n"), 1)
+        }));
+        for (tenant, text) in &head {
+            if tenant == "globex-vision" {
+                assert!(
+                    text.contains("  owns pools (closed to other tenants): a100-train\n"),
+                    "{text}"
+                );
+                assert!(!base[tenant].contains("owns pools"), "{}", base[tenant]);
+            } else {
+                assert_eq!(
+                    &base[tenant], text,
+                    "the owner changed the view of {tenant}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn the_view_claims_exactly_the_rows_of_the_tenant_roles() {
         let review = example_with("tenants/acme-research.kdl", str::to_string);
         for summary in &review.tenants {
