@@ -17,7 +17,7 @@
 //! flavor or toleration) in a pool owned by another tenant, and every owner resolves.
 
 use crate::diag::{Code, Diagnostic, did_you_mean, list_names};
-use crate::model::{Cell, Fleet, Pool};
+use crate::model::{Cell, Fleet, Pool, Tenant};
 
 /// Checks the owners of every cell's pools and every tenant's reservations against them.
 pub(super) fn check(
@@ -112,7 +112,7 @@ pub(super) fn check(
                         format!("the platform reserves the pool for `{}`", owner.value),
                     )
                     .with_note("a reservation gives the tenant a flavor of the pool, so its pods could tolerate the pool's taints and share the owner's nodes")
-                    .with_help(other_pools_help(cell, pool, &tenant.name.value)),
+                    .with_help(other_pools_help(cell, pool, tenant)),
                 );
             }
         }
@@ -120,9 +120,12 @@ pub(super) fn check(
 }
 
 /// The help of `pool-owned-by-another-tenant`: the pool's owner and the pools of the cell the
-/// tenant may name instead.
-fn other_pools_help(cell: &Cell, pool: &Pool, tenant: &str) -> String {
+/// tenant may name instead (owned by nobody or by it, and with a sharing mode its trust class
+/// allows, as `trust-sharing-mismatch` judges it).
+fn other_pools_help(cell: &Cell, pool: &Pool, tenant: &Tenant) -> String {
     let owner = pool.owner.as_ref().map_or("", |owner| owner.value.as_str());
+    let trust = tenant.trust.value;
+    let tenant = tenant.name.value.as_str();
     let open: Vec<&str> = cell
         .pools
         .iter()
@@ -131,6 +134,7 @@ fn other_pools_help(cell: &Cell, pool: &Pool, tenant: &str) -> String {
                 .owner
                 .as_ref()
                 .is_none_or(|owner| owner.value == tenant)
+                && super::tenants::trust_allows(trust, other.sharing.value)
         })
         .map(|other| other.name.value.as_str())
         .collect();
@@ -212,6 +216,31 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    #[test]
+    fn the_help_offers_only_open_pools_the_trust_class_allows() {
+        let cell = cell("owner \"x\";").replace(
+            "\n}\n",
+            "\n    pool \"s\" { gpu \"L4\"; nodes 1 gpus-per-node=1; sharing \"time-slice\"; replicas 4; }\n}\n",
+        );
+        let compilation = crate::validate::test_support::compile_files(&[
+            ("cells/c1.kdl", &cell),
+            ("tenants/x.kdl", &tenant("x", "pool \"a\" reserved=8")),
+            ("tenants/y.kdl", &tenant("y", "pool \"a\" reserved=0")),
+        ]);
+        let helps: Vec<&str> = compilation
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == Code::PoolOwnedByAnotherTenant)
+            .map(|d| d.help.as_str())
+            .collect();
+        assert_eq!(
+            helps,
+            [
+                "pool `a` is reserved for tenant `x` by the platform; reserve in another pool of cell `c1`: `b`"
+            ]
+        );
     }
 
     #[test]
