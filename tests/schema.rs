@@ -1387,6 +1387,14 @@ fn invalid_cell_values_are_rejected_by_schema_and_compiler() {
         ),
         (Change::Set("/pools/0/price", json!({})), &["field-missing"]),
         (
+            Change::Set("/pools/0/owner", json!("Acme")),
+            &["name-invalid"],
+        ),
+        (
+            Change::Set("/pools/0/owner", json!(["acme"])),
+            &["type-mismatch"],
+        ),
+        (
             Change::Set("/pools/0/labels/nvidia.com~1mig.config", json!("mine")),
             &["name-invalid"],
         ),

@@ -6,7 +6,8 @@
 //! of the plan structs: org, team and trust; the namespaces with their ResourceQuota parts and
 //! allowed priority; the ClusterQueue with its cohort and entitlements per flavor and resource;
 //! the effective capacity per pool resource with its three terms and the one that binds; and the
-//! pools the tenant can reach and cannot, each with the reason.
+//! pools the tenant can reach and cannot, each with the reason and the tenant the cell reserves
+//! the pool for, if any.
 //!
 //! Invariants: reads only the plan, never the emitted YAML; cells are in the plan's sorted order;
 //! the binding term shown is the plan's; names typed by the user are escaped before they are
@@ -539,7 +540,14 @@ not lend; topology: what whole gangs can use, or the capacity.\n",
             .max()
             .unwrap_or(0);
         for reach in reaches {
-            let _ = writeln!(out, "    {:<width$}  {}", reach.pool, reach.why);
+            let owner = cell
+                .pools
+                .iter()
+                .find(|pool| pool.name == reach.pool)
+                .and_then(|pool| pool.owner.as_deref())
+                .map(|owner| format!("; the platform reserves the pool for `{owner}`"))
+                .unwrap_or_default();
+            let _ = writeln!(out, "    {:<width$}  {}{owner}", reach.pool, reach.why);
         }
     }
 }

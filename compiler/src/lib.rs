@@ -148,8 +148,8 @@ pub fn compile_loaded(loaded: &load::Loaded) -> Compilation {
     compile_with_findings(&loaded.inputs, &loaded.findings)
 }
 
-/// Reports a file that is not compiled; a refused cell file marks its cell unreadable, so
-/// references to that cell are not reported again as unknown.
+/// Reports a file that is not compiled; a refused cell or tenant file marks its declaration
+/// unreadable, so references to it are not reported again as unknown.
 fn refuse(
     finding: &load::Finding,
     sources: &mut SourceMap,
@@ -159,10 +159,16 @@ fn refuse(
     // A refused file keeps no text: nothing of its contents can be printed.
     let file = sources.add(finding.path.clone(), String::new());
     diagnostics.push(finding.diagnostic(file));
-    if finding.is_error()
-        && let Some((DeclKind::Cell, Some(_))) = classify(&finding.path)
-    {
-        unreadable.cells.insert(file_stem(&finding.path));
+    if finding.is_error() {
+        match classify(&finding.path) {
+            Some((DeclKind::Cell, Some(_))) => {
+                unreadable.cells.insert(file_stem(&finding.path));
+            }
+            Some((DeclKind::Tenant, Some(_))) => {
+                unreadable.tenants.insert(file_stem(&finding.path));
+            }
+            _ => {}
+        }
     }
 }
 
@@ -246,9 +252,7 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
                 .with_label("first invalid byte")
                 .with_help("save the file as UTF-8"),
             );
-            if kind == DeclKind::Cell {
-                unreadable.cells.insert(file_stem(&input.path));
-            }
+            unreadable.insert(kind, file_stem(&input.path));
             continue;
         }
         let text = sources.get(file).map(|f| f.text.as_str()).unwrap_or("");
@@ -264,8 +268,17 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
         // diagnostics, not of one per byte; the final cap below merges the counts.
         diag::sort(&mut file_diagnostics, &sources);
         diagnostics.extend(diag::truncate(file_diagnostics));
-        if declaration.is_none() && kind == DeclKind::Cell {
-            unreadable.cells.insert(file_stem(&input.path));
+        match &declaration {
+            None => unreadable.insert(kind, file_stem(&input.path)),
+            // A tenant declared under another file name (`file-name-mismatch`) is likely
+            // renamed in one place only; pool owners naming the file's name are not reported
+            // again.
+            Some(schema::Declaration::Tenant(tenant))
+                if tenant.name.value != file_stem(&input.path) =>
+            {
+                unreadable.insert(kind, file_stem(&input.path));
+            }
+            Some(_) => {}
         }
         declarations.extend(declaration);
     }

@@ -709,6 +709,9 @@ pub struct Pool {
     /// Network topology below the pool, coarse to fine; `kubernetes.io/hostname` is the
     /// implied last level.
     pub topology: Option<Topology>,
+    /// The one tenant the platform reserves the pool for (`owner "<tenant>"`): no other tenant
+    /// may name it in a quota, and only its owner can be granted host access on it.
+    pub owner: Option<Spanned<String>>,
 }
 
 /// The topology levels of a pool, for Kueue topology-aware scheduling.

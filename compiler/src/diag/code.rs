@@ -81,6 +81,8 @@ codes! {
     NamespaceCollision => ("namespace-collision", "validate", "a tenant namespace is a platform namespace (reserved, or an add-on namespace of a cell) or another tenant's namespace"),
     CellUnknown => ("cell-unknown", "validate", "a reference to a cell that is not declared"),
     PoolUnknown => ("pool-unknown", "validate", "a reference to a pool that the cell does not declare"),
+    PoolOwnedByAnotherTenant => ("pool-owned-by-another-tenant", "validate", "a tenant's quota names a pool that its cell reserves for another tenant with `owner`"),
+    PoolOwnerUnknown => ("pool-owner-unknown", "validate", "a pool's `owner` names no declared tenant"),
     WorkloadUnknown => ("workload-unknown", "validate", "a quota names a workload the tenant does not declare"),
     PriorityUnknown => ("priority-unknown", "validate", "a workload names a priority that a cell it runs in does not declare"),
     PriorityNameReserved => ("priority-name-reserved", "schema", "a priority name starts with the reserved `system-` prefix"),

@@ -370,8 +370,16 @@ mod tests {
             "workload \"train\" service-account=\"trainer\" priority=\"batch\"",
             "workload \"train\" service-account=\"trainer\" priority=\"batch\" {\n        exception \"rdma\" capabilities=\"IPC_LOCK\" reason=\"RDMA\" approved-by=\"security\"\n    }",
         );
-        let compilation =
-            compile_files(&[("cells/c1.kdl", CELL), ("tenants/t1.kdl", &excepted_tenant)]);
+        // The platform reserves the pool for `t1`; host access needs an owned pool.
+        let owned_cell = CELL.replace(
+            "sharing \"exclusive\"; }",
+            "sharing \"exclusive\"; owner \"t1\"; }",
+        );
+        assert_ne!(owned_cell, CELL);
+        let compilation = compile_files(&[
+            ("cells/c1.kdl", &owned_cell),
+            ("tenants/t1.kdl", &excepted_tenant),
+        ]);
         assert!(!compilation.has_errors(), "{:?}", compilation.diagnostics);
         let excepted: BTreeMap<String, String> = compilation
             .output

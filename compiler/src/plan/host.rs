@@ -9,11 +9,14 @@
 //! Host networking, RDMA devices and the capabilities of a Pod Security exception act on the
 //! node's kernel and network, so they are granted only where the tenant shares no node with
 //! another tenant: the tenant is `hard`, and every pool it has a flavor for is its alone. A
-//! pool is a tenant's alone when it is `exclusive`, no other tenant of the cell has a flavor for
-//! it (an `exclusive` pool gives each pod whole GPUs, not whole nodes, so two tenants' pods can
-//! share a node), and it has a repelling taint that no other tenant of the cell tolerates
+//! pool is a tenant's alone when it is `exclusive`, the cell declares this tenant its `owner`
+//! (which `validate/pools.rs` makes binding: no other tenant may name an owned pool, so another
+//! tenant's declaration can never withdraw the grant), no other tenant of the cell has a flavor
+//! for it (an `exclusive` pool gives each pod whole GPUs, not whole nodes, so two tenants' pods
+//! can share a node), and it has a repelling taint that no other tenant of the cell tolerates
 //! through its own flavors (the admission floor denies any other pool toleration), so no other
-//! tenant's pod can land there, with or without GPUs.
+//! tenant's pod can land there, with or without GPUs. The last two are defence in depth: with
+//! the owner rule, an owned pool is reserved by no other tenant already.
 //!
 //! Invariant: pure; a tenant's grant depends on the other tenants of the cell (it is a
 //! `cell_*` field of [`super::TenantPlan`]); a namespace keeps its exceptions only where its
@@ -24,7 +27,7 @@ use serde::Serialize;
 
 use crate::diag::{Code, Diagnostic};
 use crate::model::{Cell, Fleet};
-use crate::source::Span;
+use crate::source::{SourceMap, Span};
 
 use super::{CellPlan, PoolPlan, TenantPlan};
 
@@ -38,21 +41,28 @@ pub struct HostAccessPlan {
     pub why: String,
 }
 
-/// Why a pool is not a tenant's alone, with where to point.
+/// Why a pool is not a tenant's alone, with where to point and what to do.
 struct Shared {
     why: String,
     span: Option<Span>,
     label: String,
+    /// The help of the withheld-exception warning, where the reason calls for a specific one.
+    help: Option<String>,
 }
 
 /// Decides host access for every tenant of the cell, withholds the exceptions of tenants
 /// without it, and returns a warning per withheld exception.
-pub(super) fn grant(cell: &Cell, fleet: &Fleet, plan: &mut CellPlan) -> Vec<Diagnostic> {
+pub(super) fn grant(
+    cell: &Cell,
+    fleet: &Fleet,
+    sources: &SourceMap,
+    plan: &mut CellPlan,
+) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
     let decisions: Vec<(HostAccessPlan, Option<Shared>)> = plan
         .tenants
         .iter()
-        .map(|tenant| decide(tenant, plan, cell, fleet))
+        .map(|tenant| decide(tenant, plan, cell, fleet, sources))
         .collect();
     for (tenant, (access, shared)) in plan.tenants.iter_mut().zip(decisions) {
         if !access.granted {
@@ -94,10 +104,11 @@ pub(super) fn grant(cell: &Cell, fleet: &Fleet, plan: &mut CellPlan) -> Vec<Diag
                     {
                         diagnostic = diagnostic.with_secondary(*span, label.clone());
                     }
-                    diagnostics.push(diagnostic.with_help(format!(
+                    let help = shared.as_ref().and_then(|shared| shared.help.clone());
+                    diagnostics.push(diagnostic.with_help(help.unwrap_or_else(|| format!(
                         "reserve in cell `{}` only pools no other tenant reserves, each with a taint only this tenant's flavor tolerates, or run the workload there without the exception",
                         plan.name
-                    )));
+                    ))));
                 }
             }
         }
@@ -112,6 +123,7 @@ fn decide(
     plan: &CellPlan,
     cell: &Cell,
     fleet: &Fleet,
+    sources: &SourceMap,
 ) -> (HostAccessPlan, Option<Shared>) {
     let denied = |why: String| {
         (
@@ -130,7 +142,9 @@ fn decide(
         return denied("it reserves no pool in the cell".to_string());
     }
     for pool in &own {
-        if let Some(shared) = shared_with(tenant, pool, plan, cell, fleet) {
+        if let Some(shared) = not_owned(tenant, pool, cell, sources)
+            .or_else(|| shared_with(tenant, pool, plan, cell, fleet))
+        {
             return (
                 HostAccessPlan {
                     granted: false,
@@ -145,7 +159,7 @@ fn decide(
         HostAccessPlan {
             granted: true,
             why: format!(
-                "every pool it reaches ({}) is its alone: exclusive, reserved by no other tenant and tainted against every other tenant",
+                "every pool it reaches ({}) is its alone: exclusive, owned by it, reserved by no other tenant and tainted against every other tenant",
                 names.join(", ")
             ),
         },
@@ -167,6 +181,55 @@ fn flavor_pools<'a>(tenant: &TenantPlan, plan: &'a CellPlan) -> Vec<&'a PoolPlan
         .collect()
 }
 
+/// Why `pool` is not reserved for `tenant` by the platform, if it is not: an `exclusive` pool
+/// whose cell names no `owner`, or another one.
+fn not_owned(
+    tenant: &TenantPlan,
+    pool: &PoolPlan,
+    cell: &Cell,
+    sources: &SourceMap,
+) -> Option<Shared> {
+    if pool.sharing != "exclusive" || pool.owner.as_deref() == Some(tenant.name.as_str()) {
+        // A pool that is not `exclusive` is reported by `shared_with`.
+        return None;
+    }
+    let declared = cell
+        .pools
+        .iter()
+        .find(|declared| declared.name.value == pool.name);
+    let span = declared.map(|declared| declared.name.span);
+    match &pool.owner {
+        None => {
+            let path = sources.path(cell.file);
+            let line = if path.ends_with(".kdl") {
+                format!("owner \"{}\"", tenant.name)
+            } else {
+                format!("owner: {}", tenant.name)
+            };
+            Some(Shared {
+                why: format!(
+                    "pool `{}` has no `owner`, so the platform has not reserved it for `{}`",
+                    pool.name, tenant.name
+                ),
+                span,
+                label: "this pool declares no `owner`".to_string(),
+                help: Some(format!(
+                    "host access needs pools reserved for the tenant: the platform team adds `{line}` to pool `{}` in `{path}`, or run the workload without the exception",
+                    pool.name
+                )),
+            })
+        }
+        Some(owner) => Some(Shared {
+            why: format!("pool `{}` is owned by tenant `{owner}`", pool.name),
+            span: declared
+                .and_then(|declared| declared.owner.as_ref())
+                .map(|owner| owner.span),
+            label: format!("the platform reserves this pool for `{owner}`"),
+            help: None,
+        }),
+    }
+}
+
 /// Why another tenant's pods could land on `pool`, if they could.
 fn shared_with(
     tenant: &TenantPlan,
@@ -183,6 +246,7 @@ fn shared_with(
             ),
             span: None,
             label: String::new(),
+            help: None,
         });
     }
     for other in plan
@@ -214,6 +278,7 @@ fn shared_with(
                 ),
                 span,
                 label: format!("tenant `{}` reserves pool `{}` too", other.name, pool.name),
+                help: None,
             });
         }
         if pool.untolerated_taint(&other_pools).is_none() {
@@ -232,6 +297,7 @@ fn shared_with(
                     "no taint of this pool repels the pods of tenant `{}`",
                     other.name
                 ),
+                help: None,
             });
         }
     }
@@ -245,15 +311,21 @@ mod tests {
 
     const EXCEPTION: &str = "workload \"train\" service-account=\"trainer\" priority=\"batch\" {\n        exception \"rdma\" capabilities=\"IPC_LOCK\" reason=\"RDMA\" approved-by=\"sec\"\n    }";
 
-    /// A cell with two exclusive pools, `a` tainted and `b` as given.
+    /// A cell with two exclusive pools, `a` tainted and owned by `x`, and `b` as given.
     fn cell(b_taint: &str) -> String {
+        cell_owning_a(b_taint, "owner \"x\";")
+    }
+
+    /// A cell with two exclusive pools, `a` tainted with `a_owner` as its owner line, and `b`
+    /// as given.
+    fn cell_owning_a(b_taint: &str, a_owner: &str) -> String {
         format!(
             r#"cell "c1" {{
     cloud "aws" region="us-east-1"
     kubernetes "1.33"
     driver "570"
     priority "batch" value=1000
-    pool "a" {{ gpu "H100-80GB-SXM"; nodes 2 gpus-per-node=8; sharing "exclusive"; taint "pool-a" "true" effect="NoSchedule"; }}
+    pool "a" {{ gpu "H100-80GB-SXM"; nodes 2 gpus-per-node=8; sharing "exclusive"; taint "pool-a" "true" effect="NoSchedule"; {a_owner} }}
     pool "b" {{ gpu "H100-80GB-SXM"; nodes 2 gpus-per-node=8; sharing "exclusive"; {b_taint} }}
 }}
 "#
@@ -273,6 +345,15 @@ mod tests {
 
     /// `(host access granted to tenant `x`, enforce levels of its namespaces, warnings)`.
     fn outcome(cell: &str, tenants: &[(&str, String)]) -> (bool, Vec<String>, usize) {
+        let (granted, levels, warnings) = outcome_with_helps(cell, tenants);
+        (granted, levels, warnings.len())
+    }
+
+    /// Like [`outcome`], with the help of every withheld-exception warning.
+    fn outcome_with_helps(
+        cell: &str,
+        tenants: &[(&str, String)],
+    ) -> (bool, Vec<String>, Vec<String>) {
         let mut files = vec![("cells/c1.kdl".to_string(), cell.to_string())];
         for (name, text) in tenants {
             files.push((format!("tenants/{name}.kdl"), text.clone()));
@@ -293,7 +374,8 @@ mod tests {
             .diagnostics
             .iter()
             .filter(|d| d.code == Code::PodSecurityExceptionNotAllowed)
-            .count();
+            .map(|d| d.help.clone())
+            .collect();
         let plan = compilation.plan.expect("a plan");
         let tenant = plan
             .cells
@@ -324,9 +406,32 @@ mod tests {
     }
 
     #[test]
+    fn a_pool_without_an_owner_grants_no_host_access_and_the_warning_names_the_owner_line() {
+        // Tainted, exclusive and reserved by `x` alone, yet the platform has not reserved it for
+        // `x`: another tenant's quota could name it at any time.
+        let (granted, levels, helps) = outcome_with_helps(
+            &cell_owning_a("taint \"pool-b\" \"true\" effect=\"NoSchedule\";", ""),
+            &[
+                ("x", tenant("x", "hard", "pool \"a\" reserved=8", true)),
+                ("y", tenant("y", "hard", "pool \"b\" reserved=8", false)),
+            ],
+        );
+        assert!(!granted);
+        assert_eq!(levels, ["restricted"]);
+        assert_eq!(helps.len(), 1);
+        assert!(
+            helps
+                .iter()
+                .all(|help| help.contains("`owner \"x\"` to pool `a` in `cells/c1.kdl`")),
+            "{helps:?}"
+        );
+    }
+
+    #[test]
     fn a_pool_another_tenant_reserves_grants_neither_host_access_nor_the_exception() {
+        // Pool `a` has no owner here: with one, `y`'s reservation would be an error.
         let (granted, levels, warnings) = outcome(
-            &cell("taint \"pool-b\" \"true\" effect=\"NoSchedule\";"),
+            &cell_owning_a("taint \"pool-b\" \"true\" effect=\"NoSchedule\";", ""),
             &[
                 ("x", tenant("x", "hard", "pool \"a\" reserved=8", true)),
                 ("y", tenant("y", "mig", "pool \"a\" reserved=8", false)),
@@ -339,10 +444,10 @@ mod tests {
 
     #[test]
     fn an_untainted_pool_is_no_tenants_alone() {
-        // `x` reserves both pools; `b` has no taint, so the pods of `y` (which reserves `a`
-        // nowhere, and tolerates nothing) could land on its nodes without GPUs.
+        // `x` reserves and owns both pools; `b` has no taint, so the pods of `y` (which reserves
+        // `a` nowhere, and tolerates nothing) could land on its nodes without GPUs.
         let (granted, levels, warnings) = outcome(
-            &cell(""),
+            &cell("owner \"x\";"),
             &[
                 (
                     "x",

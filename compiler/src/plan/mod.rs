@@ -174,6 +174,8 @@ pub struct PoolPlan {
     pub topology: Option<TopologyPlan>,
     /// The org whose tenants reserve in this shared (time-sliced or MPS) pool.
     pub shared_org: Option<String>,
+    /// The one tenant the platform reserves the pool for (`owner`), where the cell names one.
+    pub owner: Option<String>,
 }
 
 impl PoolPlan {
@@ -488,7 +490,7 @@ pub fn resolve(
         let catalog = hardware::cell_catalog(cell, base_catalog);
         let mut plan = cell_plan(cell, fleet, sources, catalog.as_ref());
         diagnostics.extend(pinning::check(cell, fleet, &plan, catalog.as_ref()));
-        diagnostics.extend(host::grant(cell, fleet, &mut plan));
+        diagnostics.extend(host::grant(cell, fleet, sources, &mut plan));
         let (runtime_classes, runtime_findings) = runtime::resolve(cell, &plan.pools);
         plan.runtime_classes = runtime_classes;
         diagnostics.extend(runtime_findings);
@@ -582,6 +584,7 @@ fn cell_plan(cell: &Cell, fleet: &Fleet, sources: &SourceMap, catalog: &Catalog)
                     .collect(),
             }),
             shared_org,
+            owner: pool.owner.as_ref().map(|owner| owner.value.clone()),
         });
     }
     let mut gpu_resources: BTreeSet<String> = BTreeSet::from([GPU_RESOURCE.to_string()]);

@@ -307,6 +307,13 @@ fn tenant_facts(summary: &AccessSummary) -> Facts {
                 fact(Area::Access, "yes", Widen::Presence(WIDER)),
             );
         }
+        for pool in &cell.owned_pools {
+            put(
+                at,
+                format!("owns pool {pool}"),
+                fact(Area::Access, "yes", Widen::Presence(WIDER)),
+            );
+        }
         for namespace in &cell.namespaces {
             let ns = &namespace.name;
             put(
@@ -464,6 +471,14 @@ fn cell_facts(summary: &CellSummary) -> Facts {
         // With a topology, Kueue's CRD refuses any change of these fields.
         let topology = pool.topology.is_some();
         let flavor = &pool.flavor;
+        put(
+            format!("pool {} owner", pool.name),
+            fact(
+                Area::Policy,
+                pool.owner.as_deref().unwrap_or("none"),
+                Widen::Never,
+            ),
+        );
         put(
             format!("resource flavor {flavor} node labels"),
             Fact {

@@ -119,6 +119,9 @@ pub struct CellAccess {
     pub ceiling: CeilingAccess,
     /// The pools its pods can be admitted to, in pool order.
     pub reachable_pools: Vec<String>,
+    /// The pools the cell reserves for it (`owner`), in pool order: closed to every other
+    /// tenant, and the only pools where it can get host access.
+    pub owned_pools: Vec<String>,
     /// Its namespaces, sorted by workload kind.
     pub namespaces: Vec<NamespaceAccess>,
     /// Where its pods may connect to, one line per NetworkPolicy peer.
@@ -248,6 +251,8 @@ pub struct PoolSummary {
     pub topology: Option<String>,
     /// The Topology's levels, coarse to fine.
     pub levels: Vec<String>,
+    /// The tenant the cell reserves the pool for, where it names one.
+    pub owner: Option<String>,
 }
 
 /// A priority class; `value` and `preempt` cannot change in place.
@@ -443,6 +448,12 @@ fn cell_access(cell: &CellPlan, tenant: &TenantPlan) -> CellAccess {
             .filter(|reach| reach.reachable)
             .map(|reach| reach.pool.clone())
             .collect(),
+        owned_pools: cell
+            .pools
+            .iter()
+            .filter(|pool| pool.owner.as_deref() == Some(tenant.name.as_str()))
+            .map(|pool| pool.name.clone())
+            .collect(),
         namespaces: tenant
             .namespaces
             .iter()
@@ -519,6 +530,7 @@ fn cell_summary(cell: &CellPlan) -> CellSummary {
                     .as_ref()
                     .map(|topology| topology.levels.clone())
                     .unwrap_or_default(),
+                owner: pool.owner.clone(),
             })
             .collect(),
     }
@@ -596,6 +608,12 @@ pub fn render(summary: &AccessSummary) -> String {
             cell.ceiling.cpu, cell.ceiling.memory, cell.ceiling.pods
         ));
         line(format!("  reaches pools: {}", list(&cell.reachable_pools)));
+        if !cell.owned_pools.is_empty() {
+            line(format!(
+                "  owns pools (closed to other tenants): {}",
+                list(&cell.owned_pools)
+            ));
+        }
         line("  namespaces".to_string());
         for namespace in &cell.namespaces {
             line(format!(
@@ -728,6 +746,31 @@ mod tests {
                 } else {
                     assert_eq!(&base[tenant], text, "{to} changed the view of {tenant}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pool_the_cell_reserves_for_a_tenant_shows_in_its_view_and_nowhere_else() {
+        const FILE: &str = "cells/eu-west-4b.kdl";
+        const FROM: &str = "taint \"train-exclusive\" \"true\" effect=\"NoSchedule\"\n        price per-gpu-hour=1.40\n";
+        let base = rendered(&example_with(FILE, str::to_string));
+        let head = rendered(&example_with(FILE, |text| {
+            assert!(text.contains(FROM), "{text}");
+            text.replacen(FROM, &format!("{FROM}        owner \"globex-vision\"\n"), 1)
+        }));
+        for (tenant, text) in &head {
+            if tenant == "globex-vision" {
+                assert!(
+                    text.contains("  owns pools (closed to other tenants): a100-train\n"),
+                    "{text}"
+                );
+                assert!(!base[tenant].contains("owns pools"), "{}", base[tenant]);
+            } else {
+                assert_eq!(
+                    &base[tenant], text,
+                    "the owner changed the view of {tenant}"
+                );
             }
         }
     }

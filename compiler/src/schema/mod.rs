@@ -2004,6 +2004,7 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
         .collect();
     let topology_node = obj.field("topology");
     let topology = topology_node.and_then(|node| topology(ctx, node));
+    let owner = obj.opt_str("owner");
     let span = obj.span;
     obj.finish();
     let name = name?;
@@ -2020,6 +2021,9 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
     labels.sort_by(|left: &(Spanned<String>, Spanned<String>), right| {
         left.0.value.cmp(&right.0.value)
     });
+    // An owner that is not a tenant name is reported and left out; the pool stays without one,
+    // so it grants no host access.
+    let owner = owner.filter(|owner| check_name(ctx, owner, "pool owner", names::dns_label));
     let (nodes, gpus_per_node) = nodes?;
     Some(Pool {
         span,
@@ -2035,6 +2039,7 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
         replicas,
         mig_layouts: mig_layouts.into_iter().collect::<Option<_>>()?,
         topology,
+        owner,
     })
 }
 

@@ -10,7 +10,9 @@
 //! limits), `network` (the address blocks of the cells' network policies), `runtime` (runtime
 //! classes: their pools, and one for every trust class that reserves GPUs in a cell),
 //! `registries` (no tenant declares another tenant's image registry or a parent of it), `orgs`
-//! (a tenant is in an org only where the cell lists it, when the org is listed or shared there).
+//! (a tenant is in an org only where the cell lists it, when the org is listed or shared there),
+//! `pools` (no tenant names a pool the cell reserves for another tenant, and every owner is a
+//! tenant).
 //!
 //! Invariant: validation never stops at the first finding; `lower` runs only on a fleet that
 //! produced no error, so it may rely on every reference resolving.
@@ -24,6 +26,7 @@ pub mod kueue;
 pub mod namespaces;
 pub mod network;
 mod orgs;
+mod pools;
 mod registries;
 mod runtime;
 mod security;
@@ -42,6 +45,18 @@ use crate::schema::Declaration;
 pub struct Unreadable {
     /// Stems of unreadable files under `cells/`.
     pub cells: BTreeSet<String>,
+    /// Stems of unreadable files under `tenants/`.
+    pub tenants: BTreeSet<String>,
+}
+
+impl Unreadable {
+    /// Marks the declaration of an unreadable file under `cells/` or `tenants/`.
+    pub fn insert(&mut self, kind: crate::schema::DeclKind, stem: String) {
+        match kind {
+            crate::schema::DeclKind::Cell => self.cells.insert(stem),
+            crate::schema::DeclKind::Tenant => self.tenants.insert(stem),
+        };
+    }
 }
 
 /// Assembles the fleet and runs every check.
@@ -92,6 +107,7 @@ pub fn validate(
     iam::check(&fleet, &mut diagnostics);
     registries::check(&fleet, &mut diagnostics);
     orgs::check(&fleet, &mut diagnostics);
+    pools::check(&fleet, unreadable, &mut diagnostics);
     (fleet, diagnostics)
 }
 

@@ -292,6 +292,17 @@ fn check_priorities(
     }
 }
 
+/// Whether a tenant of trust class `trust` may reserve in a pool shared as `sharing`: `hard`
+/// tenants in `exclusive` pools only, `mig` tenants in pools that do not share one GPU
+/// between pods, `soft` tenants anywhere.
+pub(super) fn trust_allows(trust: Trust, sharing: Sharing) -> bool {
+    match trust {
+        Trust::Hard => sharing == Sharing::Exclusive,
+        Trust::Mig => !sharing.is_shared(),
+        Trust::Soft => true,
+    }
+}
+
 /// Checks one reservation; returns the resource it draws on when it resolves.
 fn check_reservation(
     tenant: &Tenant,
@@ -314,12 +325,7 @@ fn check_reservation(
         return None;
     };
     let sharing = pool.sharing.value;
-    let forbidden = match tenant.trust.value {
-        Trust::Hard => sharing != Sharing::Exclusive,
-        Trust::Mig => sharing.is_shared(),
-        Trust::Soft => false,
-    };
-    if forbidden {
+    if !trust_allows(tenant.trust.value, sharing) {
         diagnostics.push(
             Diagnostic::error(
                 Code::TrustSharingMismatch,
