@@ -643,7 +643,8 @@ mod tests {
     }
 
     fn fleet() -> Plan {
-        // `orgs` lists the members of the org `o` where two of its tenants share the cell.
+        // Each cell lists the members of the org `o` it has: an org listed anywhere is closed
+        // everywhere.
         let cell = |name: &str, orgs: &str| {
             crate::InputFile {
             path: format!("cells/{name}.kdl"),
@@ -671,7 +672,7 @@ mod tests {
             }
         };
         plan_of(&[
-            cell("east", ""),
+            cell("east", "    org \"o\" { tenants \"research\"; }\n"),
             cell(
                 "west",
                 "    org \"o\" { tenants \"research\" \"serving\"; }\n",

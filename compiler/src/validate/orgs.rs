@@ -10,7 +10,9 @@
 //! and in each cell: when the cell lists members for an org, every tenant with a quota in the
 //! cell that declares the org must be listed; when two or more tenants with a quota in the cell
 //! declare the same org, the cell must list its members. A single tenant of an org that the cell
-//! lists nothing for passes, since its cohort holds only itself. A listed tenant that declares
+//! lists nothing for passes, since its cohort holds only itself, unless another cell lists the
+//! org's members: an org listed anywhere is closed everywhere, so that no tenant carries its
+//! name and chargeback label where the platform has not said so. A listed tenant that declares
 //! another org, and a tenant listed twice in one cell, are errors; a listed name that is no
 //! tenant with a quota in the cell is a warning (a tenant may be listed before its quota lands).
 //!
@@ -25,12 +27,27 @@ use crate::model::{Cell, Fleet, OrgDecl, Spanned, Tenant};
 
 /// Checks the org membership of every cell.
 pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
+    // An org whose members any cell lists is closed in every cell: its name, its chargeback
+    // label among them, is the platform's to give.
+    let mut closed: BTreeMap<&str, (&Cell, &OrgDecl)> = BTreeMap::new();
+    for cell in &fleet.cells {
+        for decl in cell.orgs.iter().filter(|decl| decl.tenants.is_some()) {
+            closed
+                .entry(decl.name.value.as_str())
+                .or_insert((cell, decl));
+        }
+    }
     for cell in fleet.cells.iter().filter(|cell| cell.complete) {
-        check_cell(fleet, cell, diagnostics);
+        check_cell(fleet, cell, &closed, diagnostics);
     }
 }
 
-fn check_cell(fleet: &Fleet, cell: &Cell, diagnostics: &mut Vec<Diagnostic>) {
+fn check_cell(
+    fleet: &Fleet,
+    cell: &Cell,
+    closed: &BTreeMap<&str, (&Cell, &OrgDecl)>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
     let cell_name = cell.name.value.as_str();
     let mut by_org: BTreeMap<&str, Vec<&Tenant>> = BTreeMap::new();
     for tenant in fleet
@@ -63,7 +80,13 @@ fn check_cell(fleet: &Fleet, cell: &Cell, diagnostics: &mut Vec<Diagnostic>) {
                     diagnostics.push(shared_without_list(cell, tenant, decl, tenants));
                 }
             }
-            None => {}
+            None => {
+                if let Some((listing, listed)) = closed.get(org) {
+                    for tenant in tenants {
+                        diagnostics.push(closed_elsewhere(cell, tenant, listing, listed));
+                    }
+                }
+            }
         }
     }
     check_lists(fleet, cell, diagnostics);
@@ -101,6 +124,32 @@ fn unlisted(
         "declare the tenant's own org; if it really belongs to `{org}`, the platform team, which reviews org membership, writes `tenants {}` in the `org \"{org}\"` node of cell `{cell_name}` (`tenants: [{}]` in YAML)",
         kdl.join(" "),
         names.join(", ")
+    ))
+}
+
+/// The only tenant of an org in a cell that lists nothing for the org, while another cell lists
+/// the org's members.
+fn closed_elsewhere(cell: &Cell, tenant: &Tenant, listing: &Cell, listed: &OrgDecl) -> Diagnostic {
+    let org = &tenant.org.value;
+    let cell_name = &cell.name.value;
+    let name = &tenant.name.value;
+    Diagnostic::error(
+        Code::OrgMembershipUndeclared,
+        tenant.org.span,
+        format!(
+            "tenant `{name}` declares org `{org}` in cell `{cell_name}`, which does not list it, while cell `{}` lists the org's members",
+            listing.name.value
+        ),
+    )
+    .with_label(format!("`{name}` would carry org `{org}`'s name and chargeback label here"))
+    .with_secondary(
+        listed.span,
+        format!("cell `{}` lists org `{org}`'s members", listing.name.value),
+    )
+    .with_note("an org that any cell lists is the platform's to give in every cell: its tenants borrow each other's idle reservations first, share its time-sliced pools and carry its chargeback label")
+    .with_help(format!(
+        "declare the tenant's own org; if it really belongs to `{org}`, the platform team, which reviews org membership, adds the node `org \"{org}\" {{ tenants {}; }}` to cell `{cell_name}` (`orgs: [{{name: {org}, tenants: [{name}]}}]` in YAML)",
+        quoted(name)
     ))
 }
 
@@ -316,6 +365,29 @@ mod tests {
     }
 
     #[test]
+    fn an_org_listed_in_one_cell_is_closed_in_every_cell() {
+        let files = |org: &str| {
+            vec![
+                (
+                    "cells/c1.kdl".to_string(),
+                    cell("c1", "    org \"acme\" { tenants \"a\"; }\n"),
+                ),
+                ("cells/c2.kdl".to_string(), cell("c2", "")),
+                ("tenants/a.kdl".to_string(), tenant("a", "acme", &["c1"])),
+                ("tenants/x.kdl".to_string(), tenant("x", org, &["c2"])),
+            ]
+        };
+        // `x` is the only tenant of its org in `c2`, but `c1` lists Acme's members.
+        assert_eq!(findings(&files("acme")), [UNDECLARED]);
+        // An org no cell lists stays open to a lone tenant.
+        assert_eq!(findings(&files("initech")), []);
+        // Listing `x` in `c2` makes it a member there.
+        let mut listed = files("acme");
+        listed[1].1 = cell("c2", "    org \"acme\" { tenants \"x\"; }\n");
+        assert_eq!(findings(&listed), []);
+    }
+
+    #[test]
     fn only_tenants_with_a_quota_in_the_cell_count() {
         let mut files = vec![
             ("cells/c1.kdl".to_string(), cell("c1", "")),
@@ -358,7 +430,8 @@ mod tests {
     }
 
     /// Generated fleets: a build fails exactly when some cell has a tenant of a listed org that
-    /// the list lacks, two tenants of an unlisted org, or a listed tenant of another org; and
+    /// the list lacks, two tenants of an unlisted org, a tenant of an org it does not list but
+    /// another cell does, or a listed tenant of another org; and
     /// listing every org's members in every cell makes each fleet build.
     #[test]
     fn no_build_succeeds_where_an_org_is_shared_unless_the_cell_lists_its_members() {
@@ -385,6 +458,25 @@ mod tests {
                     .map(|(name, _, _)| name.as_str())
                     .collect()
             };
+            // What each cell lists for each org: nothing, everyone, all but one.
+            let mut lists: Vec<(&str, &str, Option<Vec<&str>>)> = Vec::new();
+            for cell_name in cells {
+                for org in orgs {
+                    let mine = members(cell_name, org);
+                    let listed: Option<Vec<&str>> = match rng.below(3) {
+                        0 => None,
+                        1 => Some(mine.clone()),
+                        _ => Some(mine.iter().skip(1).copied().collect()),
+                    };
+                    lists.push((cell_name, org, listed));
+                }
+            }
+            // An org listed in any cell is closed in every cell.
+            let closed = |org: &str| {
+                lists
+                    .iter()
+                    .any(|(_, listed_org, listed)| *listed_org == org && listed.is_some())
+            };
             let mut expect_error = false;
             let mut generated = Vec::new();
             let mut complete = Vec::new();
@@ -401,14 +493,16 @@ mod tests {
                             quoted.join(" ")
                         ));
                     }
-                    // What this cell lists for the org: nothing, everyone, all but one.
-                    let listed: Option<Vec<&str>> = match rng.below(3) {
-                        0 => None,
-                        1 => Some(mine.clone()),
-                        _ => Some(mine.iter().skip(1).copied().collect()),
-                    };
+                    let listed = lists
+                        .iter()
+                        .find(|(listed_cell, listed_org, _)| {
+                            *listed_cell == cell_name && *listed_org == org
+                        })
+                        .and_then(|(_, _, listed)| listed.clone());
                     match &listed {
-                        None => expect_error |= mine.len() >= 2,
+                        None => {
+                            expect_error |= mine.len() >= 2 || (!mine.is_empty() && closed(org));
+                        }
                         Some(listed) => expect_error |= listed.len() < mine.len(),
                     }
                     if let Some(listed) = listed {
