@@ -509,6 +509,18 @@ pub(super) fn excepted_namespaces_admit_only_the_declared_capabilities(cluster: 
         })
         .find(|(_, namespace)| namespace.exceptions.is_empty())
         .expect("an example namespace without exception");
+    // The tenant floor lets a pod use the exception only on the nodes of its tenant's own pools
+    // (`host-pools`): the node labels of its first pool, as the params list them.
+    let host_pool: serde_json::Map<String, Value> =
+        tenantc::lower::admission::params(excepted.0, &cell)["hostPools"]
+            .split(',')
+            .next()
+            .unwrap_or("")
+            .split('&')
+            .filter_map(|label| label.split_once('='))
+            .map(|(key, value)| (key.to_string(), json!(value)))
+            .collect();
+    assert!(!host_pool.is_empty(), "the excepted tenant has a host pool");
     let mut results = Vec::new();
     for ((tenant, namespace), pods) in [
         (
@@ -520,9 +532,17 @@ pub(super) fn excepted_namespaces_admit_only_the_declared_capabilities(cluster: 
                     Expect::Admitted,
                 ),
                 (
-                    "a pod adding IPC_LOCK",
-                    Box::new(add_capability("IPC_LOCK")),
+                    "a pod adding IPC_LOCK on its own pool",
+                    Box::new(move |pod: &mut Value| {
+                        add_capability("IPC_LOCK")(pod);
+                        pod["spec"]["nodeSelector"] = Value::Object(host_pool.clone());
+                    }),
                     Expect::Admitted,
+                ),
+                (
+                    "a pod adding IPC_LOCK that may land anywhere",
+                    Box::new(add_capability("IPC_LOCK")),
+                    Expect::RefusedWith("must select the nodes of one of its own pools"),
                 ),
                 (
                     "a pod adding SYS_ADMIN",
