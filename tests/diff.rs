@@ -94,6 +94,14 @@ fn prepared_head(root: &Path) {
         "registry \"registry.acme.internal/serving\"\n    registry \"ghcr.io/acme/serving\"",
     );
     fs::remove_file(root.join("tenants/initech-notebooks.yaml")).unwrap();
+    // The platform takes the removed tenant off its org's member list in the same change: a
+    // listed name that no tenant has is an error.
+    edit(
+        root,
+        "cells/eu-west-4b.kdl",
+        "    org \"initech\" {\n        tenants \"initech-notebooks\"\n    }\n",
+        "",
+    );
 }
 
 #[test]

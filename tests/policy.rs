@@ -988,6 +988,16 @@ fn a_member_may_not_change_the_pod_template_of_a_controlled_workload_but_its_con
         denied_rules(&judge(cell, &request)),
         ["controller-references"]
     );
+    // Keeping the uid does not make another owner the old one.
+    let mut renamed = request.old_object.clone().unwrap();
+    renamed["metadata"]["ownerReferences"][0]["kind"] = json!("JobSet");
+    renamed["metadata"]["ownerReferences"][0]["apiVersion"] = json!("jobset.x-k8s.io/v1alpha2");
+    let mut same_uid = request.clone();
+    same_uid.object = renamed;
+    assert_eq!(
+        denied_rules(&judge(cell, &same_uid)),
+        ["controller-references"]
+    );
     let mut by_collector = request.clone();
     by_collector.groups = vec!["system:serviceaccounts".to_string()];
     by_collector.username =

@@ -533,15 +533,15 @@ pub(super) fn excepted_namespaces_admit_only_the_declared_capabilities(cluster: 
                 ),
                 (
                     "a pod adding IPC_LOCK on its own pool",
-                    Box::new(move |pod: &mut Value| {
-                        add_capability("IPC_LOCK")(pod);
-                        pod["spec"]["nodeSelector"] = Value::Object(host_pool.clone());
-                    }),
+                    Box::new(add_capability("IPC_LOCK")),
                     Expect::Admitted,
                 ),
                 (
                     "a pod adding IPC_LOCK that may land anywhere",
-                    Box::new(add_capability("IPC_LOCK")),
+                    Box::new(|pod: &mut Value| {
+                        add_capability("IPC_LOCK")(pod);
+                        pod["spec"].as_object_mut().unwrap().remove("nodeSelector");
+                    }),
                     Expect::RefusedWith("must select the nodes of one of its own pools"),
                 ),
                 (
@@ -605,13 +605,21 @@ pub(super) fn excepted_namespaces_admit_only_the_declared_capabilities(cluster: 
             .or_else(|| tenant.groups.get("admin"))
             .expect("a tenant group");
         let user = format!("conformance:member-of:{group}");
+        // In the excepted namespace every probe selects its tenant's own pool, so that the
+        // exception policy, not the floor's `host-pools`, is what judges the capabilities.
+        let selector = (namespace.name == excepted.1.name).then(|| host_pool.clone());
         for (idx, (what, change, expect)) in pods.into_iter().enumerate() {
             let body = pod(
                 &tenantc::lower::admission::params(tenant, &cell),
                 &namespace.name,
                 &namespace.service_account,
                 &format!("guard-probe-{idx}"),
-                change,
+                |pod: &mut Value| {
+                    if let Some(selector) = &selector {
+                        pod["spec"]["nodeSelector"] = Value::Object(selector.clone());
+                    }
+                    change(pod);
+                },
             );
             let run = as_identity(
                 cluster,

@@ -317,6 +317,18 @@ pub fn cases() -> Vec<Case> {
             },
         },
         Case {
+            name: "a node's hugepages, which no quota counts",
+            cell: "eu-west-4b",
+            fixture: "initech-notebooks-pod",
+            rule: "counted-resources",
+            mutate: |o| {
+                let resources = &mut pod_spec(o)["containers"][0]["resources"];
+                resources["limits"]["hugepages-1Gi"] = json!("16Gi");
+                resources["limits"]["memory"] = json!("17Gi");
+                resources["requests"]["memory"] = json!("17Gi");
+            },
+        },
+        Case {
             name: "an NVIDIA device resource no quota counts",
             cell: "us-east-1a",
             fixture: "acme-research-pod",

@@ -83,6 +83,7 @@ codes! {
     PoolUnknown => ("pool-unknown", "validate", "a reference to a pool that the cell does not declare"),
     PoolOwnedByAnotherTenant => ("pool-owned-by-another-tenant", "validate", "a tenant's quota names a pool that its cell reserves for another tenant with `owner`"),
     PoolOwnerUnknown => ("pool-owner-unknown", "validate", "a pool's `owner` names no declared tenant"),
+    OwnedPoolNotClosed => ("owned-pool-not-closed", "validate", "an owned pool has no repelling taint of its own: the toleration another pool's flavor gives its tenants also tolerates every taint of the owned pool"),
     WorkloadUnknown => ("workload-unknown", "validate", "a quota names a workload the tenant does not declare"),
     PriorityUnknown => ("priority-unknown", "validate", "a workload names a priority that a cell it runs in does not declare"),
     PriorityNameReserved => ("priority-name-reserved", "schema", "a priority name starts with the reserved `system-` prefix"),

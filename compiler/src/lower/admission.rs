@@ -298,7 +298,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     // not manage (`kubectl create job --from=cronjob/…` sets it).
     (
         "controllerReferences",
-        "has(object.metadata.ownerReferences) ? object.metadata.ownerReferences.filter(r, has(r.controller) && r.controller && !(r.kind == 'CronJob' && r.apiVersion.startsWith('batch/')) && !variables.oldControllerReferences.exists(o, o.uid == r.uid)) : []",
+        "has(object.metadata.ownerReferences) ? object.metadata.ownerReferences.filter(r, has(r.controller) && r.controller && !(r.kind == 'CronJob' && r.apiVersion.startsWith('batch/')) && !variables.oldControllerReferences.exists(o, o.uid == r.uid && o.kind == r.kind && o.name == r.name && o.apiVersion == r.apiVersion)) : []",
     ),
     // What a tenant's update takes away from Kueue's hold on a workload: a Kueue scheduling
     // gate of a pod, the label that marks a pod as Kueue's, or a Job's suspension.
@@ -327,16 +327,16 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "onHostPool",
         "variables.hostPools.exists(p, p.all(l, l.split('=')[0] in variables.nodeSelector && variables.nodeSelector[l.split('=')[0]] == l.split('=')[1]))",
     ),
-    // Extended resources that no ResourceQuota of the cell counts: a device plugin may
-    // advertise any name (`nvidia.com/hostdev`, `intel.com/sriov_netdevice`), and a quota
-    // caps only the names it lists. RDMA devices are `rdma-devices`' to judge.
+    // Resources that no ResourceQuota of the cell counts: a device plugin may advertise any
+    // name (`nvidia.com/hostdev`, `intel.com/sriov_netdevice`), a quota caps only the names it
+    // lists, and no quota lists a node's hugepages. RDMA devices are `rdma-devices`' to judge.
     (
         "countedResources",
         "params.data.countedResources == '' ? [] : params.data.countedResources.split(',')",
     ),
     (
         "uncountedResources",
-        "variables.resourceNames.map(names, names.filter(r, !(r in ['cpu', 'memory', 'ephemeral-storage'] || r.startsWith('hugepages-') || r.startsWith('rdma/') || r in variables.countedResources)).join(',')).filter(n, n != '')",
+        "variables.resourceNames.map(names, names.filter(r, !(r in ['cpu', 'memory', 'ephemeral-storage'] || r.startsWith('rdma/') || r in variables.countedResources)).join(',')).filter(n, n != '')",
     ),
     (
         "badLabelKeys",
@@ -409,8 +409,8 @@ pub const RULES: &[Rule] = &[
     Rule {
         name: "counted-resources",
         expression: "size(variables.uncountedResources) == 0",
-        message: "containers may request only cpu, memory, ephemeral-storage, hugepages and the extended resources the cell's ResourceQuotas count",
-        message_expression: "'resources ' + variables.uncountedResources.join(', ') + ' are counted by no ResourceQuota of cell ' + params.data.cell + ', so nothing would cap them; containers may request cpu, memory, ephemeral-storage, hugepages-* and [' + params.data.countedResources + ']'",
+        message: "containers may request only cpu, memory, ephemeral-storage and the extended resources the cell's ResourceQuotas count",
+        message_expression: "'resources ' + variables.uncountedResources.join(', ') + ' are counted by no ResourceQuota of cell ' + params.data.cell + ', so nothing would cap them; containers may request cpu, memory, ephemeral-storage and [' + params.data.countedResources + ']'",
     },
     Rule {
         name: "kueue-hold",

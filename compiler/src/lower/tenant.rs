@@ -370,10 +370,11 @@ mod tests {
             "workload \"train\" service-account=\"trainer\" priority=\"batch\"",
             "workload \"train\" service-account=\"trainer\" priority=\"batch\" {\n        exception \"rdma\" capabilities=\"IPC_LOCK\" reason=\"RDMA\" approved-by=\"security\"\n    }",
         );
-        // The platform reserves the pool for `t1`; host access needs an owned pool.
+        // The platform reserves the pool for `t1`, with a taint of its own; host access needs
+        // an owned pool.
         let owned_cell = CELL.replace(
             "sharing \"exclusive\"; }",
-            "sharing \"exclusive\"; owner \"t1\"; }",
+            "sharing \"exclusive\"; taint \"tenantc.io/pool\" \"t1\" effect=\"NoSchedule\"; owner \"t1\"; }",
         );
         assert_ne!(owned_cell, CELL);
         let compilation = compile_files(&[

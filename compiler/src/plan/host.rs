@@ -443,27 +443,35 @@ mod tests {
     }
 
     #[test]
-    fn an_untainted_pool_is_no_tenants_alone() {
+    fn an_untainted_owned_pool_is_refused_before_host_access_is_decided() {
         // `x` reserves and owns both pools; `b` has no taint, so the pods of `y` (which reserves
-        // `a` nowhere, and tolerates nothing) could land on its nodes without GPUs.
-        let (granted, levels, warnings) = outcome(
-            &cell("owner \"x\";"),
-            &[
-                (
-                    "x",
-                    tenant(
-                        "x",
-                        "hard",
-                        "pool \"a\" reserved=8; pool \"b\" reserved=8",
-                        true,
-                    ),
-                ),
-                ("y", tenant("y", "soft", "", false)),
-            ],
+        // `a` nowhere, and tolerates nothing) could land on its nodes without GPUs. Validation
+        // refuses the owner of an untainted pool, so no plan grants host access there.
+        let cell = cell("owner \"x\";");
+        let x = tenant(
+            "x",
+            "hard",
+            "pool \"a\" reserved=8; pool \"b\" reserved=8",
+            true,
         );
-        assert!(!granted);
-        assert_eq!(levels, ["restricted"]);
-        assert_eq!(warnings, 1);
+        let y = tenant("y", "soft", "", false);
+        let compilation = compile_files(&[
+            ("cells/c1.kdl", cell.as_str()),
+            ("tenants/x.kdl", x.as_str()),
+            ("tenants/y.kdl", y.as_str()),
+        ]);
+        let errors: Vec<Code> = compilation
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(|d| d.code)
+            .collect();
+        assert_eq!(errors, [Code::OwnedPoolNotClosed]);
+        assert!(compilation.plan.is_none_or(|plan| {
+            plan.cells
+                .iter()
+                .all(|cell| cell.tenants.iter().all(|t| !t.cell_host_access.granted))
+        }));
     }
 
     #[test]

@@ -106,7 +106,7 @@ pub fn validate(
     runtime::check(&fleet, &mut diagnostics);
     iam::check(&fleet, &mut diagnostics);
     registries::check(&fleet, &mut diagnostics);
-    orgs::check(&fleet, &mut diagnostics);
+    orgs::check(&fleet, unreadable, &mut diagnostics);
     pools::check(&fleet, unreadable, &mut diagnostics);
     (fleet, diagnostics)
 }

@@ -13,8 +13,9 @@
 //! lists nothing for passes, since its cohort holds only itself, unless another cell lists the
 //! org's members: an org listed anywhere is closed everywhere, so that no tenant carries its
 //! name and chargeback label where the platform has not said so. A listed tenant that declares
-//! another org, and a tenant listed twice in one cell, are errors; a listed name that is no
-//! tenant with a quota in the cell is a warning (a tenant may be listed before its quota lands).
+//! another org, a tenant listed twice in one cell, and a listed name that is no declared tenant
+//! (whoever first declared one of that name would join) are errors; a listed tenant without a
+//! quota in the cell is a warning (a tenant may be listed before its quota lands).
 //!
 //! Invariant: pure; one finding per unlisted tenant and cell, at the tenant's `org` value, and
 //! one per offending list entry, at the entry. Incomplete cells are skipped (their org list may
@@ -26,7 +27,11 @@ use crate::diag::{Code, Diagnostic, list_names};
 use crate::model::{Cell, Fleet, OrgDecl, Spanned, Tenant};
 
 /// Checks the org membership of every cell.
-pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(
+    fleet: &Fleet,
+    unreadable: &super::Unreadable,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
     // An org whose members any cell lists is closed in every cell: its name, its chargeback
     // label among them, is the platform's to give.
     let mut closed: BTreeMap<&str, (&Cell, &OrgDecl)> = BTreeMap::new();
@@ -38,7 +43,7 @@ pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
         }
     }
     for cell in fleet.cells.iter().filter(|cell| cell.complete) {
-        check_cell(fleet, cell, &closed, diagnostics);
+        check_cell(fleet, cell, &closed, unreadable, diagnostics);
     }
 }
 
@@ -46,6 +51,7 @@ fn check_cell(
     fleet: &Fleet,
     cell: &Cell,
     closed: &BTreeMap<&str, (&Cell, &OrgDecl)>,
+    unreadable: &super::Unreadable,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     let cell_name = cell.name.value.as_str();
@@ -89,7 +95,7 @@ fn check_cell(
             }
         }
     }
-    check_lists(fleet, cell, diagnostics);
+    check_lists(fleet, cell, unreadable, diagnostics);
 }
 
 /// A tenant declares an org whose members the cell lists, and is not among them.
@@ -206,7 +212,12 @@ fn shared_without_list(
 }
 
 /// Every listed name: listed once in the cell, and a tenant of the org it is listed under.
-fn check_lists(fleet: &Fleet, cell: &Cell, diagnostics: &mut Vec<Diagnostic>) {
+fn check_lists(
+    fleet: &Fleet,
+    cell: &Cell,
+    unreadable: &super::Unreadable,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
     let cell_name = &cell.name.value;
     let mut seen: BTreeMap<&str, (&Spanned<String>, &str)> = BTreeMap::new();
     for decl in &cell.orgs {
@@ -256,7 +267,26 @@ fn check_lists(fleet: &Fleet, cell: &Cell, diagnostics: &mut Vec<Diagnostic>) {
                     )),
                 ),
                 Some(tenant) if tenant.quota_in(cell_name).is_some() || !tenant.complete => {}
-                _ => diagnostics.push(
+                // A name listed before its tenant exists would let whoever first declares a
+                // tenant of that name join the org: the list is the platform's approval.
+                None if !unreadable.tenants.contains(&name.value) => diagnostics.push(
+                    Diagnostic::error(
+                        Code::OrgMemberMismatch,
+                        name.span,
+                        format!(
+                            "cell `{cell_name}` lists `{}` under org `{org}`, but no tenant of that name is declared",
+                            name.value
+                        ),
+                    )
+                    .with_label("listed here")
+                    .with_note("a listed name is the platform's approval: whoever first declares a tenant of that name would join the org")
+                    .with_help(format!(
+                        "list `{}` once its tenant file is in the fleet, or check the name",
+                        name.value
+                    )),
+                ),
+                None => {}
+                Some(_) => diagnostics.push(
                     Diagnostic::warning(
                         Code::OrgMemberMismatch,
                         name.span,
@@ -411,12 +441,26 @@ mod tests {
     }
 
     #[test]
-    fn warns_on_a_listed_name_without_a_quota_in_the_cell() {
-        let listed = "    org \"acme\" { tenants \"a\" \"gone\"; }\n";
-        assert_eq!(
-            findings(&fleet(listed, &[("a", "acme")])),
-            [(Code::OrgMemberMismatch, Severity::Warning)]
+    fn warns_on_a_listed_tenant_without_a_quota_in_the_cell_and_refuses_an_undeclared_name() {
+        // `b` is declared, of the org, with its quota in another cell: listed ahead of it.
+        let mut files = fleet(
+            "    org \"acme\" { tenants \"a\" \"b\"; }\n",
+            &[("a", "acme")],
         );
+        files.push(("cells/c2.kdl".to_string(), cell("c2", "")));
+        files.push(("tenants/b.kdl".to_string(), tenant("b", "acme", &["c2"])));
+        assert_eq!(
+            findings(&files),
+            [
+                (Code::OrgMemberMismatch, Severity::Warning),
+                // `b` is the only Acme tenant of `c2`, which lists nothing, while `c1` lists
+                // Acme's members.
+                UNDECLARED
+            ]
+        );
+        // A name no tenant has: whoever first declared it would join the org.
+        let squatted = "    org \"acme\" { tenants \"a\" \"gone\"; }\n";
+        assert_eq!(findings(&fleet(squatted, &[("a", "acme")])), [MISMATCH]);
     }
 
     #[test]

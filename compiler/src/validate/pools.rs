@@ -4,7 +4,9 @@
 //! Consumes: the [`Fleet`] and the names of unreadable tenant files. Produces:
 //! `pool-owned-by-another-tenant` at every reservation line of a tenant that names a pool owned
 //! by another tenant (whatever its `reserved`, including 0, and its `burst`), and
-//! `pool-owner-unknown` at every `owner` that names no declared tenant.
+//! `pool-owner-unknown` at every `owner` that names no declared tenant, and
+//! `owned-pool-not-closed` at every `owner` of a pool whose repelling taints another pool's
+//! flavor toleration all tolerates.
 //!
 //! A tenant reaches a pool only through the reservations of its quotas (`quota … { pool … }`):
 //! each becomes a Kueue flavor of the tenant's ClusterQueue, and the admission floor lets the
@@ -17,7 +19,7 @@
 //! flavor or toleration) in a pool owned by another tenant, and every owner resolves.
 
 use crate::diag::{Code, Diagnostic, did_you_mean, list_names};
-use crate::model::{Cell, Fleet, Pool, Tenant};
+use crate::model::{Cell, Fleet, Pool, Taint, Tenant};
 
 /// Checks the owners of every cell's pools and every tenant's reservations against them.
 pub(super) fn check(
@@ -64,6 +66,13 @@ pub(super) fn check(
                     "write the owning tenant's name, or remove `owner` to leave the pool open to every tenant; {declared}"
                 )),
             });
+        }
+    }
+    for cell in &fleet.cells {
+        for pool in cell.pools.iter().filter(|pool| pool.owner.is_some()) {
+            if let Some(diagnostic) = not_closed(cell, pool) {
+                diagnostics.push(diagnostic);
+            }
         }
     }
     for tenant in &fleet.tenants {
@@ -117,6 +126,75 @@ pub(super) fn check(
             }
         }
     }
+}
+
+/// Whether the toleration that a flavor of a pool with taint `other` gives its tenants (Kueue's
+/// `Equal` with the value, `Exists` without one) tolerates `taint`.
+fn tolerates(other: &Taint, taint: &Taint) -> bool {
+    other.key.value == taint.key.value
+        && other.effect.value == taint.effect.value
+        && other
+            .value
+            .as_ref()
+            .is_none_or(|value| Some(&value.value) == taint.value.as_ref().map(|v| &v.value))
+}
+
+/// `owned-pool-not-closed` for an owned pool none of whose repelling taints is its own: every
+/// one of them is tolerated by the flavor of another pool of the cell, whose tenants' pods
+/// the floor then lets tolerate it (it forbids only taints that no pool of the tenant's
+/// flavors carries), so they could land on the owner's nodes.
+fn not_closed(cell: &Cell, pool: &Pool) -> Option<Diagnostic> {
+    let owner = pool.owner.as_ref()?;
+    let repelling: Vec<&Taint> = pool
+        .taints
+        .iter()
+        .filter(|taint| matches!(taint.effect.value.as_str(), "NoSchedule" | "NoExecute"))
+        .collect();
+    let shared_by = |taint: &Taint| {
+        cell.pools
+            .iter()
+            .filter(|other| other.name.value != pool.name.value)
+            .find_map(|other| {
+                other
+                    .taints
+                    .iter()
+                    .find(|theirs| tolerates(theirs, taint))
+                    .map(|theirs| (other, theirs))
+            })
+    };
+    if repelling.iter().any(|taint| shared_by(taint).is_none()) {
+        return None;
+    }
+    let mut diagnostic = Diagnostic::error(
+        Code::OwnedPoolNotClosed,
+        owner.span,
+        format!(
+            "pool `{}` of cell `{}` is owned by `{}`, but no taint keeps other tenants' pods off it",
+            pool.name.value, cell.name.value, owner.value
+        ),
+    )
+    .with_label("the pool is reserved for this tenant");
+    diagnostic = match repelling.first().and_then(|taint| shared_by(taint)) {
+        Some((other, theirs)) => diagnostic.with_secondary(
+            theirs.span,
+            format!(
+                "pool `{}` has this taint too, so the tenants of its flavor may tolerate the owned pool's",
+                other.name.value
+            ),
+        ),
+        None => diagnostic.with_secondary(
+            pool.name.span,
+            "the pool has no `NoSchedule` or `NoExecute` taint",
+        ),
+    };
+    Some(
+        diagnostic
+            .with_note("the admission floor lets a tenant's pods tolerate the taints of every pool it has a flavor for, so an owned pool is closed only by a taint no other pool shares")
+            .with_help(format!(
+                "give the pool a taint of its own, for example `taint \"tenantc.io/pool\" \"{}\" effect=\"NoSchedule\"` in pool `{}`",
+                pool.name.value, pool.name.value
+            )),
+    )
 }
 
 /// The help of `pool-owned-by-another-tenant`: the pool's owner and the pools of the cell the
@@ -189,6 +267,48 @@ mod tests {
             ("tenants/x.kdl", &tenant("x", x)),
             ("tenants/y.kdl", &tenant("y", y)),
         ])
+    }
+
+    /// A cell whose pool `a` is owned by `x` with `a_taints`, beside an open pool `b` with
+    /// `b_taints`; `x` reserves in `a` and `y` in `b`.
+    fn closure(a_taints: &str, b_taints: &str) -> Vec<Code> {
+        let cell = cell("owner \"x\";")
+            .replace(r#"taint "pool-a" "true" effect="NoSchedule";"#, a_taints)
+            .replace(
+                r#"label "pool" "b"; }"#,
+                &format!(r#"label "pool" "b"; {b_taints} }}"#),
+            );
+        codes(&[
+            ("cells/c1.kdl", &cell),
+            ("tenants/x.kdl", &tenant("x", "pool \"a\" reserved=8")),
+            ("tenants/y.kdl", &tenant("y", "pool \"b\" reserved=8")),
+        ])
+    }
+
+    #[test]
+    fn an_owned_pool_needs_a_repelling_taint_no_other_pool_shares() {
+        let own = r#"taint "tenantc.io/pool" "a" effect="NoSchedule";"#;
+        let shared = r#"taint "dedicated" "gpu" effect="NoSchedule";"#;
+        assert_eq!(closure(own, shared), []);
+        // The open pool's flavor tolerates `dedicated=gpu`, so its tenants' pods may too.
+        assert_eq!(closure(shared, shared), [Code::OwnedPoolNotClosed]);
+        // A taint without a value is tolerated by `Exists`, whatever the owned pool's value.
+        assert_eq!(
+            closure(own, r#"taint "tenantc.io/pool" effect="NoSchedule";"#),
+            [Code::OwnedPoolNotClosed]
+        );
+        // Another effect, or a taint that does not repel, is not the same taint.
+        assert_eq!(
+            closure(shared, r#"taint "dedicated" "gpu" effect="NoExecute";"#),
+            []
+        );
+        assert_eq!(
+            closure(r#"taint "pool-a" "true" effect="PreferNoSchedule";"#, ""),
+            [Code::OwnedPoolNotClosed]
+        );
+        assert_eq!(closure("", ""), [Code::OwnedPoolNotClosed]);
+        // One taint of its own is enough beside a shared one.
+        assert_eq!(closure(&format!("{shared} {own}"), shared), []);
     }
 
     #[test]
