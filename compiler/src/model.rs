@@ -42,6 +42,13 @@ pub struct Fleet {
     pub cells: Vec<Cell>,
 }
 
+impl Fleet {
+    /// The cell of that name, if declared.
+    pub fn cell(&self, name: &str) -> Option<&Cell> {
+        self.cells.iter().find(|cell| cell.name.value == name)
+    }
+}
+
 /// How strongly a tenant is isolated from others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Trust {

@@ -77,11 +77,7 @@ pub(super) fn check(
     }
     for tenant in &fleet.tenants {
         for quota in &tenant.quotas {
-            let Some(cell) = fleet
-                .cells
-                .iter()
-                .find(|cell| cell.name.value == quota.cell.value)
-            else {
+            let Some(cell) = fleet.cell(&quota.cell.value) else {
                 continue;
             };
             for reservation in &quota.pools {

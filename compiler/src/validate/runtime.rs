@@ -45,11 +45,7 @@ pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
             if quota.pools.is_empty() {
                 continue;
             }
-            let Some(cell) = fleet
-                .cells
-                .iter()
-                .find(|cell| cell.name.value == quota.cell.value)
-            else {
+            let Some(cell) = fleet.cell(&quota.cell.value) else {
                 continue;
             };
             if cell.runtime_classes.is_empty() || !cell.complete {
