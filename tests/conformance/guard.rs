@@ -255,6 +255,36 @@ pub(super) fn only_the_gitops_controller_changes_managed_objects(cluster: &Clust
         Expect::Admitted,
     );
 
+    // A Namespace that exists without tenantc's label is never adopted, even by the GitOps
+    // controller: a tenant named after it would otherwise open its Secrets to its groups.
+    let existing = "conformance-preexisting";
+    let created = cluster.kubectl(&["create", "namespace", existing], "");
+    assert!(
+        created.ok || created.stderr.contains("AlreadyExists"),
+        "{}",
+        created.stderr
+    );
+    let adopt = format!(
+        "{}={}",
+        tenantc::lower::MANAGED_BY.0,
+        tenantc::lower::MANAGED_BY.1
+    );
+    case(
+        &gitops,
+        "the GitOps controller",
+        label("namespace", existing, &adopt),
+        format!("adopts the existing Namespace {existing}"),
+        Expect::RefusedWith("ValidatingAdmissionPolicy 'tenantc-guard-adoption'"),
+    );
+    let break_glass: Vec<&str> = vec!["conformance:break-glass", &cell.gitops.break_glass];
+    case(
+        &break_glass,
+        "the break-glass group",
+        label("namespace", existing, &adopt),
+        format!("adopts the existing Namespace {existing}"),
+        Expect::Admitted,
+    );
+
     // A tenant admin, whose role lets it write RoleBindings, is refused by the guard.
     case(
         &tenant_admin,

@@ -643,6 +643,56 @@ pub fn cases() -> Vec<Case> {
             rule: "gpu-runtime-class",
             mutate: |o| {
                 pod_spec(o)["containers"][0]["resources"] = json!({"requests": {"cpu": "1"}});
+                // Without a GPU it may not tolerate its pool either (`cpu-pool-tolerations`).
+                pod_spec(o).as_object_mut().unwrap().remove("tolerations");
+            },
+        },
+        // The sixth review: a soft tenant's CPU pod on the Kata pool ran on runc, beside the
+        // tenants the Kata runtime isolates.
+        Case {
+            name: "a soft tenant's CPU pod that tolerates its Kata pool's taint without its runtime class",
+            cell: "eu-west-4b",
+            fixture: "initech-notebooks-job",
+            rule: "cpu-pool-tolerations",
+            mutate: |o| {
+                pod_spec(o)["containers"][0]["resources"] = json!({"requests": {"cpu": "1"}});
+                pod_spec(o)
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("runtimeClassName");
+                pod_labels(o)
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("tenant.platform/sku");
+            },
+        },
+        Case {
+            name: "a CPU pod of a hard tenant that tolerates its own exclusive pool",
+            cell: "us-east-1a",
+            fixture: "acme-research-cpu-pod",
+            rule: "cpu-pool-tolerations",
+            mutate: |o| {
+                pod_spec(o)["tolerations"] =
+                    json!([{"key": "train-exclusive", "operator": "Exists"}]);
+            },
+        },
+        Case {
+            name: "a CDI annotation that asks the runtime for every GPU",
+            cell: "us-east-1a",
+            fixture: "acme-serving-pod",
+            rule: "cdi-annotations",
+            mutate: |o| {
+                pod_annotations(o)["cdi.k8s.io/gpus"] = json!("nvidia.com/gpu=all");
+            },
+        },
+        Case {
+            name: "hugepages requested for the whole pod (pod-level resources)",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-pod",
+            rule: "counted-resources",
+            mutate: |o| {
+                pod_spec(o)["resources"] =
+                    json!({"limits": {"hugepages-2Mi": "1Gi", "memory": "4Gi"}});
             },
         },
         // The attack review after the fix: a class the cell does not declare (the GPU
@@ -656,6 +706,7 @@ pub fn cases() -> Vec<Case> {
             mutate: |o| {
                 pod_spec(o)["runtimeClassName"] = json!("nvidia-legacy");
                 pod_spec(o)["containers"][0]["resources"] = json!({"requests": {"cpu": "1"}});
+                pod_spec(o).as_object_mut().unwrap().remove("tolerations");
             },
         },
         Case {
@@ -668,6 +719,7 @@ pub fn cases() -> Vec<Case> {
                     .as_object_mut()
                     .unwrap()
                     .remove("resources");
+                pod_spec(o).as_object_mut().unwrap().remove("tolerations");
             },
         },
         // Hole 3: Kueue reads the queue and priority labels of the workload object itself.

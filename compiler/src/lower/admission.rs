@@ -208,6 +208,17 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "forbiddenTaints",
         "params.data.forbiddenTaints == '' ? [] : params.data.forbiddenTaints.split(',').map(f, {'key': f.split('=')[0], 'value': f.split('=')[1].split(':')[0], 'effect': f.split(':')[1]})",
     ),
+    // Every repelling pool taint of the cell, the tenant's own pools' included: the taints a
+    // pod that requests no GPU may not tolerate, so that CPU pods stay off GPU nodes (where a
+    // pod without the pool's runtime class would run beside the tenants the runtime isolates).
+    (
+        "poolTaints",
+        "params.data.poolTaints == '' ? [] : params.data.poolTaints.split(',').map(f, {'key': f.split('=')[0], 'value': f.split('=')[1].split(':')[0], 'effect': f.split(':')[1]})",
+    ),
+    (
+        "poolTolerations",
+        "variables.gpuPod ? [] : (has(variables.spec.tolerations) ? variables.spec.tolerations : []).filter(t, variables.poolTaints.exists(f, ((!has(t.key) || t.key == '') ? (has(t.operator) && t.operator == 'Exists') : (t.key == f.key && ((has(t.operator) && t.operator == 'Exists') || (has(t.value) ? t.value : '') == f.value))) && (!has(t.effect) || t.effect == '' || t.effect == f.effect)))",
+    ),
     (
         "badTolerations",
         "(has(variables.spec.tolerations) ? variables.spec.tolerations : []).filter(t, variables.forbiddenTaints.exists(f, ((!has(t.key) || t.key == '') ? (has(t.operator) && t.operator == 'Exists') : (t.key == f.key && ((has(t.operator) && t.operator == 'Exists') || (has(t.value) ? t.value : '') == f.value))) && (!has(t.effect) || t.effect == '' || t.effect == f.effect)))",
@@ -334,9 +345,14 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "countedResources",
         "params.data.countedResources == '' ? [] : params.data.countedResources.split(',')",
     ),
+    // The pod-level resources (`spec.resources`), as one more list of names.
+    (
+        "podResourceNames",
+        "has(variables.spec.resources) ? [(has(variables.spec.resources.limits) ? variables.spec.resources.limits.map(r, r) : []) + (has(variables.spec.resources.requests) ? variables.spec.resources.requests.filter(r, !(has(variables.spec.resources.limits) && r in variables.spec.resources.limits)) : [])] : []",
+    ),
     (
         "uncountedResources",
-        "variables.resourceNames.map(names, names.filter(r, !(r in ['cpu', 'memory', 'ephemeral-storage'] || r.startsWith('rdma/') || r in variables.countedResources)).join(',')).filter(n, n != '')",
+        "(variables.resourceNames + variables.podResourceNames).map(names, names.filter(r, !(r in ['cpu', 'memory', 'ephemeral-storage'] || r.startsWith('rdma/') || r in variables.countedResources)).join(',')).filter(n, n != '')",
     ),
     (
         "badLabelKeys",
@@ -363,6 +379,18 @@ pub const RULES: &[Rule] = &[
         expression: "size(variables.badTolerations) == 0",
         message: "pods may tolerate only the taints of the pools their tenant uses",
         message_expression: "'pods of tenant ' + params.data.tenant + ' may not tolerate the taints of pools it does not use; remove the tolerations of ' + variables.badTolerations.map(t, has(t.key) && t.key != '' ? t.key : '(every taint)').join(', ')",
+    },
+    Rule {
+        name: "cpu-pool-tolerations",
+        expression: "size(variables.poolTolerations) == 0",
+        message: "pods that request no GPU may not tolerate the taints of GPU pools: they would run on GPU nodes without the pool's runtime class",
+        message_expression: "'pods of tenant ' + params.data.tenant + ' that request no GPU may not tolerate the taints of GPU pools (' + variables.poolTolerations.map(t, has(t.key) && t.key != '' ? t.key : '(every taint)').join(', ') + '): they would run on GPU nodes without the runtime class that isolates the pool; request a GPU, or remove the tolerations'",
+    },
+    Rule {
+        name: "cdi-annotations",
+        expression: "!variables.annotations.exists(k, k.startsWith('cdi.k8s.io/'))",
+        message: "pods may not carry cdi.k8s.io/ annotations, through which a container runtime with CDI enabled may inject devices",
+        message_expression: "'annotations ' + variables.annotations.filter(k, k.startsWith('cdi.k8s.io/')).join(', ') + ' are not allowed: a container runtime with CDI enabled may inject the devices they name, outside every quota; request devices in resources.limits instead'",
     },
     Rule {
         name: "local-queue",
@@ -648,6 +676,27 @@ fn forbidden_taints(tenant: &TenantPlan, cell: &CellPlan) -> Vec<String> {
     taints
 }
 
+/// The `key=value:effect` of every repelling pool taint of the cell, sorted.
+fn pool_taints(cell: &CellPlan) -> Vec<String> {
+    let mut taints: Vec<String> = cell
+        .pools
+        .iter()
+        .flat_map(|pool| pool.taints.iter())
+        .filter(|taint| taint.repels())
+        .map(|taint| {
+            format!(
+                "{}={}:{}",
+                taint.key,
+                taint.value.as_deref().unwrap_or(""),
+                taint.effect
+            )
+        })
+        .collect();
+    taints.sort();
+    taints.dedup();
+    taints
+}
+
 /// The params of one tenant in a cell, as ConfigMap data.
 pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> {
     let join = |items: Vec<String>| items.join(",");
@@ -759,6 +808,7 @@ pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> 
             join(inference.iter().map(|ns| ns.name.clone()).collect()),
         ),
         ("namespaces".to_string(), join(namespaces)),
+        ("poolTaints".to_string(), join(pool_taints(cell))),
         ("priorities".to_string(), join(priorities)),
         (
             "queues".to_string(),

@@ -1,7 +1,7 @@
 //! The admission policies of a cell that guard what tenantc manages and re-enforce Pod Security
 //! in excepted namespaces.
 //!
-//! Consumes: a cell's plan. Produces: four objects for `<cell>/cluster/`, the same in every cell
+//! Consumes: a cell's plan. Produces: six objects for `<cell>/cluster/`, the same in every cell
 //! whatever its tenants declare (so a tenant edit never changes `cluster/`):
 //! - `tenantc-guard-managed-objects`, a ValidatingAdmissionPolicy and its binding that deny every
 //!   CREATE, UPDATE and DELETE of an object labelled `app.kubernetes.io/managed-by: tenantc`
@@ -12,6 +12,10 @@
 //!   deleted (the namespace controller empties it), and an UPDATE that changes nothing but
 //!   `metadata.finalizers` (Kueue's `kueue.x-k8s.io/resource-in-use` on ClusterQueues and
 //!   ResourceFlavors).
+//! - `tenantc-guard-adoption`, a policy and its binding that refuse an UPDATE giving an existing
+//!   Namespace the managed-by label, the GitOps controller's included (only the break-glass
+//!   group may): tenantc creates its namespaces and never adopts one whose name a tenant file
+//!   happens to produce.
 //! - `tenantc-pod-security-exceptions`, a policy and a binding limited to tenantc's namespaces
 //!   whose `pod-security.kubernetes.io/enforce` label is not `restricted`: the namespaces of a
 //!   reviewed exception, where Pod Security Admission enforces a weaker level because no level
@@ -57,6 +61,9 @@ pub const DEFAULT_GITOPS_USER: &str = "system:serviceaccount:argocd:argocd-appli
 pub const DEFAULT_BREAK_GLASS: &str = "system:masters";
 /// The name of the guard policy and its binding.
 pub const GUARD_NAME: &str = "tenantc-guard-managed-objects";
+/// The name of the policy and binding that keep tenantc from adopting an existing Namespace.
+pub const ADOPTION_NAME: &str = "tenantc-guard-adoption";
+
 /// The name of the Pod Security exception policy and its binding.
 pub const EXCEPTIONS_NAME: &str = "tenantc-pod-security-exceptions";
 /// The prefix of the name of each tenant's RoleBinding subjects policy and binding.
@@ -112,6 +119,14 @@ pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Body)>, Inter
         (
             format!("validatingadmissionpolicybinding-{GUARD_NAME}.yaml"),
             body(&binding(GUARD_NAME, None))?,
+        ),
+        (
+            format!("validatingadmissionpolicy-{ADOPTION_NAME}.yaml"),
+            body(&adoption_policy(&cell.gitops))?,
+        ),
+        (
+            format!("validatingadmissionpolicybinding-{ADOPTION_NAME}.yaml"),
+            body(&binding(ADOPTION_NAME, None))?,
         ),
         (
             format!("validatingadmissionpolicy-{EXCEPTIONS_NAME}.yaml"),
@@ -343,6 +358,42 @@ fn guard_policy(gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
                 &format!("({terminating}) || ({finalizers_only})"),
                 &message,
                 Some(&message_expression),
+            )]),
+            ..ValidatingAdmissionPolicySpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// The policy that refuses an UPDATE giving an existing Namespace tenantc's managed-by label,
+/// even from the GitOps controller (only the break-glass group may): a tenant's namespace names
+/// come from a tenant file, and a Namespace that already exists in the cluster (`kserve-infer`
+/// for a tenant named `kserve`) would otherwise be adopted, with its Secrets opened to the
+/// tenant's groups and pruned when the tenant goes.
+fn adoption_policy(gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
+    let group = cel_string(&gitops.break_glass);
+    ValidatingAdmissionPolicy {
+        metadata: cluster_meta(ADOPTION_NAME),
+        spec: Some(ValidatingAdmissionPolicySpec {
+            failure_policy: Some("Fail".to_string()),
+            match_constraints: Some(MatchResources {
+                resource_rules: Some(vec![rule(&[""], &["UPDATE"], &["namespaces"])]),
+                ..MatchResources::default()
+            }),
+            match_conditions: Some(vec![MatchCondition {
+                name: "adopts-the-namespace".to_string(),
+                expression: format!(
+                    "{} && !{}",
+                    carries_managed_label("object"),
+                    carries_managed_label("oldObject")
+                ),
+            }]),
+            validations: Some(vec![validation(
+                &format!("{group} in request.userInfo.groups"),
+                "tenantc creates its namespaces and never adopts one that exists: rename the tenant, or remove the namespace, or have the break-glass group label it",
+                Some(&format!(
+                    "'namespace ' + request.name + ' exists and is not managed by tenantc, which creates its namespaces and never adopts one (its Secrets would open to a tenant, and it would be pruned with the tenant): rename the tenant whose namespace this is, or remove the namespace, or have the break-glass group ' + {group} + ' label it'"
+                )),
             )]),
             ..ValidatingAdmissionPolicySpec::default()
         }),

@@ -426,9 +426,9 @@ mod tests {
                 .iter()
                 .filter(|(path, _)| path.contains("validatingadmissionpolicy"))
                 .count(),
-            // The guard and the exception policy with their bindings, and the tenant floor
-            // (whose bindings live in the tenant folders).
-            5
+            // The guard, the adoption guard and the exception policy with their bindings, and
+            // the tenant floor (whose bindings live in the tenant folders).
+            7
         );
     }
 

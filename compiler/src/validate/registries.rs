@@ -5,9 +5,12 @@
 //! The admission floor admits an image when it starts with one of the tenant's registries
 //! followed by `/`, so a tenant that declares another tenant's registry, or a prefix of it (the
 //! bare host, a parent path), may run that tenant's images. Registries are compared as the
-//! container runtime resolves them: the host without case, a trailing `.`, or the default HTTPS
-//! and HTTP ports (`:443`, `:80`), Docker Hub's aliases as `docker.io`, and the path component by
-//! component (`a/b` is a parent of `a/b/c`, not of `a/bc`), without case and empty components.
+//! container runtime resolves them: the host without case, a trailing `.` or its port (the
+//! runtime reads `:0443` as the default 443, and every port of a host is the same machine, so
+//! one owner's), Docker Hub's aliases as `docker.io`, and the path component by component
+//! (`a/b` is a parent of `a/b/c`, not of `a/bc`), without case and empty components. A host
+//! that is an IP address is refused (`registry-host-is-an-address`): no comparison of names
+//! can tell whose registry an address serves.
 //!
 //! Invariant: pure; for each pair of tenants and each pair of their registries where one
 //! covers the other, one finding, at the covering (broader) declaration, with a secondary label
@@ -23,7 +26,7 @@ const DOCKER_HUB_ALIASES: [&str; 2] = ["index.docker.io", "registry-1.docker.io"
 /// A registry as the runtime resolves it: a normalised host and path components.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegistryKey {
-    /// The host, lowercase, without a trailing `.` or a default port.
+    /// The host, lowercase, without a trailing `.` or a port.
     pub host: String,
     /// The path components, lowercase, without empty ones.
     pub path: Vec<String>,
@@ -33,12 +36,10 @@ impl RegistryKey {
     /// Normalises a declared registry prefix (`host[:port][/path…]`).
     pub fn parse(registry: &str) -> Self {
         let (host, path) = registry.split_once('/').unwrap_or((registry, ""));
+        // Every port of a host is one owner's: the runtime reads `:0443` as 443, and another
+        // port of the same host is the same machine.
+        let host = host.rsplit_once(':').map_or(host, |(name, _)| name);
         let mut host = host.to_ascii_lowercase();
-        for default_port in [":443", ":80"] {
-            if let Some(bare) = host.strip_suffix(default_port) {
-                host = bare.to_string();
-            }
-        }
         while let Some(bare) = host.strip_suffix('.') {
             host = bare.to_string();
         }
@@ -65,6 +66,25 @@ type Keyed<'a> = (&'a Spanned<String>, RegistryKey);
 
 /// Checks every pair of tenants' registries.
 pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
+    for tenant in &fleet.tenants {
+        for registry in &tenant.registries {
+            if is_address(&RegistryKey::parse(&registry.value).host) {
+                diagnostics.push(
+                    Diagnostic::error(
+                        Code::RegistryHostIsAnAddress,
+                        registry.span,
+                        format!(
+                            "registry `{}` of tenant `{}` names its host by IP address",
+                            registry.value, tenant.name.value
+                        ),
+                    )
+                    .with_label("an address")
+                    .with_note("registries are owned by host name and path; an address may serve another tenant's registry under a name the comparison cannot see")
+                    .with_help("declare the registry by its DNS name"),
+                );
+            }
+        }
+    }
     let keyed: Vec<(&str, Vec<Keyed<'_>>)> = fleet
         .tenants
         .iter()
@@ -98,6 +118,18 @@ pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
             }
         }
     }
+}
+
+/// Whether a normalised registry host is an IPv4 address, or an IPv6 one (bracketed, or
+/// with the colons that no host name has).
+fn is_address(host: &str) -> bool {
+    host.starts_with('[')
+        || host.contains(':')
+        || host.parse::<std::net::Ipv4Addr>().is_ok()
+        || (host.split('.').count() == 4
+            && host
+                .split('.')
+                .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit())))
 }
 
 fn finding(
@@ -179,6 +211,15 @@ mod tests {
             ),
             ("docker.io/acme/research", "index.docker.io/acme"),
             ("registry-1.docker.io/acme", "docker.io/acme"),
+            // The runtime reads `0443` as 443, and another port is the same machine.
+            (
+                "registry.acme.internal/research",
+                "registry.acme.internal:0443/research",
+            ),
+            (
+                "registry.acme.internal/research",
+                "registry.acme.internal:5000/research",
+            ),
         ] {
             assert_eq!(claims(first, second), 1, "{first} and {second}");
             assert_eq!(claims(second, first), 1, "{second} and {first}");
@@ -186,7 +227,30 @@ mod tests {
     }
 
     #[test]
-    fn accepts_sibling_paths_other_ports_and_other_hosts() {
+    fn refuses_a_registry_host_that_is_an_address() {
+        for (registry, address) in [
+            ("10.1.2.3/research", true),
+            ("10.1.2.3:5000/research", true),
+            ("010.001.002.003/research", true),
+            ("registry.acme.internal/research", false),
+            ("10.1.2.3.nip.io/research", false),
+            ("r2d2.example/research", false),
+        ] {
+            assert_eq!(
+                super::is_address(&RegistryKey::parse(registry).host),
+                address,
+                "{registry}"
+            );
+        }
+        let codes = codes(&[
+            ("cells/c1.kdl", CELL),
+            ("tenants/a.kdl", &with_registry("a", "10.1.2.3/research")),
+        ]);
+        assert_eq!(codes, [Code::RegistryHostIsAnAddress]);
+    }
+
+    #[test]
+    fn accepts_sibling_paths_and_other_hosts() {
         for (first, second) in [
             (
                 "registry.acme.internal/research",
@@ -195,10 +259,6 @@ mod tests {
             (
                 "registry.acme.internal/research",
                 "registry.acme.internal/research-2",
-            ),
-            (
-                "registry.acme.internal/research",
-                "registry.acme.internal:5000/research",
             ),
             (
                 "registry.acme.internal/research",
