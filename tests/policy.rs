@@ -1004,3 +1004,32 @@ fn a_member_may_not_change_the_pod_template_of_a_controlled_workload_but_its_con
         "system:serviceaccount:kube-system:generic-garbage-collector".to_string();
     assert!(matches!(judge(cell, &by_collector), Outcome::NotMatched(_)));
 }
+
+#[test]
+fn a_group_whose_name_holds_a_comma_is_still_the_tenant() {
+    // LDAP distinguished names hold commas; a comma-separated list would have split the group
+    // and let its members release what Kueue holds.
+    let plan = plan();
+    let cell = cell(&plan, "us-east-1a");
+    let mut tenant = cell
+        .tenants
+        .iter()
+        .find(|t| t.name == "acme-serving")
+        .unwrap()
+        .clone();
+    let group = "cn=serving,ou=acme,dc=example,dc=com".to_string();
+    tenant.groups.insert("member".to_string(), group.clone());
+    let case = update_cases()
+        .into_iter()
+        .find(|case| case.fixture == "acme-serving-pod")
+        .unwrap();
+    let mut request = member_update(cell, &case);
+    request.groups = vec![group];
+    let outcome = policy::evaluate(
+        &admission::policy(),
+        &admission::binding(&tenant),
+        Some(&admission::params_config_map(&tenant, cell)),
+        &request,
+    );
+    assert_eq!(denied_rules(&outcome), [case.rule], "{outcome:?}");
+}

@@ -680,9 +680,42 @@ pub fn cases() -> Vec<Case> {
             name: "a CDI annotation that asks the runtime for every GPU",
             cell: "us-east-1a",
             fixture: "acme-serving-pod",
-            rule: "cdi-annotations",
+            rule: "runtime-annotations",
             mutate: |o| {
                 pod_annotations(o)["cdi.k8s.io/gpus"] = json!("nvidia.com/gpu=all");
+            },
+        },
+        // The seventh review: the NVIDIA toolkit's NRI plugin reads its own CDI prefix.
+        Case {
+            name: "the NVIDIA toolkit's CDI annotation for every GPU of the node, on a Job template",
+            cell: "us-east-1a",
+            fixture: "acme-serving-job",
+            rule: "runtime-annotations",
+            mutate: |o| {
+                pod_annotations(o)["nvidia.cdi.k8s.io/container.main"] =
+                    json!("management.nvidia.com/gpu=all");
+            },
+        },
+        Case {
+            name: "a Kata sandbox setting that passes kernel parameters",
+            cell: "eu-west-4b",
+            fixture: "initech-notebooks-pod",
+            rule: "runtime-annotations",
+            mutate: |o| {
+                pod_annotations(o)["io.katacontainers.config.hypervisor.kernel_params"] =
+                    json!("iommu=off");
+            },
+        },
+        // A zero GPU request is no GPU: it may not name a GPU runtime class.
+        Case {
+            name: "a pod that requests zero GPUs but names the GPU runtime class",
+            cell: "us-east-1a",
+            fixture: "acme-serving-pod",
+            rule: "gpu-runtime-class",
+            mutate: |o| {
+                pod_spec(o)["containers"][0]["resources"] =
+                    json!({"limits": {"nvidia.com/mig-1g.10gb": "0"}});
+                pod_spec(o).as_object_mut().unwrap().remove("tolerations");
             },
         },
         Case {

@@ -152,7 +152,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "requestsGpu",
-        "variables.resourceNames.exists(names, names.exists(r, r.startsWith('nvidia.com/')))",
+        "variables.containers.exists(c, has(c.resources) && ((has(c.resources.limits) && c.resources.limits.exists(r, r.startsWith('nvidia.com/') && string(c.resources.limits[r]) != '0')) || (has(c.resources.requests) && c.resources.requests.exists(r, r.startsWith('nvidia.com/') && string(c.resources.requests[r]) != '0'))))",
     ),
     (
         "gpuPod",
@@ -285,7 +285,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     // are none of these.
     (
         "tenantPrincipal",
-        "(params.data.groups == '' ? [] : params.data.groups.split(',')).exists(g, g in request.userInfo.groups) || (params.data.namespaces == '' ? [] : params.data.namespaces.split(',')).exists(n, request.userInfo.username.startsWith('system:serviceaccount:' + n + ':'))",
+        "(params.data.groups == '' ? [] : params.data.groups.split('\\n')).exists(g, g in request.userInfo.groups) || (params.data.namespaces == '' ? [] : params.data.namespaces.split(',')).exists(n, request.userInfo.username.startsWith('system:serviceaccount:' + n + ':'))",
     ),
     (
         "oldObjectLabels",
@@ -310,6 +310,13 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "controllerReferences",
         "has(object.metadata.ownerReferences) ? object.metadata.ownerReferences.filter(r, has(r.controller) && r.controller && !(r.kind == 'CronJob' && r.apiVersion.startsWith('batch/')) && !variables.oldControllerReferences.exists(o, o.uid == r.uid && o.kind == r.kind && o.name == r.name && o.apiVersion == r.apiVersion)) : []",
+    ),
+    // Annotations of the pod (template) that the container runtime or its plugins act on:
+    // CDI device requests (`cdi.k8s.io/…`, and a vendor's prefix such as the NVIDIA toolkit's
+    // `nvidia.cdi.k8s.io/container.<name>`), Kata's sandbox settings and CRI-O's devices.
+    (
+        "runtimeAnnotations",
+        "variables.annotations.filter(k, k.startsWith('cdi.k8s.io/') || (k.contains('/') && k.substring(0, k.indexOf('/')).endsWith('.cdi.k8s.io')) || k.startsWith('io.katacontainers.') || k.startsWith('io.kubernetes.cri-o.'))",
     ),
     // What a tenant's update takes away from Kueue's hold on a workload: a Kueue scheduling
     // gate of a pod, the label that marks a pod as Kueue's, or a Job's suspension.
@@ -387,10 +394,10 @@ pub const RULES: &[Rule] = &[
         message_expression: "'pods of tenant ' + params.data.tenant + ' that request no GPU may not tolerate the taints of GPU pools (' + variables.poolTolerations.map(t, has(t.key) && t.key != '' ? t.key : '(every taint)').join(', ') + '): they would run on GPU nodes without the runtime class that isolates the pool; request a GPU, or remove the tolerations'",
     },
     Rule {
-        name: "cdi-annotations",
-        expression: "!variables.annotations.exists(k, k.startsWith('cdi.k8s.io/'))",
-        message: "pods may not carry cdi.k8s.io/ annotations, through which a container runtime with CDI enabled may inject devices",
-        message_expression: "'annotations ' + variables.annotations.filter(k, k.startsWith('cdi.k8s.io/')).join(', ') + ' are not allowed: a container runtime with CDI enabled may inject the devices they name, outside every quota; request devices in resources.limits instead'",
+        name: "runtime-annotations",
+        expression: "size(variables.runtimeAnnotations) == 0",
+        message: "pods may not carry annotations that the container runtime reads to inject devices or configure the sandbox (cdi.k8s.io/, <vendor>.cdi.k8s.io/, io.katacontainers., io.kubernetes.cri-o.)",
+        message_expression: "'annotations ' + variables.runtimeAnnotations.join(', ') + ' are not allowed: the container runtime or its plugins read them to inject devices or configure the sandbox, outside every quota; request devices in resources.limits instead'",
     },
     Rule {
         name: "local-queue",
@@ -792,7 +799,9 @@ pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> 
         // Every runtime class tenantc emits hands GPUs to containers, so a pod that names one
         // must request a GPU.
         ("gpuRuntimeClasses".to_string(), join(gpu_runtime_classes)),
-        ("groups".to_string(), join(groups)),
+        // Group names may hold commas (LDAP distinguished names), never a control character
+        // (`string-character-forbidden`), so a newline separates them.
+        ("groups".to_string(), groups.join("\n")),
         ("hostAccess".to_string(), host_access.to_string()),
         ("hostPools".to_string(), join(host_pools)),
         (
