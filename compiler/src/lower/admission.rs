@@ -656,39 +656,30 @@ fn own_pools<'a>(tenant: &TenantPlan, cell: &'a CellPlan) -> Vec<&'a crate::plan
 /// tolerate: taints of pools outside its Kueue flavors that no pool of its flavors also carries.
 fn forbidden_taints(tenant: &TenantPlan, cell: &CellPlan) -> Vec<String> {
     let own = own_pools(tenant, cell);
-    let mut taints: Vec<String> = cell
-        .pools
-        .iter()
-        .filter(|pool| !own.iter().any(|mine| mine.name == pool.name))
-        .flat_map(|pool| pool.taints.iter())
-        .filter(|taint| taint.repels())
-        .filter(|taint| {
-            !own.iter().any(|mine| {
-                mine.taints
-                    .iter()
-                    .any(|other| taint.tolerated_by_toleration_of(other))
-            })
-        })
-        .map(|taint| {
-            format!(
-                "{}={}:{}",
-                taint.key,
-                taint.value.as_deref().unwrap_or(""),
-                taint.effect
-            )
-        })
-        .collect();
-    taints.sort();
-    taints.dedup();
-    taints
+    taint_params(
+        cell.pools
+            .iter()
+            .filter(|pool| !own.iter().any(|mine| mine.name == pool.name))
+            .flat_map(|pool| pool.taints.iter())
+            .filter(|taint| {
+                !own.iter().any(|mine| {
+                    mine.taints
+                        .iter()
+                        .any(|other| taint.tolerated_by_toleration_of(other))
+                })
+            }),
+    )
 }
 
-/// The `key=value:effect` of every repelling pool taint of the cell, sorted.
+/// The `key=value:effect` of every repelling pool taint of the cell.
 fn pool_taints(cell: &CellPlan) -> Vec<String> {
-    let mut taints: Vec<String> = cell
-        .pools
-        .iter()
-        .flat_map(|pool| pool.taints.iter())
+    taint_params(cell.pools.iter().flat_map(|pool| pool.taints.iter()))
+}
+
+/// The repelling taints among `taints` as `key=value:effect` (the value empty where the taint
+/// has none), sorted and without repeats: the form the policy's taint variables parse.
+fn taint_params<'a>(taints: impl Iterator<Item = &'a crate::plan::TaintPlan>) -> Vec<String> {
+    let mut params: Vec<String> = taints
         .filter(|taint| taint.repels())
         .map(|taint| {
             format!(
@@ -699,9 +690,9 @@ fn pool_taints(cell: &CellPlan) -> Vec<String> {
             )
         })
         .collect();
-    taints.sort();
-    taints.dedup();
-    taints
+    params.sort();
+    params.dedup();
+    params
 }
 
 /// The params of one tenant in a cell, as ConfigMap data.
