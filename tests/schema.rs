@@ -72,6 +72,7 @@ const LISTS: &[(&str, &str, &str)] = &[
     ("tenant", "fleet", "fleet"),
     ("tenant", "shared-base", "shared-bases"),
     ("storage", "bucket", "buckets"),
+    ("storage", "shared-base", "shared-bases"),
     ("fleet", "cell", "cells"),
     ("quota", "pool", "pools"),
     ("quota", "split", "splits"),
@@ -104,6 +105,7 @@ const VALUES: &[(&str, &str)] = &[
     ("runtime-class", "trust"),
     ("runtime-class", "pools"),
     ("org", "tenants"),
+    ("shared-base", "tenants"),
     ("cell", "forbidden-label-keys"),
 ];
 
@@ -130,8 +132,12 @@ const ARGS: &[(&str, &[&str])] = &[
 ];
 
 /// Positional arguments of a node that only has them under one parent: `org "<org>"` is a
-/// scalar in a tenant and a named item of `orgs` in a cell.
-const PARENT_ARGS: &[(&str, &str, &[&str])] = &[("cell", "org", &["name"])];
+/// scalar in a tenant and a named item of `orgs` in a cell, and `shared-base "<prefix>"` a
+/// scalar list item in a tenant and a prefixed item of `shared-bases` in a cell's storage.
+const PARENT_ARGS: &[(&str, &str, &[&str])] = &[
+    ("cell", "org", &["name"]),
+    ("storage", "shared-base", &["prefix"]),
+];
 
 fn list_key(parent: &str, child: &str) -> Option<&'static str> {
     LISTS

@@ -412,6 +412,21 @@ pub struct Storage {
     pub buckets: Vec<Spanned<String>>,
     /// The cloud identity tenant ServiceAccounts are bound to.
     pub identity: CloudIdentity,
+    /// The shared bases the platform grants, each with its readers (`shared-base "shared/…/"
+    /// { tenants "a" "b"; }`); when a cell lists any, a tenant's `shared-base` must lie in one
+    /// that lists the tenant (`shared-base-not-granted`), else every base is open.
+    pub shared_bases: Vec<SharedBaseGrant>,
+}
+
+/// A shared base a cell grants to some tenants.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedBaseGrant {
+    /// The node or list item.
+    pub span: Span,
+    /// The object key prefix, `shared/…/`.
+    pub prefix: Spanned<String>,
+    /// The tenants that may read it.
+    pub tenants: Vec<Spanned<String>>,
 }
 
 /// A cell's workload identity: how a Kubernetes ServiceAccount becomes a cloud identity.

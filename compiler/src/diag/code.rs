@@ -116,6 +116,7 @@ codes! {
     RegistryClaimedByAnotherTenant => ("registry-claimed-by-another-tenant", "validate", "a tenant's image registry equals another tenant's or is a parent of it (host without case or port, path component by component), so its pods could run the other tenant's images"),
     RegistryHostIsAnAddress => ("registry-host-is-an-address", "validate", "a tenant's image registry names its host by IP address, which no ownership check can tell from another tenant's registry"),
     SharedBasePrefixInvalid => ("shared-base-prefix-invalid", "validate", "a tenant's shared-base prefix is not a plain `shared/…/` object prefix, so a read grant on it could reach other tenants' objects"),
+    SharedBaseNotGranted => ("shared-base-not-granted", "validate", "a tenant reads a shared base that its cell's storage does not grant it, where the cell lists the shared bases it grants, or a grant names no declared tenant"),
     StorageIdentityMismatch => ("storage-identity-mismatch", "validate", "a cell's storage identity is not for the cell's cloud, or declares options of another identity kind"),
     TemplateSyntax => ("template-syntax", "template", "a platform template under `templates/` does not parse as a Jinja template"),
     TemplateRender => ("template-render", "template", "a platform template fails while it is rendered, such as on an undefined variable, or renders more than a file may hold"),

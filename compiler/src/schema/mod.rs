@@ -20,8 +20,8 @@ use crate::model::{
     Endpoint, FleetCellShare, FleetReservation, GcpIdentity, GitOps, GitOpsController,
     GpuModelDecl, Groups, KeylessSigner, Metrics, MigLayout, MigProfileDecl, MigTableDecl,
     ModelWeights, OrgDecl, PodSecurityException, Pool, PoolQuota, Priority, Quota,
-    RuntimeClassDecl, Sharing, Signer, Spanned, Storage, StorageQuota, Taint, Tenant, Topology,
-    TopologyLevel, Trust, Workload, WorkloadKind,
+    RuntimeClassDecl, SharedBaseGrant, Sharing, Signer, Spanned, Storage, StorageQuota, Taint,
+    Tenant, Topology, TopologyLevel, Trust, Workload, WorkloadKind,
 };
 use crate::names;
 use crate::parse::{Document, Node};
@@ -1142,6 +1142,11 @@ fn storage(ctx: &Ctx, node: &Node) -> Option<Storage> {
             .then_some(bucket)
         })
         .collect();
+    let grants: Vec<Option<SharedBaseGrant>> = obj
+        .items("shared-base", "shared-bases")
+        .into_iter()
+        .map(|node| shared_base_grant(ctx, node))
+        .collect();
     let aws_node = obj.field("aws");
     let gcp_node = obj.field("gcp");
     if aws_node.is_none() && gcp_node.is_none() {
@@ -1173,10 +1178,44 @@ fn storage(ctx: &Ctx, node: &Node) -> Option<Storage> {
         _ => return None,
     };
     let buckets: Vec<Spanned<String>> = buckets.into_iter().collect::<Option<_>>()?;
+    let shared_bases: Vec<SharedBaseGrant> = grants.into_iter().collect::<Option<_>>()?;
     (!buckets.is_empty()).then_some(Storage {
         span,
         buckets,
         identity,
+        shared_bases,
+    })
+}
+
+/// Reads `shared-base "shared/…/" { tenants "a" "b"; }` of a cell's storage (YAML
+/// `{prefix: …, tenants: […]}`); the prefix is checked like a tenant's `shared-base`.
+fn shared_base_grant(ctx: &Ctx, node: &Node) -> Option<SharedBaseGrant> {
+    let mut obj = Obj::new(ctx, node, "shared-base")?;
+    let prefix = obj.req_arg_str(
+        0,
+        "prefix",
+        "shared-base \"shared/<path>/\" { tenants \"<tenant>\"; }",
+    );
+    let tenants: Option<Vec<Option<Spanned<String>>>> = obj.values("tenants").map(|nodes| {
+        nodes
+            .into_iter()
+            .map(|node| {
+                string(ctx, node, "tenants")
+                    .filter(|tenant| check_name(ctx, tenant, "tenant", names::dns_label))
+            })
+            .collect()
+    });
+    if tenants.is_none() {
+        obj.missing("tenants", "tenants", "tenants \"<tenant>\"");
+    }
+    let span = obj.span;
+    obj.finish();
+    let prefix = prefix?;
+    let tenants: Vec<Spanned<String>> = tenants?.into_iter().collect::<Option<_>>()?;
+    Some(SharedBaseGrant {
+        span,
+        prefix,
+        tenants,
     })
 }
 

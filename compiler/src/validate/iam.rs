@@ -81,13 +81,130 @@ pub fn prefix_problem(prefix: &str) -> Option<&'static str> {
             "only letters, digits, `.`, `_`, `-` and `/` are allowed; `*`, `?` and `$` are IAM wildcards and variables",
         )
     } else if prefix
-        .trim_end_matches('/')
+        .strip_suffix('/')
+        .unwrap_or(prefix)
         .split('/')
         .any(|part| part.is_empty() || part == "." || part == "..")
     {
         Some("empty, `.` and `..` folders are refused")
     } else {
         None
+    }
+}
+
+/// Why a `shared/…/` prefix is not a plain shared-base prefix, if it is not.
+fn shared_base_problem(prefix: &str) -> Option<&'static str> {
+    if !prefix.starts_with(SHARED_ROOT) {
+        Some(
+            "a shared-base prefix starts with `shared/`, apart from every tenant's `models/` and `checkpoints/`",
+        )
+    } else if prefix == SHARED_ROOT {
+        Some("`shared/` alone would grant every shared base")
+    } else {
+        prefix_problem(prefix)
+    }
+}
+
+/// Where a cell's storage lists the shared bases it grants, every tenant with a quota in the
+/// cell reads only bases inside a grant that names it, and every grant names declared tenants
+/// with a plain prefix. A cell that lists none leaves every base open.
+fn shared_base_grants(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
+    for cell in &fleet.cells {
+        let Some(storage) = &cell.storage else {
+            continue;
+        };
+        let cell_name = &cell.name.value;
+        for grant in &storage.shared_bases {
+            if let Some(problem) = shared_base_problem(&grant.prefix.value) {
+                diagnostics.push(
+                    Diagnostic::error(
+                        Code::SharedBasePrefixInvalid,
+                        grant.prefix.span,
+                        format!(
+                            "shared-base prefix `{}` of cell `{cell_name}` is not a plain `shared/…/` prefix",
+                            grant.prefix.value
+                        ),
+                    )
+                    .with_label(problem)
+                    .with_help("write the object key prefix inside the bucket, such as `shared/llama-70b/`"),
+                );
+            }
+            for reader in &grant.tenants {
+                if fleet
+                    .tenants
+                    .iter()
+                    .any(|tenant| tenant.name.value == reader.value)
+                {
+                    continue;
+                }
+                diagnostics.push(
+                    Diagnostic::error(
+                        Code::SharedBaseNotGranted,
+                        reader.span,
+                        format!(
+                            "cell `{cell_name}` grants shared base `{}` to `{}`, but no tenant of that name is declared",
+                            grant.prefix.value, reader.value
+                        ),
+                    )
+                    .with_label("granted here")
+                    .with_note("a grant is the platform's approval: whoever first declared a tenant of that name could read the base")
+                    .with_help(format!(
+                        "grant `{}` once its tenant file is in the fleet, or check the name",
+                        reader.value
+                    )),
+                );
+            }
+        }
+        if storage.shared_bases.is_empty() {
+            continue;
+        }
+        for tenant in fleet
+            .tenants
+            .iter()
+            .filter(|tenant| tenant.quota_in(cell_name).is_some())
+        {
+            for base in &tenant.shared_bases {
+                let granted = storage.shared_bases.iter().any(|grant| {
+                    base.value.starts_with(&grant.prefix.value)
+                        && grant
+                            .tenants
+                            .iter()
+                            .any(|reader| reader.value == tenant.name.value)
+                });
+                if granted {
+                    continue;
+                }
+                diagnostics.push(
+                    Diagnostic::error(
+                        Code::SharedBaseNotGranted,
+                        base.span,
+                        format!(
+                            "shared base `{}` of tenant `{}` is not granted to it in cell `{cell_name}`",
+                            base.value, tenant.name.value
+                        ),
+                    )
+                    .with_label("the tenant would read this prefix")
+                    .with_secondary(storage.span, format!("cell `{cell_name}` lists the shared bases it grants"))
+                    .with_note("a shared base may be licensed to some tenants only; where a cell lists its shared bases, each names its readers")
+                    .with_help(
+                        match storage
+                            .shared_bases
+                            .iter()
+                            .find(|grant| base.value.starts_with(&grant.prefix.value))
+                        {
+                            Some(grant) => format!(
+                                "read a base the cell grants the tenant; if it may read this one, the platform team adds `\"{}\"` to the `tenants` of `shared-base \"{}\"` in cell `{cell_name}`'s `storage`",
+                                tenant.name.value, grant.prefix.value
+                            ),
+                            None => format!(
+                                "read a base the cell grants the tenant; if it may read this one, the platform team adds `shared-base \"{}\" {{ tenants \"{}\"; }}` to cell `{cell_name}`'s `storage`",
+                                base.value, tenant.name.value
+                            ),
+                        },
+                    ),
+                );
+            }
+        }
     }
 }
 
@@ -115,16 +232,7 @@ pub fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
             }
         }
         for base in &tenant.shared_bases {
-            let problem = if !base.value.starts_with(SHARED_ROOT) {
-                Some(
-                    "a shared-base prefix starts with `shared/`, apart from every tenant's `models/` and `checkpoints/`",
-                )
-            } else if base.value == SHARED_ROOT {
-                Some("`shared/` alone would grant every shared base")
-            } else {
-                prefix_problem(&base.value)
-            };
-            if let Some(problem) = problem {
+            if let Some(problem) = shared_base_problem(&base.value) {
                 diagnostics.push(
                     Diagnostic::error(
                         Code::SharedBasePrefixInvalid,
@@ -140,6 +248,7 @@ pub fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
             }
         }
     }
+    shared_base_grants(fleet, diagnostics);
     google_account_ids_distinct(fleet, diagnostics);
     for cell in &fleet.cells {
         let Some(storage) = &cell.storage else {
@@ -219,6 +328,46 @@ fn google_account_ids_distinct(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cell_that_lists_its_shared_bases_grants_each_to_the_tenants_it_names() {
+        use crate::validate::test_support::{codes, tenant};
+        let cell = |grants: &str| {
+            format!(
+                "cell \"c1\" {{\n    cloud \"aws\" region=\"us-east-1\"\n    kubernetes \"1.33\"\n    storage {{\n        bucket \"fleet-models\"\n        aws account=\"123456789012\" identity=\"irsa\" oidc-provider=\"oidc.eks.us-east-1.amazonaws.com/id/ABC\"\n{grants}    }}\n    priority \"batch\" value=1000\n    pool \"train\" {{ gpu \"H100-80GB-SXM\"; nodes 2 gpus-per-node=8; sharing \"exclusive\"; }}\n}}\n"
+            )
+        };
+        let reader = |name: &str, base: &str| {
+            tenant(name, "hard", "pool \"train\" reserved=8").replace(
+                "    quota cell",
+                &format!("    shared-base \"{base}\"\n    quota cell"),
+            )
+        };
+        let run = |grants: &str, base: &str| {
+            let cell = cell(grants);
+            let a = reader("a", base);
+            codes(&[
+                ("cells/c1.kdl", cell.as_str()),
+                ("tenants/a.kdl", a.as_str()),
+            ])
+            .into_iter()
+            .filter(|code| *code == Code::SharedBaseNotGranted)
+            .count()
+        };
+        let granted = "        shared-base \"shared/llama/\" { tenants \"a\"; }\n";
+        let other = "        shared-base \"shared/llama/\" { tenants \"b\"; }\n";
+        // A cell that lists no shared base leaves every base open.
+        assert_eq!(run("", "shared/llama/v1/"), 0);
+        assert_eq!(run(granted, "shared/llama/v1/"), 0);
+        assert_eq!(run(granted, "shared/llama/"), 0);
+        // A base outside every grant, one that only starts like a grant, and a grant to others.
+        assert_eq!(run(granted, "shared/mistral/"), 1);
+        assert_eq!(run(granted, "shared/llama-2/"), 1);
+        // `b` is no tenant: its grant is refused too.
+        assert_eq!(run(other, "shared/llama/v1/"), 2);
+        // `shared//` is no plain prefix.
+        assert!(prefix_problem("shared//").is_some());
+    }
 
     #[test]
     fn tenants_whose_google_account_ids_collide_are_refused() {
