@@ -1187,6 +1187,20 @@ fn storage(ctx: &Ctx, node: &Node) -> Option<Storage> {
     })
 }
 
+/// The `tenants "a" "b"` list of a node (an org's members, a shared base's readers), each a
+/// tenant name; `None` when the node has no list, and `None` items where a name is invalid.
+fn tenant_names(ctx: &Ctx, obj: &mut Obj<'_, '_>) -> Option<Vec<Option<Spanned<String>>>> {
+    obj.values("tenants").map(|nodes| {
+        nodes
+            .into_iter()
+            .map(|node| {
+                string(ctx, node, "tenants")
+                    .filter(|tenant| check_name(ctx, tenant, "tenant", names::dns_label))
+            })
+            .collect()
+    })
+}
+
 /// Reads `shared-base "shared/…/" { tenants "a" "b"; }` of a cell's storage (YAML
 /// `{prefix: …, tenants: […]}`); the prefix is checked like a tenant's `shared-base`.
 fn shared_base_grant(ctx: &Ctx, node: &Node) -> Option<SharedBaseGrant> {
@@ -1196,15 +1210,7 @@ fn shared_base_grant(ctx: &Ctx, node: &Node) -> Option<SharedBaseGrant> {
         "prefix",
         "shared-base \"shared/<path>/\" { tenants \"<tenant>\"; }",
     );
-    let tenants: Option<Vec<Option<Spanned<String>>>> = obj.values("tenants").map(|nodes| {
-        nodes
-            .into_iter()
-            .map(|node| {
-                string(ctx, node, "tenants")
-                    .filter(|tenant| check_name(ctx, tenant, "tenant", names::dns_label))
-            })
-            .collect()
-    });
+    let tenants = tenant_names(ctx, &mut obj);
     if tenants.is_none() {
         obj.missing("tenants", "tenants", "tenants \"<tenant>\"");
     }
@@ -1691,15 +1697,7 @@ fn org_decl(ctx: &Ctx, node: &Node) -> Option<OrgDecl> {
     let name = obj.req_arg_str(0, "name", "org \"<org>\" weight=2");
     let weight_node = obj.field("weight");
     let weight = weight_node.and_then(|node| integer(ctx, node, "weight", 1..=MAX_WEIGHT));
-    let tenants: Option<Vec<Option<Spanned<String>>>> = obj.values("tenants").map(|nodes| {
-        nodes
-            .into_iter()
-            .map(|node| {
-                string(ctx, node, "tenants")
-                    .filter(|tenant| check_name(ctx, tenant, "tenant", names::dns_label))
-            })
-            .collect()
-    });
+    let tenants = tenant_names(ctx, &mut obj);
     let span = obj.span;
     obj.finish();
     let name = name?;
