@@ -413,8 +413,9 @@ pub struct Storage {
     /// The cloud identity tenant ServiceAccounts are bound to.
     pub identity: CloudIdentity,
     /// The shared bases the platform grants, each with its readers (`shared-base "shared/…/"
-    /// { tenants "a" "b"; }`); when a cell lists any, a tenant's `shared-base` must lie in one
-    /// that lists the tenant (`shared-base-not-granted`), else every base is open.
+    /// { tenants "a" "b"; }`); when a cell lists any, a tenant's `shared-base` in this or any
+    /// cell with one of the same buckets must lie in one that lists the tenant
+    /// (`shared-base-not-granted`), else every base is open.
     pub shared_bases: Vec<SharedBaseGrant>,
 }
 

@@ -11,7 +11,7 @@
 //! name a `models/` or `checkpoints/` prefix of any tenant.
 
 use crate::diag::{Code, Diagnostic};
-use crate::model::Fleet;
+use crate::model::{Cell, Fleet, SharedBaseGrant};
 
 /// The prefix of a tenant's model weights inside a bucket.
 pub fn models_prefix(tenant: &str) -> String {
@@ -105,9 +105,10 @@ fn shared_base_problem(prefix: &str) -> Option<&'static str> {
     }
 }
 
-/// Where a cell's storage lists the shared bases it grants, every tenant with a quota in the
-/// cell reads only bases inside a grant that names it, and every grant names declared tenants
-/// with a plain prefix. A cell that lists none leaves every base open.
+/// Where a cell's storage lists the shared bases it grants, every tenant with a quota in that
+/// cell, or in any cell that declares one of its buckets, reads only bases inside a grant that
+/// names it, and every grant names declared tenants with a plain prefix. A cell whose buckets
+/// no cell grants on leaves every base open.
 fn shared_base_grants(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
     for cell in &fleet.cells {
         let Some(storage) = &cell.storage else {
@@ -155,16 +156,33 @@ fn shared_base_grants(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
                 );
             }
         }
-        if storage.shared_bases.is_empty() {
+        // A grant licenses a base in its cell's buckets, so it holds in every cell that
+        // declares one of those buckets too.
+        let grants: Vec<(&Cell, &SharedBaseGrant)> = fleet
+            .cells
+            .iter()
+            .filter_map(|other| other.storage.as_ref().map(|theirs| (other, theirs)))
+            .filter(|(_, theirs)| {
+                theirs.buckets.iter().any(|bucket| {
+                    storage
+                        .buckets
+                        .iter()
+                        .any(|mine| mine.value == bucket.value)
+                })
+            })
+            .flat_map(|(other, theirs)| theirs.shared_bases.iter().map(move |grant| (other, grant)))
+            .collect();
+        let Some((granting, _)) = grants.first() else {
             continue;
-        }
+        };
+        let granting_storage = granting.storage.as_ref().map_or(storage.span, |s| s.span);
         for tenant in fleet
             .tenants
             .iter()
             .filter(|tenant| tenant.quota_in(cell_name).is_some())
         {
             for base in &tenant.shared_bases {
-                let granted = storage.shared_bases.iter().any(|grant| {
+                let granted = grants.iter().map(|(_, grant)| *grant).any(|grant| {
                     base.value.starts_with(&grant.prefix.value)
                         && grant
                             .tenants
@@ -184,12 +202,23 @@ fn shared_base_grants(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
                         ),
                     )
                     .with_label("the tenant would read this prefix")
-                    .with_secondary(storage.span, format!("cell `{cell_name}` lists the shared bases it grants"))
+                    .with_secondary(
+                        granting_storage,
+                        format!(
+                            "cell `{}` lists the shared bases of {}",
+                            granting.name.value,
+                            if granting.name.value == *cell_name {
+                                "its buckets".to_string()
+                            } else {
+                                format!("a bucket it shares with cell `{cell_name}`")
+                            }
+                        ),
+                    )
                     .with_note("a shared base may be licensed to some tenants only; where a cell lists its shared bases, each names its readers")
                     .with_help(
-                        match storage
-                            .shared_bases
+                        match grants
                             .iter()
+                            .map(|(_, grant)| *grant)
                             .find(|grant| base.value.starts_with(&grant.prefix.value))
                         {
                             Some(grant) => format!(
@@ -365,6 +394,32 @@ mod tests {
         assert_eq!(run(granted, "shared/llama-2/"), 1);
         // `b` is no tenant: its grant is refused too.
         assert_eq!(run(other, "shared/llama/v1/"), 2);
+        // A cell without grants that shares a bucket with a granting cell holds to its grants.
+        let open = cell("").replace("cell \"c1\"", "cell \"c2\"");
+        let granting = cell("        shared-base \"shared/llama/\" { tenants \"b\"; }\n");
+        let b = tenant("b", "hard", "pool \"train\" reserved=8");
+        let a = reader("a", "shared/llama/v1/").replace("cell=\"c1\"", "cell=\"c2\"");
+        let found: Vec<Code> = codes(&[
+            ("cells/c1.kdl", granting.as_str()),
+            ("cells/c2.kdl", open.as_str()),
+            ("tenants/a.kdl", a.as_str()),
+            ("tenants/b.kdl", b.as_str()),
+        ])
+        .into_iter()
+        .filter(|code| *code == Code::SharedBaseNotGranted)
+        .collect();
+        assert_eq!(found, [Code::SharedBaseNotGranted]);
+        let elsewhere = open.replace("fleet-models", "fleet-models-2");
+        let found: Vec<Code> = codes(&[
+            ("cells/c1.kdl", granting.as_str()),
+            ("cells/c2.kdl", elsewhere.as_str()),
+            ("tenants/a.kdl", a.as_str()),
+            ("tenants/b.kdl", b.as_str()),
+        ])
+        .into_iter()
+        .filter(|code| *code == Code::SharedBaseNotGranted)
+        .collect();
+        assert_eq!(found, []);
         // `shared//` is no plain prefix.
         assert!(prefix_problem("shared//").is_some());
     }
