@@ -36,7 +36,7 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBindin
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::{Value as Json, json};
 use tenantc::lower::admission::{self, RULES};
-use tenantc::plan::{CellPlan, Plan};
+use tenantc::plan::{CellPlan, Plan, TenantPlan};
 use tenantc::policy::{self, Outcome, Request};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -109,8 +109,25 @@ fn verdict(cell: &CellPlan, namespace: &str, object: &Json) -> Outcome {
 
 /// The floor's verdict on a request, under the params of the tenant owning its namespace.
 fn judge(cell: &CellPlan, request: &Request) -> Outcome {
+    judge_under(&admission::policy(), cell, request)
+}
+
+/// [`judge`] with another policy (a weakened one).
+fn judge_under(
+    policy: &k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy,
+    cell: &CellPlan,
+    request: &Request,
+) -> Outcome {
     let (params, binding) = pinned_params(cell, &request.namespace);
-    policy::evaluate(&admission::policy(), &binding, Some(&params), request)
+    policy::evaluate(policy, &binding, Some(&params), request)
+}
+
+/// The tenant of that name in the cell.
+fn tenant<'a>(cell: &'a CellPlan, name: &str) -> &'a TenantPlan {
+    cell.tenants
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no tenant {name} in {}", cell.name))
 }
 
 fn denied_rules(outcome: &Outcome) -> Vec<&'static str> {
@@ -232,6 +249,7 @@ fn escaped_cases(
     let mut policy = admission::policy();
     weaken(&mut policy);
     let mut escaped = Vec::new();
+    let mut requests: Vec<(&'static str, &CellPlan, Request)> = Vec::new();
     for case in cases()
         .into_iter()
         .filter(|case| only.is_none_or(|rule| rule == case.rule))
@@ -240,26 +258,18 @@ fn escaped_cases(
         let mut object = fixture(case.fixture, case.cell);
         (case.mutate)(&mut object);
         let namespace = namespace_of(&object);
-        let (params, binding) = pinned_params(cell, &namespace);
-        let outcome = policy::evaluate(
-            &policy,
-            &binding,
-            Some(&params),
-            &member_create(cell, &namespace, object),
-        );
-        if !outcome.is_denied() {
-            escaped.push(case.name);
-        }
+        requests.push((case.name, cell, member_create(cell, &namespace, object)));
     }
     for case in update_cases()
         .into_iter()
         .filter(|case| only.is_none_or(|rule| rule == case.rule))
     {
         let cell = cell(plan, case.cell);
-        let request = member_update(cell, &case);
-        let (params, binding) = pinned_params(cell, &request.namespace);
-        if !policy::evaluate(&policy, &binding, Some(&params), &request).is_denied() {
-            escaped.push(case.name);
+        requests.push((case.name, cell, member_update(cell, &case)));
+    }
+    for (name, cell, request) in &requests {
+        if !judge_under(&policy, cell, request).is_denied() {
+            escaped.push(*name);
         }
     }
     escaped
@@ -293,16 +303,8 @@ fn another_tenants_params_admit_what_this_tenants_deny() {
     let mut object = fixture("acme-research-pod", "us-east-1a");
     pod_spec(&mut object)["containers"][0]["image"] =
         json!(format!("registry.globex.example/vision/worker@{DIGEST}"));
-    let research = cell
-        .tenants
-        .iter()
-        .find(|t| t.name == "acme-research")
-        .unwrap();
-    let vision = cell
-        .tenants
-        .iter()
-        .find(|t| t.name == "globex-vision")
-        .unwrap();
+    let research = tenant(cell, "acme-research");
+    let vision = tenant(cell, "globex-vision");
     let request = Request::create("acme-research-train", object);
     let own = policy::evaluate(
         &admission::policy(),
@@ -327,11 +329,7 @@ fn another_tenants_params_admit_what_this_tenants_deny() {
 fn missing_params_deny_and_other_namespaces_are_not_matched() {
     let plan = plan();
     let cell = cell(&plan, "us-east-1a");
-    let research = cell
-        .tenants
-        .iter()
-        .find(|t| t.name == "acme-research")
-        .unwrap();
+    let research = tenant(cell, "acme-research");
     let object = fixture("acme-research-pod", "us-east-1a");
     let outcome = policy::evaluate(
         &admission::policy(),
@@ -642,7 +640,7 @@ fn a_tenant_whose_name_prefixes_another_cannot_bind_or_copy_its_volumes() {
     // would hand acme every PersistentVolume and namespace named `acme-research-*`.
     let plan = plan_with_prefix_tenant();
     let cell = cell(&plan, "us-east-1a");
-    let acme = cell.tenants.iter().find(|t| t.name == "acme").unwrap();
+    let acme = tenant(cell, "acme");
     let namespace = acme.namespaces[0].name.clone();
     assert_eq!(namespace, "acme-train");
     let judge = |object: Json| {
@@ -727,11 +725,7 @@ fn a_claim_update_is_judged_only_for_a_volume_name_a_member_sets() {
     // to bind another tenant's volume.
     let plan = plan();
     let cell = cell(&plan, "us-east-1a");
-    let research = cell
-        .tenants
-        .iter()
-        .find(|t| t.name == "acme-research")
-        .unwrap();
+    let research = tenant(cell, "acme-research");
     let judge = |old: &Json, new: &Json, username: &str| {
         let mut request = Request::create("acme-research-train", new.clone());
         request.operation = "UPDATE".to_string();
@@ -1011,12 +1005,7 @@ fn a_group_whose_name_holds_a_comma_is_still_the_tenant() {
     // and let its members release what Kueue holds.
     let plan = plan();
     let cell = cell(&plan, "us-east-1a");
-    let mut tenant = cell
-        .tenants
-        .iter()
-        .find(|t| t.name == "acme-serving")
-        .unwrap()
-        .clone();
+    let mut tenant = tenant(cell, "acme-serving").clone();
     let group = "cn=serving,ou=acme,dc=example,dc=com".to_string();
     tenant.groups.insert("member".to_string(), group.clone());
     let case = update_cases()
