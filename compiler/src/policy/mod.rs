@@ -34,14 +34,17 @@ use serde_json::{Map, Value as Json, json};
 /// An admission request, as the policy sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
-    /// `CREATE` or `UPDATE`.
+    /// `CREATE`, `UPDATE` or `DELETE`.
     pub operation: String,
     /// The namespace of the object.
     pub namespace: String,
-    /// The object, as JSON.
+    /// The object, as JSON; `null` on a DELETE, as the API server passes it.
     pub object: Json,
-    /// The object before an UPDATE.
+    /// The object before an UPDATE, or the one a DELETE removes.
     pub old_object: Option<Json>,
+    /// The options of the request (`request.options`): a DELETE's `DeleteOptions`, such as
+    /// `{"propagationPolicy": "Orphan"}`; `None` is `null`.
+    pub options: Option<Json>,
     /// The subresource (`ephemeralcontainers`), if any.
     pub subresource: Option<String>,
     /// The user who makes the request (`request.userInfo.username`).
@@ -60,9 +63,33 @@ impl Request {
             namespace: namespace.to_string(),
             object,
             old_object: None,
+            options: None,
             subresource: None,
             username: String::new(),
             groups: Vec::new(),
+        }
+    }
+
+    /// A DELETE of `object` in `namespace` with `options` (its `DeleteOptions`; an empty
+    /// object when the client sent none, as the API server passes it).
+    pub fn delete(namespace: &str, object: Json, options: Json) -> Self {
+        Self {
+            operation: "DELETE".to_string(),
+            namespace: namespace.to_string(),
+            object: Json::Null,
+            old_object: Some(object),
+            options: Some(options),
+            subresource: None,
+            username: String::new(),
+            groups: Vec::new(),
+        }
+    }
+
+    /// The object the request is about: the one it writes, or the one a DELETE removes.
+    pub fn subject(&self) -> &Json {
+        match (&self.object, &self.old_object) {
+            (Json::Null, Some(old)) => old,
+            (object, _) => object,
         }
     }
 }
@@ -264,7 +291,7 @@ pub fn evaluate(
     let Some(spec) = &policy.spec else {
         return Outcome::NotMatched("the policy has no spec".to_string());
     };
-    let Some((group, version, resource)) = resource_of(&request.object) else {
+    let Some((group, version, resource)) = resource_of(request.subject()) else {
         return Outcome::Denied(vec![Denial {
             validation: None,
             expression: String::new(),
@@ -307,8 +334,10 @@ pub fn evaluate(
         json!({
             "operation": request.operation,
             "namespace": request.namespace,
-            "kind": {"group": group, "version": version, "kind": request.object.get("kind").cloned().unwrap_or(Json::Null)},
+            "kind": {"group": group, "version": version, "kind": request.subject().get("kind").cloned().unwrap_or(Json::Null)},
             "resource": {"group": group, "version": version, "resource": resource},
+            "name": request.subject().pointer("/metadata/name").cloned().unwrap_or(Json::String(String::new())),
+            "options": request.options.clone().unwrap_or(Json::Null),
             "subResource": request.subresource.clone().unwrap_or_default(),
             "userInfo": {"username": request.username, "groups": request.groups},
         }),
