@@ -252,6 +252,23 @@ pub fn cases() -> Vec<Case> {
             mutate: |o| pod_spec(o)["hostNetwork"] = json!(true),
         },
         Case {
+            name: "hostNetwork on a hard tenant with host access, on its own pool",
+            cell: "us-east-1a",
+            fixture: "acme-research-rdma-pod",
+            rule: "host-namespaces",
+            mutate: |o| pod_spec(o)["hostNetwork"] = json!(true),
+        },
+        Case {
+            name: "a StatefulSet whose claim template makes claims without the tenant's prefix",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-statefulset",
+            rule: "own-references",
+            mutate: |o| {
+                o["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] = json!("index");
+                pod_spec(o)["containers"][0]["volumeMounts"][0]["name"] = json!("index");
+            },
+        },
+        Case {
             name: "hostIPC on a soft tenant",
             cell: "eu-west-4b",
             fixture: "initech-notebooks-job",
@@ -435,7 +452,7 @@ pub fn cases() -> Vec<Case> {
                 // Without its claim templates, the mount of the StatefulSet's claim goes too.
                 for container in pod_spec(o)["containers"].as_array_mut().unwrap() {
                     if let Some(mounts) = container["volumeMounts"].as_array_mut() {
-                        mounts.retain(|mount| mount["name"] != "index");
+                        mounts.retain(|mount| mount["name"] != "globex-vision-index");
                     }
                 }
             },

@@ -295,9 +295,17 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "claimBindings",
         "variables.claimTemplates.map(s, (has(s.volumeName) && s.volumeName != '' ? ['spec.volumeName ' + s.volumeName] : []) + (has(s.selector) ? ['spec.selector'] : []) + (has(s.storageClassName) && s.storageClassName == '' ? ['spec.storageClassName \"\" (binds any PersistentVolume without a class)'] : []) + (has(s.dataSourceRef) && has(s.dataSourceRef.namespace) && s.dataSourceRef.namespace != '' ? ['spec.dataSourceRef.namespace ' + s.dataSourceRef.namespace] : [])).map(found, found.join(', ')).filter(f, f != '') + (variables.isClaim && request.operation == 'UPDATE' && (has(object.spec.volumeName) ? object.spec.volumeName : '') != (has(oldObject.spec.volumeName) ? oldObject.spec.volumeName : '') && !(request.userInfo.username in ['system:kube-controller-manager', 'system:serviceaccount:kube-system:persistent-volume-binder']) ? ['spec.volumeName ' + (has(object.spec.volumeName) ? object.spec.volumeName : '')] : [])",
     ),
+    // The claims a StatefulSet's controller will make for its pods, `<template>-<name>-<ordinal>`,
+    // whose names do not start with the tenant's prefix whatever the ordinal: its pods would
+    // mount them and be refused by `own-references`, so the StatefulSet is refused at once,
+    // naming the template to rename.
+    (
+        "statefulSetClaims",
+        "object.kind == 'StatefulSet' && has(object.spec.volumeClaimTemplates) ? object.spec.volumeClaimTemplates.filter(t, has(t.metadata) && has(t.metadata.name) && !(t.metadata.name + '-' + object.metadata.name + '-').startsWith(params.data.tenant + '-')).map(t, 'the claims ' + t.metadata.name + '-' + object.metadata.name + '-<ordinal> of claim template ' + t.metadata.name + ' (name the template ' + params.data.tenant + '-' + t.metadata.name + ')') : []",
+    ),
     (
         "foreignReferences",
-        "(variables.secretNames + variables.claimTemplateNames).map(n, n.split(',')).map(names, names.filter(n, !n.startsWith(params.data.tenant + '-')).join(',')).filter(n, n != '') + variables.claimNames.filter(n, !n.startsWith(params.data.tenant + '-'))",
+        "(variables.secretNames + variables.claimTemplateNames).map(n, n.split(',')).map(names, names.filter(n, !n.startsWith(params.data.tenant + '-')).join(',')).filter(n, n != '') + variables.claimNames.filter(n, !n.startsWith(params.data.tenant + '-')) + variables.statefulSetClaims",
     ),
     (
         "missingLabels",
@@ -382,12 +390,12 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "nodeSelector",
         "has(variables.spec.nodeSelector) ? variables.spec.nodeSelector : {}",
     ),
-    // What the pod uses of its node beyond what `restricted` allows: host namespaces, RDMA
-    // devices, and capabilities other than NET_BIND_SERVICE (which only an excepted namespace
-    // admits).
+    // What the pod uses of its node that host access grants: RDMA devices, and capabilities
+    // other than NET_BIND_SERVICE (which only an excepted namespace admits). Host namespaces
+    // are never granted (`host-namespaces`).
     (
         "hostUses",
-        "(has(variables.spec.hostNetwork) && variables.spec.hostNetwork ? ['hostNetwork'] : []) + (has(variables.spec.hostPID) && variables.spec.hostPID ? ['hostPID'] : []) + (has(variables.spec.hostIPC) && variables.spec.hostIPC ? ['hostIPC'] : []) + (variables.resourceNames.exists(names, names.exists(r, r.startsWith('rdma/'))) ? ['rdma/* devices'] : []) + (variables.containers.exists(c, has(c.securityContext) && has(c.securityContext.capabilities) && has(c.securityContext.capabilities.add) && c.securityContext.capabilities.add.exists(a, a != 'NET_BIND_SERVICE')) ? ['added capabilities'] : [])",
+        "(variables.resourceNames.exists(names, names.exists(r, r.startsWith('rdma/'))) ? ['rdma/* devices'] : []) + (variables.containers.exists(c, has(c.securityContext) && has(c.securityContext.capabilities) && has(c.securityContext.capabilities.add) && c.securityContext.capabilities.add.exists(a, a != 'NET_BIND_SERVICE')) ? ['added capabilities'] : [])",
     ),
     (
         "onHostPool",
@@ -483,9 +491,9 @@ pub const RULES: &[Rule] = &[
     Rule {
         name: "host-namespaces",
         judges: Judges::Writes,
-        expression: "params.data.hostAccess == 'true' || !((has(variables.spec.hostNetwork) && variables.spec.hostNetwork) || (has(variables.spec.hostPID) && variables.spec.hostPID) || (has(variables.spec.hostIPC) && variables.spec.hostIPC))",
-        message: "hostNetwork, hostPID and hostIPC are allowed only for hard tenants on an exclusive pool",
-        message_expression: "'tenant ' + params.data.tenant + ' may not use hostNetwork, hostPID or hostIPC: only hard tenants on an exclusive pool may; remove them'",
+        expression: "!((has(variables.spec.hostNetwork) && variables.spec.hostNetwork) || (has(variables.spec.hostPID) && variables.spec.hostPID) || (has(variables.spec.hostIPC) && variables.spec.hostIPC))",
+        message: "hostNetwork, hostPID and hostIPC are never allowed for tenant pods: on the node's network no NetworkPolicy applies, and RDMA needs none of them",
+        message_expression: "'tenant ' + params.data.tenant + ' may not use hostNetwork, hostPID or hostIPC, with or without host access: on the network of the node no NetworkPolicy applies, and multi-node RDMA uses rdma/* devices in the network of the pod; remove them'",
     },
     Rule {
         name: "rdma-devices",
@@ -498,7 +506,7 @@ pub const RULES: &[Rule] = &[
         name: "host-pools",
         judges: Judges::Writes,
         expression: "params.data.hostAccess != 'true' || size(variables.hostUses) == 0 || variables.onHostPool",
-        message: "pods that use the host (hostNetwork, hostPID, hostIPC, RDMA devices or added capabilities) must select the nodes of one of their tenant's own pools with spec.nodeSelector",
+        message: "pods that use the host (RDMA devices or added capabilities) must select the nodes of one of their tenant's own pools with spec.nodeSelector",
         message_expression: "'pods of tenant ' + params.data.tenant + ' that use ' + variables.hostUses.join(', ') + ' must select the nodes of one of its own pools with spec.nodeSelector (' + variables.hostPools.map(p, p.join(' and ')).join(', or ') + '): elsewhere the scheduler may place them on nodes other tenants share'",
     },
     Rule {

@@ -319,9 +319,9 @@ pub struct TenantPlan {
     pub capacity: Vec<Effective>,
     /// The tenant's fleet reservations, with this cell's part.
     pub fleet: Vec<FleetShare>,
-    /// Whether its pods may use the host network, RDMA devices and its Pod Security exceptions
-    /// in the cell (`host.rs`): only when it is `hard` and every pool it reaches is its alone,
-    /// which depends on the cell's other tenants.
+    /// Whether its pods may use RDMA devices and its Pod Security exceptions in the cell
+    /// (`host.rs`; never the host's network, PID or IPC namespaces): only when it is `hard` and
+    /// every pool it reaches is its alone, which depends on the cell's other tenants.
     pub cell_host_access: host::HostAccessPlan,
     /// The image registries (with path prefix) its pods may pull from.
     #[serde(skip)]

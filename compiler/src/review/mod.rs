@@ -122,6 +122,9 @@ pub struct CellAccess {
     /// The pools the cell reserves for it (`owner`), in pool order: closed to every other
     /// tenant, and the only pools where it can get host access.
     pub owned_pools: Vec<String>,
+    /// Whether its pods may use RDMA devices and its Pod Security exceptions' capabilities
+    /// (`plan/host.rs`), and why; the host's network, PID and IPC are never granted.
+    pub host_access: String,
     /// Its namespaces, sorted by workload kind.
     pub namespaces: Vec<NamespaceAccess>,
     /// Where its pods may connect to, one line per NetworkPolicy peer.
@@ -455,6 +458,15 @@ fn cell_access(cell: &CellPlan, tenant: &TenantPlan) -> CellAccess {
             .filter(|pool| pool.owner.as_deref() == Some(tenant.name.as_str()))
             .map(|pool| pool.name.clone())
             .collect(),
+        host_access: format!(
+            "{} ({})",
+            if tenant.cell_host_access.granted {
+                "granted"
+            } else {
+                "not granted"
+            },
+            tenant.cell_host_access.why
+        ),
         namespaces: tenant
             .namespaces
             .iter()
@@ -615,6 +627,11 @@ pub fn render(summary: &AccessSummary) -> String {
                 list(&cell.owned_pools)
             ));
         }
+        line(format!(
+            "  RDMA devices and Pod Security exceptions: {}",
+            cell.host_access
+        ));
+        line("  host network, PID and IPC: never granted".to_string());
         line("  namespaces".to_string());
         for namespace in &cell.namespaces {
             line(format!(
