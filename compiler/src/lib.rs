@@ -16,6 +16,7 @@ pub mod diag;
 pub mod emit;
 pub mod git;
 pub mod hardware;
+pub mod json_strict;
 pub mod keyless;
 pub mod kube;
 pub mod limits;

@@ -15,6 +15,8 @@
 //! - A tenant's keys and trust roots live under `keys/<tenant>/`; its lock is
 //!   `weights/<tenant>.lock` and its signature files are under `weights/`; nothing of another
 //!   tenant is ever tried.
+//! - Every JSON document of the material (lock files, bundles, the statements inside them, trust
+//!   roots) is read with [`crate::json_strict`], so none with a key written twice verifies.
 //! - Pure: no IO (the CLI's `weights` commands hash folders with [`digest::hash_dir`]).
 
 pub mod digest;
@@ -27,6 +29,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::diag::{Code, Diagnostic};
+use crate::json_strict;
 use crate::model::{Fleet, KeylessSigner, ModelWeights, Signer, Spanned, Tenant};
 use digest::{FileDigest, hex, root_digest};
 use lock::{LockFile, LockedModel};
@@ -547,11 +550,28 @@ pub fn prepare_lock(
     let signature = material.get(signature_path).ok_or_else(|| {
         format!("`{signature_path}` is not a file under `{WEIGHTS}/` of the project root")
     })?;
-    let is_bundle = serde_json::from_slice::<serde_json::Value>(signature)
-        .is_ok_and(|value| value.get("mediaType").is_some());
+    // A JSON document with a key written twice is read as a bundle, so that the reason the
+    // build would give (the duplicated key) is the one reported.
+    let is_bundle = match json_strict::from_slice::<serde_json::Value>(
+        signature,
+        json_strict::Root::file("bundle"),
+    ) {
+        Ok(value) => value.get("mediaType").is_some(),
+        Err(json_strict::Error::Duplicate(_)) => true,
+        Err(json_strict::Error::Json(_)) => false,
+    };
+    // The words of the build's finding for the same reason.
+    let not_verified = |reason: String| {
+        format!(
+            "model `{} {}` is not verified: {reason} ({})",
+            model.name.value,
+            model.version.value,
+            Code::WeightsSignatureInvalid.as_str()
+        )
+    };
     let (format, manifest) = if is_bundle {
-        let dsse = sig::read_bundle(signature)?;
-        let signed = sig::read_statement(&dsse.payload)?;
+        let dsse = sig::read_bundle(signature).map_err(not_verified)?;
+        let signed = sig::read_statement(&dsse.payload).map_err(not_verified)?;
         ("model-signing", hashed.unwrap_or(signed.files))
     } else {
         let manifest = hashed.ok_or(
@@ -578,7 +598,10 @@ pub fn prepare_lock(
     let lock_file = lock_path(tenant_name);
     let mut lock = match material.get(&lock_file) {
         Some(bytes) => lock::read(bytes).map_err(|reason| {
-            format!("`{lock_file}` cannot be read: {reason}; fix or remove it first")
+            format!(
+                "`{lock_file}` cannot be read: {reason}; fix or remove it first ({})",
+                Code::WeightsLockInvalid.as_str()
+            )
         })?,
         None => LockFile {
             version: lock::LOCK_VERSION,
@@ -954,5 +977,276 @@ mod tests {
             error,
             "tenant `alpha` declares no model `huge`; it declares `tiny`"
         );
+    }
+
+    /// Every diagnostic of a compile, as code and message.
+    fn findings(inputs: &[InputFile]) -> Vec<(&'static str, String)> {
+        compile(inputs)
+            .diagnostics
+            .iter()
+            .map(|diagnostic| (diagnostic.code.as_str(), diagnostic.message.clone()))
+            .collect()
+    }
+
+    /// The message of a duplicated key in a one-line document.
+    fn twice(case: &crate::json_strict::duplicates::Duplicated) -> String {
+        format!(
+            "the key `{}` appears twice in `{}`, at line 1 column {}",
+            case.key, case.path, case.column
+        )
+    }
+
+    const PREFIX: &str = "s3://acme-models/models/alpha/tiny/v3/";
+
+    #[test]
+    fn a_key_bundle_with_any_key_written_twice_does_not_verify() {
+        use crate::json_strict::duplicates::{every_duplicate, rewritten};
+        let bundle = fixture("model-signing/model.sig.json");
+        let path = "weights/alpha/tiny.sig.json";
+        let control = fleet_files(
+            PREFIX,
+            path,
+            &rewritten(&bundle),
+            "model-signing",
+            &signed_manifest(),
+        );
+        assert_eq!(findings(&control), []);
+        let mut paths = std::collections::BTreeSet::new();
+        for case in every_duplicate(&bundle, "bundle") {
+            let inputs = fleet_files(
+                PREFIX,
+                path,
+                &case.text,
+                "model-signing",
+                &signed_manifest(),
+            );
+            assert_eq!(
+                findings(&inputs),
+                [(
+                    "weights-signature-invalid",
+                    format!("model `tiny v3` is not verified: {}", twice(&case))
+                )]
+            );
+            paths.insert(case.path);
+        }
+        for level in [
+            "bundle",
+            "bundle.verificationMaterial",
+            "bundle.verificationMaterial.publicKey",
+            "bundle.dsseEnvelope",
+            "bundle.dsseEnvelope.signatures[0]",
+        ] {
+            assert!(paths.contains(level), "no duplicate tried in `{level}`");
+        }
+    }
+
+    /// The model-signing bundle with `payload` signed by `key` in place of its own.
+    fn signed_bundle(payload: &[u8], key: &p256::ecdsa::SigningKey) -> Vec<u8> {
+        use base64::Engine as _;
+        use p256::ecdsa::signature::Signer as _;
+        let base64 = base64::engine::general_purpose::STANDARD;
+        let mut bundle: serde_json::Value =
+            serde_json::from_slice(&fixture("model-signing/model.sig.json")).unwrap();
+        let signature: p256::ecdsa::Signature = key.sign(&sig::pae(sig::PAYLOAD_TYPE, payload));
+        bundle["dsseEnvelope"]["payload"] = base64.encode(payload).into();
+        bundle["dsseEnvelope"]["signatures"][0]["sig"] =
+            base64.encode(signature.to_der().as_bytes()).into();
+        serde_json::to_vec(&bundle).unwrap()
+    }
+
+    #[test]
+    fn a_signed_statement_with_any_key_written_twice_does_not_verify() {
+        use crate::json_strict::duplicates::{every_duplicate, rewritten};
+        use p256::pkcs8::{EncodePublicKey as _, LineEnding};
+        const PAYLOAD: &str = "bundle.dsseEnvelope.payload";
+        let (signing, public) = sig::tests::other_p256(21);
+        let sig::PublicKey::P256(public) = public else {
+            unreachable!()
+        };
+        let pem = public.to_public_key_pem(LineEnding::LF).unwrap();
+        let fleet = |payload: &[u8]| {
+            let mut inputs = fleet_files(
+                PREFIX,
+                "weights/alpha/tiny.sig.json",
+                &signed_bundle(payload, &signing),
+                "model-signing",
+                &signed_manifest(),
+            );
+            for input in &mut inputs {
+                if input.path == "keys/alpha/release.pub.pem" {
+                    input.contents = pem.clone().into_bytes();
+                }
+            }
+            inputs
+        };
+        let statement = fixture("model-signing/statement.json");
+        assert_eq!(findings(&fleet(&rewritten(&statement))), []);
+        let mut paths = std::collections::BTreeSet::new();
+        for case in every_duplicate(&statement, PAYLOAD) {
+            assert_eq!(
+                findings(&fleet(&case.text)),
+                [(
+                    "weights-signature-invalid",
+                    format!(
+                        "model `tiny v3` is not verified: {} of the decoded `{PAYLOAD}`",
+                        twice(&case)
+                    )
+                )]
+            );
+            paths.insert(case.path);
+        }
+        for level in [
+            PAYLOAD.to_string(),
+            format!("{PAYLOAD}.subject[0]"),
+            format!("{PAYLOAD}.subject[0].digest"),
+            format!("{PAYLOAD}.predicate"),
+            format!("{PAYLOAD}.predicate.serialization"),
+            format!("{PAYLOAD}.predicate.resources[4]"),
+        ] {
+            assert!(paths.contains(&level), "no duplicate tried in `{level}`");
+        }
+    }
+
+    #[test]
+    fn a_lock_file_with_any_key_written_twice_is_invalid() {
+        use crate::json_strict::duplicates::{every_duplicate, rewritten};
+        let inputs = fleet_files(
+            PREFIX,
+            "weights/alpha/tiny.sig.json",
+            &fixture("model-signing/model.sig.json"),
+            "model-signing",
+            &signed_manifest(),
+        );
+        let with_lock = |lock: Vec<u8>| {
+            let mut inputs = inputs.clone();
+            for input in &mut inputs {
+                if input.path == "weights/alpha.lock" {
+                    input.contents = lock.clone();
+                }
+            }
+            inputs
+        };
+        let lock = inputs
+            .iter()
+            .find(|input| input.path == "weights/alpha.lock")
+            .unwrap()
+            .contents
+            .clone();
+        assert_eq!(findings(&with_lock(rewritten(&lock))), []);
+        let mut paths = std::collections::BTreeSet::new();
+        for case in every_duplicate(&lock, "lock") {
+            assert_eq!(
+                findings(&with_lock(case.text.clone())),
+                [(
+                    "weights-lock-invalid",
+                    format!("`weights/alpha.lock` cannot be read: {}", twice(&case))
+                )]
+            );
+            paths.insert(case.path);
+        }
+        for level in [
+            "lock",
+            "lock.models[0]",
+            "lock.models[0].hashing",
+            "lock.models[0].files[4]",
+            "lock.models[0].signature",
+        ] {
+            assert!(paths.contains(level), "no duplicate tried in `{level}`");
+        }
+    }
+
+    /// `fleet_files` with a keyless signer of the mock identity, pinned to the mock trust root,
+    /// and `bundle` locked as its signature.
+    fn keyless_fleet(bundle: &[u8]) -> Vec<InputFile> {
+        let mut inputs = fleet_files(
+            PREFIX,
+            "weights/alpha/tiny.keyless.json",
+            bundle,
+            "model-signing",
+            &signed_manifest(),
+        );
+        inputs.retain(|input| input.path != "keys/alpha/release.pub.pem");
+        for input in &mut inputs {
+            if input.path == "tenants/alpha.kdl" {
+                let text = String::from_utf8(input.contents.clone()).unwrap();
+                let keyless = text.replace(
+                    "key \"keys/alpha/release.pub.pem\"",
+                    "keyless san=\"https://ci.test.invalid/tenants/acme/release\" issuer=\"https://issuer.test.invalid\" trust-root=\"keys/alpha/trusted_root.json\"",
+                );
+                assert_ne!(keyless, text);
+                input.contents = keyless.into_bytes();
+            }
+        }
+        inputs.push(InputFile {
+            path: "keys/alpha/trusted_root.json".to_string(),
+            contents: fixture("keyless-mock/trusted_root.json"),
+        });
+        inputs.sort_by(|a, b| a.path.cmp(&b.path));
+        inputs
+    }
+
+    /// The keyless DSSE fixture with its `integratedTime` written twice, the first outside the
+    /// leaf certificate's validity, and with its certificate's `rawBytes` written twice, the
+    /// first another bundle's leaf: the two bundles of issue 26, which a reader keeping the last
+    /// value verifies.
+    fn issue_26_bundles() -> [Vec<u8>; 2] {
+        let text = String::from_utf8(fixture("keyless-mock/model.keyless.sigstore.json")).unwrap();
+        let time = "\"integratedTime\": \"1795946624\",";
+        let raw = "\"certificate\": {\n      \"rawBytes\": ";
+        let other: serde_json::Value =
+            serde_json::from_slice(&fixture("keyless-mock/blob.sigstore.json")).unwrap();
+        let other = other
+            .pointer("/verificationMaterial/x509CertificateChain/certificates/0/rawBytes")
+            .unwrap()
+            .as_str()
+            .unwrap();
+        assert!(text.contains(time) && text.contains(raw));
+        [
+            text.replacen(
+                time,
+                &format!("\"integratedTime\": \"1795950000\",\n        {time}"),
+                1,
+            ),
+            text.replacen(raw, &format!("{raw}\"{other}\",\n      \"rawBytes\": "), 1),
+        ]
+        .map(String::into_bytes)
+    }
+
+    #[test]
+    fn the_keyless_bundles_of_issue_26_are_refused_by_the_build_and_by_weights_lock() {
+        let good = fixture("keyless-mock/model.keyless.sigstore.json");
+        assert_eq!(findings(&keyless_fleet(&good)), []);
+        let expected = [
+            "the key `integratedTime` appears twice in `bundle.verificationMaterial.tlogEntries[0]`, at line 18 column 9",
+            "the key `rawBytes` appears twice in `bundle.verificationMaterial.certificate`, at line 6 column 7",
+        ];
+        for (bundle, reason) in issue_26_bundles().iter().zip(expected) {
+            let inputs = keyless_fleet(bundle);
+            assert_eq!(
+                findings(&inputs),
+                [(
+                    "weights-signature-invalid",
+                    format!("model `tiny v3` is not verified: {reason}")
+                )]
+            );
+            let tenant = crate::read_tenant(&inputs, "alpha").unwrap();
+            let mut material: Material = inputs
+                .iter()
+                .filter(|input| is_material(&input.path))
+                .map(|input| (input.path.clone(), input.contents.clone()))
+                .collect();
+            material.remove("weights/alpha.lock");
+            assert_eq!(
+                prepare_lock(
+                    &tenant,
+                    "tiny",
+                    None,
+                    "weights/alpha/tiny.keyless.json",
+                    &material
+                )
+                .unwrap_err(),
+                format!("model `tiny v3` is not verified: {reason} (weights-signature-invalid)")
+            );
+        }
     }
 }
