@@ -258,7 +258,7 @@ fn verify_model(
             .with_help("lock the model again with `tenantc weights lock` to pin the new signature"),
         ));
     }
-    let signature_failure = |reason: String| {
+    let failure_with_help = |reason: String, help: &str| {
         Box::new(
             Diagnostic::error(
                 Code::WeightsSignatureInvalid,
@@ -266,10 +266,21 @@ fn verify_model(
                 format!("{what} is not verified: {reason}"),
             )
             .with_label(format!("signature `{}`", entry.signature.path))
-            .with_help(
-                "sign the weights with one of the keys the model declares, or declare the key that signed them (under `keys/<tenant>/`)",
-            ),
+            .with_help(help),
         )
+    };
+    let signature_failure = |reason: String| {
+        failure_with_help(
+            reason,
+            "sign the weights with one of the keys the model declares, or declare the key that signed them (under `keys/<tenant>/`)",
+        )
+    };
+    let refused = |refusal: sig::Refusal| match refusal {
+        sig::Refusal::Duplicate(duplicate) => failure_with_help(
+            duplicate.to_string(),
+            "write every key once: restore the file the signing tool wrote, or sign the weights again, and lock the new signature with `tenantc weights lock`",
+        ),
+        sig::Refusal::Invalid(reason) => signature_failure(reason),
     };
     match entry.signature.format.as_str() {
         "cosign-blob" => {
@@ -282,7 +293,7 @@ fn verify_model(
             sig::verify_blob(blob.as_bytes(), signature, &keys).map_err(signature_failure)?;
         }
         _ => {
-            let dsse = sig::read_bundle(signature).map_err(signature_failure)?;
+            let dsse = sig::read_bundle(signature).map_err(refused)?;
             let payload = match (signer, dsse.kind) {
                 (Signer::Keys(_), BundleKind::Key) => {
                     sig::verify_key_bundle(&dsse, &keys).map_err(signature_failure)?
@@ -302,7 +313,7 @@ fn verify_model(
                     dsse.payload.as_slice()
                 }
             };
-            let signed = sig::read_statement(payload).map_err(signature_failure)?;
+            let signed = sig::read_statement(payload).map_err(refused)?;
             compare_manifests(model, &what, &signed, &manifest)?;
         }
     }
@@ -570,8 +581,10 @@ pub fn prepare_lock(
         )
     };
     let (format, manifest) = if is_bundle {
-        let dsse = sig::read_bundle(signature).map_err(not_verified)?;
-        let signed = sig::read_statement(&dsse.payload).map_err(not_verified)?;
+        let dsse =
+            sig::read_bundle(signature).map_err(|refusal| not_verified(refusal.to_string()))?;
+        let signed = sig::read_statement(&dsse.payload)
+            .map_err(|refusal| not_verified(refusal.to_string()))?;
         ("model-signing", hashed.unwrap_or(signed.files))
     } else {
         let manifest = hashed.ok_or(
