@@ -27,6 +27,9 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, V
 
 /// The most characters of a key a message quotes; a longer key is cut and marked with `...`.
 const MAX_KEY_CHARS: usize = 64;
+/// The most characters of a path a message quotes, roughly: beyond them the path's first
+/// segments after the root are left out.
+const MAX_PATH_CHARS: usize = 256;
 
 /// Where a document sits, for the paths of findings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,12 +254,13 @@ fn shorten(key: &str) -> String {
 }
 
 /// `root` followed by each segment: `.key` for a plain key, `["…"]` (JSON-quoted) for any
-/// other, `[idx]` for an array element.
+/// other, `[idx]` for an array element; segments after the root are left out, from the first,
+/// while the path is longer than [`MAX_PATH_CHARS`], and `...` stands for them.
 fn render_path(root: &str, segments: &[Segment]) -> String {
-    let mut path = root.to_string();
-    for segment in segments {
-        match segment {
-            Segment::Index(idx) => path.push_str(&format!("[{idx}]")),
+    let rendered: Vec<String> = segments
+        .iter()
+        .map(|segment| match segment {
+            Segment::Index(idx) => format!("[{idx}]"),
             Segment::Key(key) => {
                 let plain = key
                     .chars()
@@ -267,14 +271,25 @@ fn render_path(root: &str, segments: &[Segment]) -> String {
                         .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-');
                 let short = shorten(key);
                 if plain {
-                    path.push('.');
-                    path.push_str(&short);
+                    format!(".{short}")
                 } else {
-                    let quoted = serde_json::to_string(&short).unwrap_or_default();
-                    path.push_str(&format!("[{quoted}]"));
+                    format!("[{}]", serde_json::to_string(&short).unwrap_or_default())
                 }
             }
-        }
+        })
+        .collect();
+    let mut length: usize = rendered.iter().map(|part| part.chars().count()).sum();
+    let mut first = 0;
+    while length + root.chars().count() > MAX_PATH_CHARS && first + 1 < rendered.len() {
+        length -= rendered.get(first).map_or(0, |part| part.chars().count());
+        first += 1;
+    }
+    let mut path = root.to_string();
+    if first > 0 {
+        path.push_str("...");
+    }
+    for part in rendered.iter().skip(first) {
+        path.push_str(part);
     }
     path
 }
@@ -340,6 +355,8 @@ fn key_position(bytes: &[u8], key: &str, line: usize, column: usize) -> (usize, 
 /// Test support: every way to duplicate one key of a document, for the readers' tests.
 #[cfg(test)]
 pub(crate) mod duplicates {
+    use std::collections::BTreeSet;
+
     use serde_json::Value;
 
     /// A document with one key written twice.
@@ -354,6 +371,40 @@ pub(crate) mod duplicates {
         /// The column (1-based, in characters) of the second occurrence's opening quote; the
         /// text is one line.
         pub column: usize,
+    }
+
+    impl Duplicated {
+        /// The reason a reader should give, written here from the duplicate's own facts.
+        pub(crate) fn reason(&self) -> String {
+            format!(
+                "the key `{}` appears twice in `{}`, at line 1 column {}",
+                self.key, self.path, self.column
+            )
+        }
+    }
+
+    /// Runs `refused` (which asserts that the reader refuses the text) on every duplicate of
+    /// [`every_duplicate`], and returns the paths of the objects they were written in.
+    pub(crate) fn each_refused(
+        document: &[u8],
+        root: &str,
+        mut refused: impl FnMut(&Duplicated),
+    ) -> BTreeSet<String> {
+        every_duplicate(document, root)
+            .into_iter()
+            .map(|case| {
+                refused(&case);
+                case.path
+            })
+            .collect()
+    }
+
+    /// Asserts that a duplicate was written in each object of `levels`.
+    pub(crate) fn assert_reached<S: AsRef<str>>(paths: &BTreeSet<String>, levels: &[S]) {
+        for level in levels {
+            let level = level.as_ref();
+            assert!(paths.contains(level), "no duplicate tried in `{level}`");
+        }
     }
 
     /// The document re-written as compact JSON without any change, the control of
@@ -528,6 +579,22 @@ mod tests {
             "the key `sha256` appears twice in `bundle.dsseEnvelope.payload.subject[0].digest`, \
              at line 1 column 38 of the decoded `bundle.dsseEnvelope.payload`"
         );
+    }
+
+    #[test]
+    fn deep_paths_are_cut_from_the_root_side() {
+        let depth = 100;
+        let text = format!(
+            "{}{{\"k\":1,\"k\":1}}{}",
+            "{\"level\":".repeat(depth),
+            "}".repeat(depth)
+        );
+        let found = duplicate(&text);
+        assert!(found.path.starts_with("doc..."), "{}", found.path);
+        assert!(found.path.ends_with(".level.level"), "{}", found.path);
+        assert!(found.path.len() <= MAX_PATH_CHARS + 3, "{}", found.path);
+        // A short path is whole.
+        assert_eq!(duplicate(r#"{"a":{"b":{"c":1,"c":1}}}"#).path, "doc.a.b");
     }
 
     #[test]

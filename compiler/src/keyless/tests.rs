@@ -937,49 +937,55 @@ fn verifies_an_intoto_entry_and_rejects_one_that_disagrees() {
     assert!(error.reason().contains("does not fit"), "{error}");
 }
 
-/// The message of a duplicated key in a one-line document.
-fn twice(case: &crate::json_strict::duplicates::Duplicated) -> String {
-    format!(
-        "the key `{}` appears twice in `{}`, at line 1 column {}",
-        case.key, case.path, case.column
-    )
+/// Checks that every duplicate of `document` (written under `root`) fails `verify_text` at
+/// `step` with the duplicate's reason and `suffix`; returns the paths the duplicates were in.
+fn refused_at(
+    (document, root): (&[u8], &str),
+    verify_text: impl Fn(&[u8]) -> Result<Verified, Error>,
+    (step, suffix): (Step, &str),
+) -> std::collections::BTreeSet<String> {
+    crate::json_strict::duplicates::each_refused(document, root, |case| {
+        let error = verify_text(&case.text).unwrap_err();
+        assert_eq!(error.step(), step, "{}: {error}", case.path);
+        assert_eq!(error.reason(), format!("{}{suffix}", case.reason()));
+    })
 }
 
 #[test]
 fn refuses_a_bundle_with_any_key_written_twice() {
-    use crate::json_strict::duplicates::{every_duplicate, rewritten};
+    use crate::json_strict::duplicates::{assert_reached, rewritten};
     let mut paths = std::collections::BTreeSet::new();
     for (bundle, artifact) in [(BLOB_BUNDLE, Artifact::Blob(BLOB)), (DSSE_BUNDLE, dsse())] {
         // The control: the same bundle written by the helper without a duplicate verifies.
         verify(&rewritten(bundle), TRUSTED_ROOT, &identity(), artifact).unwrap();
         // Both values of each duplicate are the original one, so a reader keeping either value
         // would verify the bundle.
-        for case in every_duplicate(bundle, "bundle") {
-            let error = verify(&case.text, TRUSTED_ROOT, &identity(), artifact).unwrap_err();
-            assert_eq!(error.step(), Step::Parse, "{}: {error}", case.path);
-            assert_eq!(error.reason(), twice(&case));
-            paths.insert(case.path);
-        }
+        paths.extend(refused_at(
+            (bundle, "bundle"),
+            |text| verify(text, TRUSTED_ROOT, &identity(), artifact),
+            (Step::Parse, ""),
+        ));
     }
-    for level in [
-        "bundle",
-        "bundle.verificationMaterial",
-        "bundle.verificationMaterial.certificate",
-        "bundle.verificationMaterial.x509CertificateChain",
-        "bundle.verificationMaterial.x509CertificateChain.certificates[0]",
-        "bundle.verificationMaterial.tlogEntries[0]",
-        "bundle.verificationMaterial.tlogEntries[0].logId",
-        "bundle.verificationMaterial.tlogEntries[0].kindVersion",
-        "bundle.verificationMaterial.tlogEntries[0].inclusionPromise",
-        "bundle.verificationMaterial.tlogEntries[0].inclusionProof",
-        "bundle.verificationMaterial.tlogEntries[0].inclusionProof.checkpoint",
-        "bundle.messageSignature",
-        "bundle.messageSignature.messageDigest",
-        "bundle.dsseEnvelope",
-        "bundle.dsseEnvelope.signatures[0]",
-    ] {
-        assert!(paths.contains(level), "no duplicate tried in `{level}`");
-    }
+    assert_reached(
+        &paths,
+        &[
+            "bundle",
+            "bundle.verificationMaterial",
+            "bundle.verificationMaterial.certificate",
+            "bundle.verificationMaterial.x509CertificateChain",
+            "bundle.verificationMaterial.x509CertificateChain.certificates[0]",
+            "bundle.verificationMaterial.tlogEntries[0]",
+            "bundle.verificationMaterial.tlogEntries[0].logId",
+            "bundle.verificationMaterial.tlogEntries[0].kindVersion",
+            "bundle.verificationMaterial.tlogEntries[0].inclusionPromise",
+            "bundle.verificationMaterial.tlogEntries[0].inclusionProof",
+            "bundle.verificationMaterial.tlogEntries[0].inclusionProof.checkpoint",
+            "bundle.messageSignature",
+            "bundle.messageSignature.messageDigest",
+            "bundle.dsseEnvelope",
+            "bundle.dsseEnvelope.signatures[0]",
+        ],
+    );
 }
 
 #[test]
@@ -1026,42 +1032,36 @@ fn refuses_the_two_bundles_of_issue_26() {
 
 #[test]
 fn refuses_a_trust_root_with_any_key_written_twice() {
-    use crate::json_strict::duplicates::{every_duplicate, rewritten};
-    verify(
-        BLOB_BUNDLE,
-        &rewritten(TRUSTED_ROOT),
-        &identity(),
-        Artifact::Blob(BLOB),
-    )
-    .unwrap();
-    let mut paths = std::collections::BTreeSet::new();
-    for case in every_duplicate(TRUSTED_ROOT, "trustedRoot") {
-        let error = verify(BLOB_BUNDLE, &case.text, &identity(), Artifact::Blob(BLOB)).unwrap_err();
-        assert_eq!(error.step(), Step::Parse, "{}: {error}", case.path);
-        assert_eq!(error.reason(), twice(&case));
-        paths.insert(case.path);
-    }
-    for level in [
-        "trustedRoot",
-        "trustedRoot.certificateAuthorities[0]",
-        "trustedRoot.certificateAuthorities[0].certChain",
-        "trustedRoot.certificateAuthorities[0].certChain.certificates[0]",
-        "trustedRoot.certificateAuthorities[0].validFor",
-        "trustedRoot.tlogs[0]",
-        "trustedRoot.tlogs[0].publicKey",
-        "trustedRoot.tlogs[0].publicKey.validFor",
-        "trustedRoot.tlogs[0].logId",
-        "trustedRoot.ctlogs[0]",
-        "trustedRoot.ctlogs[0].publicKey",
-        "trustedRoot.ctlogs[0].logId",
-    ] {
-        assert!(paths.contains(level), "no duplicate tried in `{level}`");
-    }
+    use crate::json_strict::duplicates::{assert_reached, rewritten};
+    let blob = Artifact::Blob(BLOB);
+    verify(BLOB_BUNDLE, &rewritten(TRUSTED_ROOT), &identity(), blob).unwrap();
+    let paths = refused_at(
+        (TRUSTED_ROOT, "trustedRoot"),
+        |text| verify(BLOB_BUNDLE, text, &identity(), blob),
+        (Step::Parse, ""),
+    );
+    assert_reached(
+        &paths,
+        &[
+            "trustedRoot",
+            "trustedRoot.certificateAuthorities[0]",
+            "trustedRoot.certificateAuthorities[0].certChain",
+            "trustedRoot.certificateAuthorities[0].certChain.certificates[0]",
+            "trustedRoot.certificateAuthorities[0].validFor",
+            "trustedRoot.tlogs[0]",
+            "trustedRoot.tlogs[0].publicKey",
+            "trustedRoot.tlogs[0].publicKey.validFor",
+            "trustedRoot.tlogs[0].logId",
+            "trustedRoot.ctlogs[0]",
+            "trustedRoot.ctlogs[0].publicKey",
+            "trustedRoot.ctlogs[0].logId",
+        ],
+    );
 }
 
 #[test]
 fn refuses_a_rekor_body_with_any_key_written_twice() {
-    use crate::json_strict::duplicates::{every_duplicate, rewritten};
+    use crate::json_strict::duplicates::{assert_reached, rewritten};
     const BODY: &str = "bundle.verificationMaterial.tlogEntries[0].canonicalizedBody";
     let rogue = RogueLog::new();
     let root = rogue.trusted_root();
@@ -1083,28 +1083,24 @@ fn refuses_a_rekor_body_with_any_key_written_twice() {
                 .unwrap(),
         )
         .unwrap();
+        let logged = |body: Vec<u8>| rogue.resign_entry(bundle, time, Some((kind, "0.0.1", body)));
         // The control: the rogue log logs the body re-written without a duplicate, and it verifies.
-        let logged = rogue.resign_entry(bundle, time, Some((kind, "0.0.1", rewritten(&body))));
-        verify(&logged, &root, &identity(), artifact).unwrap();
-        for case in every_duplicate(&body, BODY) {
-            let logged = rogue.resign_entry(bundle, time, Some((kind, "0.0.1", case.text.clone())));
-            let error = verify(&logged, &root, &identity(), artifact).unwrap_err();
-            assert_eq!(error.step(), Step::RekorBody, "{}: {error}", case.path);
-            assert_eq!(
-                error.reason(),
-                format!("{} of the decoded `{BODY}`", twice(&case))
-            );
-            paths.insert(case.path);
-        }
+        verify(&logged(rewritten(&body)), &root, &identity(), artifact).unwrap();
+        paths.extend(refused_at(
+            (&body, BODY),
+            |text| verify(&logged(text.to_vec()), &root, &identity(), artifact),
+            (Step::RekorBody, &format!(" of the decoded `{BODY}`")),
+        ));
     }
-    for level in [
-        BODY.to_string(),
-        format!("{BODY}.spec"),
-        format!("{BODY}.spec.data.hash"),
-        format!("{BODY}.spec.signature.publicKey"),
-        format!("{BODY}.spec.payloadHash"),
-        format!("{BODY}.spec.signatures[0]"),
-    ] {
-        assert!(paths.contains(&level), "no duplicate tried in `{level}`");
-    }
+    assert_reached(
+        &paths,
+        &[
+            BODY.to_string(),
+            format!("{BODY}.spec"),
+            format!("{BODY}.spec.data.hash"),
+            format!("{BODY}.spec.signature.publicKey"),
+            format!("{BODY}.spec.payloadHash"),
+            format!("{BODY}.spec.signatures[0]"),
+        ],
+    );
 }

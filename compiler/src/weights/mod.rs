@@ -939,6 +939,18 @@ mod tests {
         assert!(!is_material("tenants/a.kdl"));
     }
 
+    /// Tenant `alpha` of a fleet and the fleet's signing material, as `tenantc weights lock`
+    /// reads them.
+    fn tenant_and_material(inputs: &[InputFile]) -> (Tenant, Material) {
+        let tenant = crate::read_tenant(inputs, "alpha").unwrap();
+        let material = inputs
+            .iter()
+            .filter(|input| is_material(&input.path))
+            .map(|input| (input.path.clone(), input.contents.clone()))
+            .collect();
+        (tenant, material)
+    }
+
     #[test]
     fn prepare_lock_writes_a_verified_entry_from_a_bundle_alone() {
         let inputs = fleet_files(
@@ -948,12 +960,7 @@ mod tests {
             "model-signing",
             &signed_manifest(),
         );
-        let tenant = crate::read_tenant(&inputs, "alpha").unwrap();
-        let mut material: Material = inputs
-            .iter()
-            .filter(|input| is_material(&input.path))
-            .map(|input| (input.path.clone(), input.contents.clone()))
-            .collect();
+        let (tenant, mut material) = tenant_and_material(&inputs);
         let expected = material.remove("weights/alpha.lock").unwrap();
         let (entry, bytes) = prepare_lock(
             &tenant,
@@ -1001,56 +1008,55 @@ mod tests {
             .collect()
     }
 
-    /// The message of a duplicated key in a one-line document.
-    fn twice(case: &crate::json_strict::duplicates::Duplicated) -> String {
-        format!(
-            "the key `{}` appears twice in `{}`, at line 1 column {}",
-            case.key, case.path, case.column
-        )
+    const PREFIX: &str = "s3://acme-models/models/alpha/tiny/v3/";
+
+    /// `inputs` with the file at `path` holding `contents`.
+    fn replaced(mut inputs: Vec<InputFile>, path: &str, contents: &[u8]) -> Vec<InputFile> {
+        let file = inputs.iter_mut().find(|input| input.path == path).unwrap();
+        file.contents = contents.to_vec();
+        inputs
     }
 
-    const PREFIX: &str = "s3://acme-models/models/alpha/tiny/v3/";
+    /// Checks that the fleet made of `document` re-written (`fleet`) verifies, that the fleet of
+    /// every duplicate of it, written under `root`, has the one finding `code` with `message`
+    /// after `prefix`, and that duplicates were written in each object of `levels`.
+    fn refuses_every_duplicate<S: AsRef<str>>(
+        (document, root, levels): (&[u8], &str, &[S]),
+        fleet: impl Fn(&[u8]) -> Vec<InputFile>,
+        (code, prefix, suffix): (&str, &str, &str),
+    ) {
+        use crate::json_strict::duplicates::{assert_reached, each_refused, rewritten};
+        assert_eq!(findings(&fleet(&rewritten(document))), []);
+        let paths = each_refused(document, root, |case| {
+            assert_eq!(
+                findings(&fleet(&case.text)),
+                [(code, format!("{prefix}{}{suffix}", case.reason()))]
+            );
+        });
+        assert_reached(&paths, levels);
+    }
 
     #[test]
     fn a_key_bundle_with_any_key_written_twice_does_not_verify() {
-        use crate::json_strict::duplicates::{every_duplicate, rewritten};
-        let bundle = fixture("model-signing/model.sig.json");
-        let path = "weights/alpha/tiny.sig.json";
-        let control = fleet_files(
-            PREFIX,
-            path,
-            &rewritten(&bundle),
-            "model-signing",
-            &signed_manifest(),
-        );
-        assert_eq!(findings(&control), []);
-        let mut paths = std::collections::BTreeSet::new();
-        for case in every_duplicate(&bundle, "bundle") {
-            let inputs = fleet_files(
-                PREFIX,
-                path,
-                &case.text,
-                "model-signing",
-                &signed_manifest(),
-            );
-            assert_eq!(
-                findings(&inputs),
-                [(
-                    "weights-signature-invalid",
-                    format!("model `tiny v3` is not verified: {}", twice(&case))
-                )]
-            );
-            paths.insert(case.path);
-        }
-        for level in [
+        let levels = [
             "bundle",
             "bundle.verificationMaterial",
             "bundle.verificationMaterial.publicKey",
             "bundle.dsseEnvelope",
             "bundle.dsseEnvelope.signatures[0]",
-        ] {
-            assert!(paths.contains(level), "no duplicate tried in `{level}`");
-        }
+        ];
+        refuses_every_duplicate(
+            (&fixture("model-signing/model.sig.json"), "bundle", &levels),
+            |bundle| {
+                let path = "weights/alpha/tiny.sig.json";
+                fleet_files(PREFIX, path, bundle, "model-signing", &signed_manifest())
+            },
+            (
+                "weights-signature-invalid",
+                "model `tiny v3` is not verified: ",
+                "",
+            ),
+        );
     }
 
     /// The model-signing bundle with `payload` signed by `key` in place of its own.
@@ -1069,7 +1075,6 @@ mod tests {
 
     #[test]
     fn a_signed_statement_with_any_key_written_twice_does_not_verify() {
-        use crate::json_strict::duplicates::{every_duplicate, rewritten};
         use p256::pkcs8::{EncodePublicKey as _, LineEnding};
         const PAYLOAD: &str = "bundle.dsseEnvelope.payload";
         let (signing, public) = sig::tests::other_p256(21);
@@ -1078,51 +1083,36 @@ mod tests {
         };
         let pem = public.to_public_key_pem(LineEnding::LF).unwrap();
         let fleet = |payload: &[u8]| {
-            let mut inputs = fleet_files(
+            let inputs = fleet_files(
                 PREFIX,
                 "weights/alpha/tiny.sig.json",
                 &signed_bundle(payload, &signing),
                 "model-signing",
                 &signed_manifest(),
             );
-            for input in &mut inputs {
-                if input.path == "keys/alpha/release.pub.pem" {
-                    input.contents = pem.clone().into_bytes();
-                }
-            }
-            inputs
+            replaced(inputs, "keys/alpha/release.pub.pem", pem.as_bytes())
         };
-        let statement = fixture("model-signing/statement.json");
-        assert_eq!(findings(&fleet(&rewritten(&statement))), []);
-        let mut paths = std::collections::BTreeSet::new();
-        for case in every_duplicate(&statement, PAYLOAD) {
-            assert_eq!(
-                findings(&fleet(&case.text)),
-                [(
-                    "weights-signature-invalid",
-                    format!(
-                        "model `tiny v3` is not verified: {} of the decoded `{PAYLOAD}`",
-                        twice(&case)
-                    )
-                )]
-            );
-            paths.insert(case.path);
-        }
-        for level in [
+        let levels = [
             PAYLOAD.to_string(),
             format!("{PAYLOAD}.subject[0]"),
             format!("{PAYLOAD}.subject[0].digest"),
             format!("{PAYLOAD}.predicate"),
             format!("{PAYLOAD}.predicate.serialization"),
             format!("{PAYLOAD}.predicate.resources[4]"),
-        ] {
-            assert!(paths.contains(&level), "no duplicate tried in `{level}`");
-        }
+        ];
+        refuses_every_duplicate(
+            (&fixture("model-signing/statement.json"), PAYLOAD, &levels),
+            fleet,
+            (
+                "weights-signature-invalid",
+                "model `tiny v3` is not verified: ",
+                &format!(" of the decoded `{PAYLOAD}`"),
+            ),
+        );
     }
 
     #[test]
     fn a_lock_file_with_any_key_written_twice_is_invalid() {
-        use crate::json_strict::duplicates::{every_duplicate, rewritten};
         let inputs = fleet_files(
             PREFIX,
             "weights/alpha/tiny.sig.json",
@@ -1130,42 +1120,28 @@ mod tests {
             "model-signing",
             &signed_manifest(),
         );
-        let with_lock = |lock: Vec<u8>| {
-            let mut inputs = inputs.clone();
-            for input in &mut inputs {
-                if input.path == "weights/alpha.lock" {
-                    input.contents = lock.clone();
-                }
-            }
-            inputs
-        };
         let lock = inputs
             .iter()
             .find(|input| input.path == "weights/alpha.lock")
             .unwrap()
             .contents
             .clone();
-        assert_eq!(findings(&with_lock(rewritten(&lock))), []);
-        let mut paths = std::collections::BTreeSet::new();
-        for case in every_duplicate(&lock, "lock") {
-            assert_eq!(
-                findings(&with_lock(case.text.clone())),
-                [(
-                    "weights-lock-invalid",
-                    format!("`weights/alpha.lock` cannot be read: {}", twice(&case))
-                )]
-            );
-            paths.insert(case.path);
-        }
-        for level in [
+        let levels = [
             "lock",
             "lock.models[0]",
             "lock.models[0].hashing",
             "lock.models[0].files[4]",
             "lock.models[0].signature",
-        ] {
-            assert!(paths.contains(level), "no duplicate tried in `{level}`");
-        }
+        ];
+        refuses_every_duplicate(
+            (&lock, "lock", &levels),
+            |lock| replaced(inputs.clone(), "weights/alpha.lock", lock),
+            (
+                "weights-lock-invalid",
+                "`weights/alpha.lock` cannot be read: ",
+                "",
+            ),
+        );
     }
 
     /// `fleet_files` with a keyless signer of the mock identity, pinned to the mock trust root,
@@ -1179,17 +1155,17 @@ mod tests {
             &signed_manifest(),
         );
         inputs.retain(|input| input.path != "keys/alpha/release.pub.pem");
-        for input in &mut inputs {
-            if input.path == "tenants/alpha.kdl" {
-                let text = String::from_utf8(input.contents.clone()).unwrap();
-                let keyless = text.replace(
-                    "key \"keys/alpha/release.pub.pem\"",
-                    "keyless san=\"https://ci.test.invalid/tenants/acme/release\" issuer=\"https://issuer.test.invalid\" trust-root=\"keys/alpha/trusted_root.json\"",
-                );
-                assert_ne!(keyless, text);
-                input.contents = keyless.into_bytes();
-            }
-        }
+        let tenant = inputs
+            .iter()
+            .find(|input| input.path == "tenants/alpha.kdl")
+            .unwrap();
+        let text = String::from_utf8(tenant.contents.clone()).unwrap();
+        let keyless = text.replace(
+            "key \"keys/alpha/release.pub.pem\"",
+            "keyless san=\"https://ci.test.invalid/tenants/acme/release\" issuer=\"https://issuer.test.invalid\" trust-root=\"keys/alpha/trusted_root.json\"",
+        );
+        assert_ne!(keyless, text);
+        let mut inputs = replaced(inputs, "tenants/alpha.kdl", keyless.as_bytes());
         inputs.push(InputFile {
             path: "keys/alpha/trusted_root.json".to_string(),
             contents: fixture("keyless-mock/trusted_root.json"),
@@ -1242,12 +1218,7 @@ mod tests {
                     format!("model `tiny v3` is not verified: {reason}")
                 )]
             );
-            let tenant = crate::read_tenant(&inputs, "alpha").unwrap();
-            let mut material: Material = inputs
-                .iter()
-                .filter(|input| is_material(&input.path))
-                .map(|input| (input.path.clone(), input.contents.clone()))
-                .collect();
+            let (tenant, mut material) = tenant_and_material(&inputs);
             material.remove("weights/alpha.lock");
             assert_eq!(
                 prepare_lock(
