@@ -17,6 +17,7 @@ pub mod emit;
 pub mod facts;
 pub mod git;
 pub mod hardware;
+pub mod json_strict;
 pub mod keyless;
 pub mod kube;
 pub mod limits;
