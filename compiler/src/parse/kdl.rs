@@ -606,6 +606,8 @@ impl<'a> Parser<'a> {
                 return Err(());
             }
         };
+        // A slashdash may follow a value directly (kdl-org/kdl #499); kdl-rs 6.7 still refuses
+        // it, a deviation `kdl_parity.rs` names.
         let terminated = match self.peek() {
             None => true,
             Some(ch) => {
@@ -614,6 +616,7 @@ impl<'a> Parser<'a> {
                     || matches!(ch, ';' | '=' | ')' | '{' | '}' | '\\')
                     || self.starts_with("//")
                     || self.starts_with("/*")
+                    || self.starts_with("/-")
             }
         };
         if !terminated {
@@ -1614,6 +1617,71 @@ mod tests {
         assert_eq!(map.args.len(), 1);
         let keys: Vec<_> = map.entries.iter().map(|e| e.key.as_str()).collect();
         assert_eq!(keys, ["c", "g"]);
+    }
+
+    /// KDL v2 has allowed a slashdash right after a value since kdl-org/kdl #499 (2025-01-29):
+    /// `(node-space | slashdash)` before each entry, `node-space*` before a slashdashed block.
+    #[test]
+    fn slashdash_needs_no_space_before_it() {
+        for (text, args, keys) in [
+            (
+                "node \"string\"/-1\n",
+                vec![Value::Str("string".into())],
+                vec![],
+            ),
+            (
+                "node \"string\"/-{}\n",
+                vec![Value::Str("string".into())],
+                vec![],
+            ),
+            (
+                "node \"string\" {}/-{}\n",
+                vec![Value::Str("string".into())],
+                vec![],
+            ),
+            (
+                "node \"string\"/-foo=1\n",
+                vec![Value::Str("string".into())],
+                vec![],
+            ),
+            ("node/-1 2\n", vec![Value::Int(2)], vec![]),
+            (
+                "node 1/-2/-3 4\n",
+                vec![Value::Int(1), Value::Int(4)],
+                vec![],
+            ),
+            (
+                "node k=1/-2 #true/-{ x }\n",
+                vec![Value::Bool(true)],
+                vec!["k"],
+            ),
+            (
+                "node #\"r\"#/-\"\"\"\n  x\n  \"\"\"/- y\n",
+                vec![Value::Str("r".into())],
+                vec![],
+            ),
+            ("node {\n  a\n}/-{ b }\n", vec![], vec!["a"]),
+        ] {
+            let (map, diagnostics) = root_map(text);
+            assert!(diagnostics.is_empty(), "{text:?}: {diagnostics:?}");
+            let values: Vec<_> = map.args.iter().map(|n| n.value.clone()).collect();
+            assert_eq!(values, args, "{text:?}");
+            let found: Vec<_> = map.entries.iter().map(|e| e.key.as_str()).collect();
+            assert_eq!(found, keys, "{text:?}");
+        }
+        // A `/` that starts no comment still needs a space before the next value.
+        for text in [
+            "node \"a\"/x\n",
+            "node 1/ 2\n",
+            "node \"a\"/\n",
+            "node \"a\"/-\n",
+        ] {
+            let found = errors(text);
+            assert!(
+                found.iter().all(|(code, _, _)| *code == Code::KdlSyntax) && !found.is_empty(),
+                "{text:?}: {found:?}"
+            );
+        }
     }
 
     #[test]
