@@ -94,7 +94,7 @@ fn scalar(entry: &KdlEntry) -> Value {
 /// Our parse of every top-level node (the compiler keeps only the first as the root, so this
 /// wraps the document in a node to read them all), with value spans cleared.
 fn ours(text: &str) -> Option<Vec<(String, Node)>> {
-    let mut nodes = super::kdl::parse_all(text)?;
+    let mut nodes = super::kdl::parse_nodes(FileId(0), text).0?;
     for (_, node) in &mut nodes {
         clear_value_spans(node);
     }
