@@ -232,7 +232,8 @@ struct TestPolicyArgs {
     #[arg(long, value_name = "FILE")]
     old: Option<PathBuf>,
     /// The operation: CREATE (the default), UPDATE (needs --old) or DELETE (OBJECT is the
-    /// object deleted: the policies see it as `oldObject`, with `object` null).
+    /// object deleted: the policies see it as `oldObject`, with `object` null, and the
+    /// options `kubectl delete` sends, `propagationPolicy: Background`).
     #[arg(long, value_enum, ignore_case = true, value_name = "OPERATION")]
     operation: Option<TestPolicyOperation>,
     /// The user who makes the request (`request.userInfo.username`), such as `alice` or

@@ -209,15 +209,16 @@ impl Verdict {
         answers
     }
 
-    /// The warnings the API server returns with an admission (kubectl prints each after
-    /// `Warning: `): Pod Security's, and the failing validations of bindings whose actions
-    /// include `Warn`. Empty when the request is refused, since none reaches the client then.
+    /// The warnings the API server returns (kubectl prints each after `Warning: `), with an
+    /// admission or a refusal alike: Pod Security's, and the failing validations of bindings
+    /// whose actions include `Warn`. When Pod Security denies, no policy runs, so it warns of
+    /// nothing else.
     pub fn warnings(&self) -> Vec<String> {
-        if self.is_denied() {
-            return Vec::new();
-        }
         let mut warnings = Vec::new();
         match &self.pod_security {
+            PodSecurityVerdict::Pod {
+                denial: Some(_), ..
+            } => return warnings,
             PodSecurityVerdict::Pod {
                 warning: Some(warning),
                 ..

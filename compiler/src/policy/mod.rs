@@ -53,6 +53,11 @@ pub struct Request {
     /// groups is a member of the tenant that owns the namespace ([`check_object`] fills in its
     /// member group), which is all the floor needs to know of one.
     pub groups: Vec<String>,
+    /// The request's options (`request.options`): a `CreateOptions`, `UpdateOptions` or
+    /// `DeleteOptions` object. `None` is what kubectl sends: no options for CREATE and
+    /// UPDATE, and for DELETE `propagationPolicy: Background` (`kubectl delete`'s default
+    /// `--cascade=background`).
+    pub options: Option<Json>,
 }
 
 impl Request {
@@ -66,6 +71,7 @@ impl Request {
             subresource: None,
             username: String::new(),
             groups: Vec::new(),
+            options: None,
         }
     }
 }
@@ -219,6 +225,20 @@ struct Target<'a> {
     version: String,
     resource: String,
     namespace_labels: &'a Map<String, Json>,
+}
+
+/// The options kubectl sends with an operation, as the API server shows them to policies.
+fn default_options(operation: &str) -> Json {
+    match operation {
+        "CREATE" => json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}),
+        "UPDATE" => json!({"apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions"}),
+        "DELETE" => json!({
+            "apiVersion": "meta.k8s.io/v1",
+            "kind": "DeleteOptions",
+            "propagationPolicy": "Background",
+        }),
+        _ => Json::Null,
+    }
 }
 
 /// A CEL environment with the Kubernetes functions the emitted policies use.
@@ -386,6 +406,7 @@ pub fn evaluate_in(
             "kind": {"group": group, "version": version, "kind": subject.get("kind").cloned().unwrap_or(Json::Null)},
             "resource": {"group": group, "version": version, "resource": resource},
             "subResource": request.subresource.clone().unwrap_or_default(),
+            "options": request.options.clone().unwrap_or_else(|| default_options(&request.operation)),
             "userInfo": {"username": request.username, "groups": request.groups},
         }),
     );
