@@ -509,3 +509,179 @@ fn default_host_ports(object: &mut Json) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::policy::Denial;
+    use crate::policy::pod_security::{Level, LevelVersion, Version};
+
+    fn groups(list: &[&str]) -> Vec<String> {
+        list.iter().map(|group| (*group).to_string()).collect()
+    }
+
+    #[test]
+    fn principals_are_completed_as_the_api_server_completes_them() {
+        assert_eq!(
+            completed_groups("alice", &groups(&["acme"])),
+            groups(&["acme", "system:authenticated"])
+        );
+        assert_eq!(
+            completed_groups("", &groups(&["acme", "system:authenticated"])),
+            groups(&["acme", "system:authenticated"])
+        );
+        assert_eq!(
+            completed_groups("system:serviceaccount:team-train:trainer", &[]),
+            groups(&[
+                "system:serviceaccounts",
+                "system:serviceaccounts:team-train",
+                "system:authenticated"
+            ])
+        );
+        // Named groups are the authority for a ServiceAccount too.
+        assert_eq!(
+            completed_groups(
+                "system:serviceaccount:team-train:trainer",
+                &groups(&["acme"])
+            ),
+            groups(&["acme", "system:authenticated"])
+        );
+        assert_eq!(
+            completed_groups("system:anonymous", &[]),
+            groups(&["system:unauthenticated"])
+        );
+        assert_eq!(
+            completed_groups("bob", &groups(&["system:unauthenticated"])),
+            groups(&["system:unauthenticated"])
+        );
+    }
+
+    #[test]
+    fn a_pod_on_the_host_network_gets_its_container_ports_as_host_ports() {
+        let mut pod = json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "spec": {
+                "hostNetwork": true,
+                "initContainers": [{"name": "init", "ports": [{"containerPort": 53}]}],
+                "containers": [{"name": "main", "ports": [{"containerPort": 80}, {"containerPort": 81, "hostPort": 9081}]}],
+            },
+        });
+        default_host_ports(&mut pod);
+        assert_eq!(pod["spec"]["initContainers"][0]["ports"][0]["hostPort"], 53);
+        assert_eq!(pod["spec"]["containers"][0]["ports"][0]["hostPort"], 80);
+        assert_eq!(pod["spec"]["containers"][0]["ports"][1]["hostPort"], 9081);
+        // Templates are not defaulted so (only v1 Pods are), nor pods off the host network.
+        for mut object in [
+            json!({"apiVersion": "batch/v1", "kind": "Job", "spec": {"hostNetwork": true, "containers": [{"ports": [{"containerPort": 80}]}]}}),
+            json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"ports": [{"containerPort": 80}]}]}}),
+        ] {
+            let before = object.clone();
+            default_host_ports(&mut object);
+            assert_eq!(object, before);
+        }
+    }
+
+    fn verdict(pod_security: PodSecurityVerdict, policies: Vec<PolicyVerdict>) -> Verdict {
+        Verdict {
+            tenant: "acme".to_string(),
+            principal: Principal {
+                username: String::new(),
+                groups: groups(&["acme", "system:authenticated"]),
+                default_member: true,
+            },
+            pod_security,
+            policies,
+            not_applied: Vec::new(),
+            subject: "pods \"demo\"".to_string(),
+        }
+    }
+
+    fn denied(policy: &str, actions: &[&str], messages: &[&str]) -> PolicyVerdict {
+        PolicyVerdict {
+            policy: policy.to_string(),
+            binding: format!("{policy}-binding"),
+            actions: groups(actions),
+            outcome: Outcome::Denied(
+                messages
+                    .iter()
+                    .enumerate()
+                    .map(|(idx, message)| Denial {
+                        validation: Some(idx),
+                        expression: String::new(),
+                        message: (*message).to_string(),
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    const RESTRICTED: LevelVersion = LevelVersion {
+        level: Level::Restricted,
+        version: Version::Minor(33),
+    };
+
+    #[test]
+    fn pod_security_answers_first_and_silences_the_policies() {
+        let verdict = verdict(
+            PodSecurityVerdict::Pod {
+                enforce: RESTRICTED,
+                denial: Some(
+                    "violates PodSecurity \"restricted:v1.33\": host namespaces (hostNetwork=true)"
+                        .to_string(),
+                ),
+                warning: None,
+            },
+            vec![denied("floor", &["Deny"], &["no host network"])],
+        );
+        assert_eq!(verdict.refusals().len(), 2);
+        assert_eq!(
+            verdict.answers(),
+            vec![
+                "pods \"demo\" is forbidden: violates PodSecurity \"restricted:v1.33\": host namespaces (hostNetwork=true)"
+                    .to_string()
+            ]
+        );
+        assert!(verdict.warnings().is_empty());
+    }
+
+    #[test]
+    fn each_denying_policy_may_answer_with_its_first_failing_validation() {
+        let verdict = verdict(
+            PodSecurityVerdict::Template {
+                warn: RESTRICTED,
+                warning: Some("would violate PodSecurity \"restricted:v1.33\": x".to_string()),
+            },
+            vec![
+                denied("a", &["Deny"], &["first", "second"]),
+                denied("b", &["Deny", "Warn"], &["only"]),
+                denied("c", &["Warn"], &["warned"]),
+                denied("d", &["Audit"], &["audited"]),
+            ],
+        );
+        assert_eq!(
+            verdict.answers(),
+            vec![
+                "pods \"demo\" is forbidden: ValidatingAdmissionPolicy 'a' with binding 'a-binding' denied request: first".to_string(),
+                "pods \"demo\" is forbidden: ValidatingAdmissionPolicy 'b' with binding 'b-binding' denied request: only".to_string(),
+            ]
+        );
+        assert_eq!(
+            verdict.refusals().len(),
+            3,
+            "a binding that only warns or audits does not refuse"
+        );
+        assert_eq!(
+            verdict.warnings(),
+            vec![
+                "would violate PodSecurity \"restricted:v1.33\": x".to_string(),
+                "Validation failed for ValidatingAdmissionPolicy 'b' with binding 'b-binding': only".to_string(),
+                "Validation failed for ValidatingAdmissionPolicy 'c' with binding 'c-binding': warned".to_string(),
+            ]
+        );
+    }
+}
