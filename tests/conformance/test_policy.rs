@@ -126,6 +126,23 @@ impl Principal {
         request.groups = self.groups.clone();
         request
     }
+
+    /// The offline verdict on this principal's `request`, and the API server's answer to
+    /// kubectl `args` (reading `stdin`) run as this principal.
+    fn ask(
+        &self,
+        cluster: &Cluster,
+        admission: &CellAdmission<'_>,
+        what: &str,
+        request: Request,
+        args: &[&str],
+        stdin: &str,
+    ) -> (Verdict, Run) {
+        let verdict = admission
+            .judge(&self.request(request))
+            .unwrap_or_else(|error| panic!("{what}: not judged offline: {error}"));
+        (verdict, self.kubectl(cluster, &strings(args), stdin))
+    }
 }
 
 fn strings(args: &[&str]) -> Vec<String> {
@@ -245,17 +262,15 @@ fn created_objects(cell: &CellPlan) -> Vec<(String, Value)> {
 fn compare_creates(cluster: &Cluster, cell: &CellPlan, admission: &CellAdmission<'_>) -> Tally {
     let mut tally = Tally::default();
     for (what, object) in created_objects(cell) {
-        let principal = Principal::member(owner(cell, &object));
-        let request = principal.request(Request::create(&namespace_of(&object), object.clone()));
-        let verdict = admission
-            .judge(&request)
-            .unwrap_or_else(|error| panic!("{what}: not judged offline: {error}"));
         // A ServiceAccount the object names but the namespace lacks is created first, so that
         // the ServiceAccount admission plugin does not refuse the pod before admission judges it.
         let created = ensure_service_account(cluster, &object);
-        let run = principal.kubectl(
+        let (verdict, run) = Principal::member(owner(cell, &object)).ask(
             cluster,
-            &strings(&["create", "--dry-run=server", "-o", "name", "-f", "-"]),
+            admission,
+            &what,
+            Request::create(&namespace_of(&object), object.clone()),
+            &["create", "--dry-run=server", "-o", "name", "-f", "-"],
             &object.to_string(),
         );
         if let Some(account) = created {
@@ -298,28 +313,33 @@ fn wait_gone(cluster: &Cluster, object: &Value) {
     panic!("{} was not deleted in time", target(object));
 }
 
+/// An update's objects: the fixture changed by `before`, and by `after`.
+fn before_and_after(
+    name: &str,
+    cell: &str,
+    before: fn(&mut Value),
+    after: fn(&mut Value),
+) -> (Value, Value) {
+    let (mut old, mut new) = (fixture(name, cell), fixture(name, cell));
+    before(&mut old);
+    after(&mut new);
+    (old, new)
+}
+
 /// Every update of the cell: `(what, before, after)`.
 fn updates(cell: &CellPlan) -> Vec<(String, Value, Value)> {
     let mut updates = Vec::new();
     for case in update_cases() {
         if case.cell == cell.name {
-            let (mut before, mut after) = (
-                fixture(case.fixture, case.cell),
-                fixture(case.fixture, case.cell),
-            );
-            (case.before)(&mut before);
-            (case.after)(&mut after);
+            let (before, after) =
+                before_and_after(case.fixture, case.cell, case.before, case.after);
             updates.push((case.name.to_string(), before, after));
         }
     }
     for case in pod_security_updates() {
         if case.cell == cell.name {
-            let (mut before, mut after) = (
-                fixture(case.fixture, case.cell),
-                fixture(case.fixture, case.cell),
-            );
-            (case.before)(&mut before);
-            (case.after)(&mut after);
+            let (before, after) =
+                before_and_after(case.fixture, case.cell, case.before, case.after);
             updates.push((case.name.to_string(), before, after));
         }
     }
@@ -347,15 +367,15 @@ fn compare_updates(cluster: &Cluster, cell: &CellPlan, admission: &CellAdmission
             Principal::admin(),
             Principal::service_account(tenant, &namespace),
         ] {
-            let mut request = principal.request(Request::create(&namespace, after.clone()));
+            let mut request = Request::create(&namespace, after.clone());
             request.operation = "UPDATE".to_string();
             request.old_object = Some(before.clone());
-            let verdict = admission
-                .judge(&request)
-                .unwrap_or_else(|error| panic!("{what}: not judged offline: {error}"));
-            let run = principal.kubectl(
+            let (verdict, run) = principal.ask(
                 cluster,
-                &strings(&[
+                admission,
+                &what,
+                request,
+                &[
                     "patch",
                     &target(&before),
                     "-n",
@@ -366,7 +386,7 @@ fn compare_updates(cluster: &Cluster, cell: &CellPlan, admission: &CellAdmission
                     "--dry-run=server",
                     "-p",
                     &patch,
-                ]),
+                ],
                 "",
             );
             tally.count(
@@ -375,22 +395,21 @@ fn compare_updates(cluster: &Cluster, cell: &CellPlan, admission: &CellAdmission
                 &run,
             );
         }
-        let principal = Principal::member(tenant);
-        let mut request = principal.request(Request::create(&namespace, Value::Null));
+        let mut request = Request::create(&namespace, Value::Null);
         request.operation = "DELETE".to_string();
         request.old_object = Some(before.clone());
-        let verdict = admission
-            .judge(&request)
-            .unwrap_or_else(|error| panic!("{what}: delete not judged offline: {error}"));
-        let run = principal.kubectl(
+        let (verdict, run) = Principal::member(tenant).ask(
             cluster,
-            &strings(&[
+            admission,
+            &what,
+            request,
+            &[
                 "delete",
                 &target(&before),
                 "-n",
                 &namespace,
                 "--dry-run=server",
-            ]),
+            ],
             "",
         );
         tally.count(&format!("delete by a member of {what}"), &verdict, &run);
@@ -433,16 +452,10 @@ pub(super) fn test_policy_judges_every_fixture_as_the_api_server_does(cluster: &
     install_crds(cluster);
     install_node_runtime_classes(cluster);
     let fleet = super::quota::example_fleet();
-    let (plan, tree) = compiled();
+    let (_, tree) = compiled();
     let mut failures = Vec::new();
-    for cell in &plan.cells {
-        let fleet_cell = fleet
-            .plan
-            .cells
-            .iter()
-            .find(|candidate| candidate.name == cell.name)
-            .unwrap();
-        set_up_cell(cluster, &fleet, fleet_cell);
+    for cell in &fleet.plan.cells {
+        set_up_cell(cluster, &fleet, cell);
         let admission = CellAdmission::read(cell, &tree).expect("the cell's admission reads back");
         let creates = settled_creates(cluster, cell, &admission);
         let updates = compare_updates(cluster, cell, &admission);
@@ -493,19 +506,14 @@ pub(super) fn test_policy_self_test_a_wrong_verdict_is_caught(cluster: &Cluster)
     install_crds(cluster);
     install_node_runtime_classes(cluster);
     let fleet = super::quota::example_fleet();
-    let (plan, tree) = compiled();
-    let cell = plan
+    let (_, tree) = compiled();
+    let cell = fleet
+        .plan
         .cells
         .iter()
         .find(|cell| cell.name == "us-east-1a")
         .expect("cell us-east-1a");
-    let fleet_cell = fleet
-        .plan
-        .cells
-        .iter()
-        .find(|candidate| candidate.name == cell.name)
-        .unwrap();
-    set_up_cell(cluster, &fleet, fleet_cell);
+    set_up_cell(cluster, &fleet, cell);
     let wrong_tree = without_pod_security(&tree, &cell.name);
     let right = CellAdmission::read(cell, &tree).unwrap();
     let wrong = CellAdmission::read(cell, &wrong_tree).unwrap();
@@ -524,19 +532,21 @@ pub(super) fn test_policy_self_test_a_wrong_verdict_is_caught(cluster: &Cluster)
     for case in &probes {
         let object = case.object();
         let principal = Principal::member(owner(cell, &object));
-        let run = principal.kubectl(
+        let request = Request::create(&namespace_of(&object), object.clone());
+        let (right_verdict, run) = principal.ask(
             cluster,
-            &strings(&["create", "--dry-run=server", "-o", "name", "-f", "-"]),
+            &right,
+            case.name,
+            request.clone(),
+            &["create", "--dry-run=server", "-o", "name", "-f", "-"],
             &object.to_string(),
         );
-        let request = principal.request(Request::create(&namespace_of(&object), object.clone()));
-        let right_verdict = right.judge(&request).unwrap();
         assert_eq!(
             disagreement(case.name, &right_verdict, &run),
             None,
             "before the self-test"
         );
-        let wrong_verdict = wrong.judge(&request).unwrap();
+        let wrong_verdict = wrong.judge(&principal.request(request)).unwrap();
         match disagreement(case.name, &wrong_verdict, &run) {
             Some(problem) => caught.push(problem),
             None => panic!(
@@ -639,12 +649,8 @@ pub(super) fn test_policy_pod_security_cases_are_judged_as_written(_: &Cluster) 
             .iter()
             .filter(|c| c.cell == cell.name)
         {
-            let (mut before, mut after) = (
-                fixture(case.fixture, case.cell),
-                fixture(case.fixture, case.cell),
-            );
-            (case.before)(&mut before);
-            (case.after)(&mut after);
+            let (before, after) =
+                before_and_after(case.fixture, case.cell, case.before, case.after);
             let mut request = Request::create(&namespace_of(&after), after);
             request.operation = "UPDATE".to_string();
             request.old_object = Some(before);

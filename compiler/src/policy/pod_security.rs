@@ -39,6 +39,10 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value as Json;
 
+// The capabilities `baseline` lets containers add: the container runtimes' default set, which
+// the exception policy of `lower/guard.rs` uses too.
+use crate::lower::guard::BASELINE_CAPABILITIES;
+
 /// A Pod Security level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
@@ -806,23 +810,6 @@ pub fn admit(
 
 // ---------------------------------------------------------------------------------------------
 // The checks, one function per version of a check.
-
-/// The capabilities `baseline` lets containers add (the container runtimes' default set).
-const BASELINE_CAPABILITIES: &[&str] = &[
-    "AUDIT_WRITE",
-    "CHOWN",
-    "DAC_OVERRIDE",
-    "FOWNER",
-    "FSETID",
-    "KILL",
-    "MKNOD",
-    "NET_BIND_SERVICE",
-    "SETFCAP",
-    "SETGID",
-    "SETPCAP",
-    "SETUID",
-    "SYS_CHROOT",
-];
 
 fn app_armor_profile(pod: &PodView<'_>) -> Option<Violation> {
     let allowed = |kind: &str| kind == "RuntimeDefault" || kind == "Localhost";
