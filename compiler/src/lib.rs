@@ -14,6 +14,7 @@ pub mod catalog;
 pub mod describe;
 pub mod diag;
 pub mod emit;
+pub mod facts;
 pub mod git;
 pub mod hardware;
 pub mod keyless;

@@ -187,6 +187,7 @@ See docs/admission.md.",
 tenantc test-policy eu-west-4b job.yaml --namespace initech-notebooks-infer\n  \
 tenantc test-policy us-east-1a pod.yaml --old running-pod.yaml             an UPDATE\n  \
 tenantc test-policy us-east-1a pod.yaml --operation DELETE\n  \
+tenantc test-policy us-east-1a job.yaml --operation DELETE --cascade orphan\n  \
 tenantc test-policy us-east-1a pod.yaml --user alice --group acme-research-admins\n  \
 tenantc test-policy us-east-1a pod.yaml --user system:serviceaccount:acme-research-train:trainer\n\n\
 Exit codes: 0 admitted, 1 denied, 2 a kind the floor does not judge, an object that cannot be \
@@ -233,9 +234,13 @@ struct TestPolicyArgs {
     old: Option<PathBuf>,
     /// The operation: CREATE (the default), UPDATE (needs --old) or DELETE (OBJECT is the
     /// object deleted: the policies see it as `oldObject`, with `object` null, and the
-    /// options `kubectl delete` sends, `propagationPolicy: Background`).
+    /// `DeleteOptions` that `kubectl delete` sends).
     #[arg(long, value_enum, ignore_case = true, value_name = "OPERATION")]
     operation: Option<TestPolicyOperation>,
+    /// With --operation DELETE, what happens to the object's dependents, as `kubectl delete
+    /// --cascade` says it (`propagationPolicy` Background, Foreground or Orphan).
+    #[arg(long, value_enum, value_name = "CASCADE")]
+    cascade: Option<TestPolicyCascade>,
     /// The user who makes the request (`request.userInfo.username`), such as `alice` or
     /// `system:serviceaccount:acme-research-train:trainer`. A ServiceAccount without --group
     /// is in its namespace's ServiceAccount groups, as the API server puts it.
@@ -267,6 +272,17 @@ enum TestPolicyOperation {
     /// OBJECT is deleted.
     #[value(name = "DELETE")]
     Delete,
+}
+
+/// `kubectl delete --cascade`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TestPolicyCascade {
+    /// The dependents are deleted after the object (kubectl's default).
+    Background,
+    /// The dependents are deleted before the object.
+    Foreground,
+    /// The dependents are left behind, without an owner.
+    Orphan,
 }
 
 impl TestPolicyOperation {
@@ -478,6 +494,11 @@ fn test_policy(args: &TestPolicyArgs) -> ExitCode {
         }
         (Some(operation), _) => operation,
     };
+    if args.cascade.is_some() && operation != TestPolicyOperation::Delete {
+        return test_policy_usage(
+            "--cascade says what a DELETE does to dependents, so it needs --operation DELETE",
+        );
+    }
     if args.user.as_deref() == Some("") || args.groups.iter().any(String::is_empty) {
         return test_policy_usage("--user and --group need a non-empty name");
     }
@@ -623,8 +644,16 @@ fn test_policy(args: &TestPolicyArgs) -> ExitCode {
         TestPolicyOperation::Create => {}
         TestPolicyOperation::Update => request.old_object = old,
         TestPolicyOperation::Delete => {
-            request.object = serde_json::Value::Null;
-            request.old_object = Some(object.clone());
+            let propagation = match args.cascade.unwrap_or(TestPolicyCascade::Background) {
+                TestPolicyCascade::Background => "Background",
+                TestPolicyCascade::Foreground => "Foreground",
+                TestPolicyCascade::Orphan => "Orphan",
+            };
+            request = tenantc::policy::Request::delete(
+                &namespace,
+                object.clone(),
+                tenantc::policy::judge::kubectl_delete_options(propagation),
+            );
         }
     }
     request.username = args.user.clone().unwrap_or_default();

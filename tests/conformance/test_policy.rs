@@ -12,8 +12,9 @@
 //! - Every request is a server-side dry-run by the principal the offline request names, by
 //!   impersonation: a member of the tenant (`conformance:member-of:<group>`), and for updates
 //!   also the admin (`conformance-admin` in `system:masters`) and a ServiceAccount of the
-//!   namespace in the member group (so RBAC lets it), so nothing is stored but the `before`
-//!   objects of the updates, which the admin creates and deletes.
+//!   namespace in the member group (so RBAC lets it), and a member's delete, with kubectl's
+//!   default cascade and with `--cascade=orphan`; nothing is stored but the `before` objects
+//!   of the updates, which the admin creates and deletes.
 //! - A request agrees when both admit it or both refuse it, a refusal's message is one the
 //!   offline verdict says the API server may answer (Pod Security's when it denies, else the
 //!   first failing validation of one of the denying policies), and the warnings Pod Security
@@ -37,7 +38,7 @@ use std::time::Duration;
 use tenantc::emit::OutputTree;
 use tenantc::plan::{CellPlan, Plan, TenantPlan};
 use tenantc::policy::Request;
-use tenantc::policy::judge::{CellAdmission, Judge, Verdict};
+use tenantc::policy::judge::{CellAdmission, Judge, Verdict, kubectl_delete_options};
 
 /// How long a change of policy, params or namespace labels may take to reach admission.
 const PROPAGATION_TIMEOUT: Duration = Duration::from_secs(30);
@@ -347,7 +348,8 @@ fn updates(cell: &CellPlan) -> Vec<(String, Value, Value)> {
 }
 
 /// Creates each update's `before` for real as the admin, patches it into `after` by
-/// server-side dry-run as each principal, deletes it by server-side dry-run as a member, and
+/// server-side dry-run as each principal, deletes it by server-side dry-run as a member (with
+/// kubectl's default cascade and with `--cascade=orphan`), and
 /// compares each answer; then deletes it for real.
 fn compare_updates(cluster: &Cluster, cell: &CellPlan, admission: &CellAdmission<'_>) -> Tally {
     let mut tally = Tally::default();
@@ -395,24 +397,32 @@ fn compare_updates(cluster: &Cluster, cell: &CellPlan, admission: &CellAdmission
                 &run,
             );
         }
-        let mut request = Request::create(&namespace, Value::Null);
-        request.operation = "DELETE".to_string();
-        request.old_object = Some(before.clone());
-        let (verdict, run) = Principal::member(tenant).ask(
-            cluster,
-            admission,
-            &what,
-            request,
-            &[
-                "delete",
-                &target(&before),
-                "-n",
-                &namespace,
-                "--dry-run=server",
-            ],
-            "",
-        );
-        tally.count(&format!("delete by a member of {what}"), &verdict, &run);
+        for (cascade, propagation) in [("background", "Background"), ("orphan", "Orphan")] {
+            let (verdict, run) = Principal::member(tenant).ask(
+                cluster,
+                admission,
+                &what,
+                Request::delete(
+                    &namespace,
+                    before.clone(),
+                    kubectl_delete_options(propagation),
+                ),
+                &[
+                    "delete",
+                    &target(&before),
+                    "-n",
+                    &namespace,
+                    &format!("--cascade={cascade}"),
+                    "--dry-run=server",
+                ],
+                "",
+            );
+            tally.count(
+                &format!("delete --cascade={cascade} by a member of {what}"),
+                &verdict,
+                &run,
+            );
+        }
         let deleted = cluster.kubectl(
             &[
                 "delete",

@@ -326,12 +326,30 @@ pub struct TenantPlan {
     /// The image registries (with path prefix) its pods may pull from.
     #[serde(skip)]
     pub registries: Vec<String>,
-    /// Read-only shared-base object prefixes (`shared/…/`); not part of `describe`.
+    /// Read-only shared-base object prefixes (`shared/…/`), each with the buckets of the cell
+    /// it is granted on (`facts::storage::granted_buckets`); not part of `describe`.
     #[serde(skip)]
-    pub shared_bases: Vec<String>,
+    pub shared_bases: Vec<SharedBasePlan>,
     /// The tenant's model weights, each verified against its lock entry and signature (the
     /// weights stage fills it; a model that failed is never here), sorted by name and version.
     pub weights: Vec<crate::weights::VerifiedModel>,
+}
+
+/// A shared base a tenant reads in a cell, and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SharedBasePlan {
+    /// The object key prefix, `shared/…/`.
+    pub prefix: String,
+    /// The buckets of the cell's storage it is granted on, in declaration order: a subset of
+    /// `StoragePlan::buckets`, empty in a cell without storage.
+    pub buckets: Vec<String>,
+}
+
+impl SharedBasePlan {
+    /// Whether the base is granted on `bucket`.
+    pub fn on(&self, bucket: &str) -> bool {
+        self.buckets.iter().any(|granted| granted == bucket)
+    }
 }
 
 /// One fleet reservation of a tenant as one cell sees it.
@@ -630,6 +648,7 @@ fn cell_plan(cell: &Cell, fleet: &Fleet, sources: &SourceMap, catalog: &Catalog)
         .iter()
         .map(|(tenant, quota)| {
             tenant_plan(
+                fleet,
                 tenant,
                 quota,
                 cell,
@@ -747,6 +766,7 @@ pub const FLUX_NAMESPACE: &str = "flux-system";
 
 #[allow(clippy::too_many_arguments)]
 fn tenant_plan(
+    fleet: &Fleet,
     tenant: &Tenant,
     quota: &crate::model::Quota,
     cell: &Cell,
@@ -979,7 +999,18 @@ fn tenant_plan(
         shared_bases: tenant
             .shared_bases
             .iter()
-            .map(|base| base.value.clone())
+            .map(|base| SharedBasePlan {
+                prefix: base.value.clone(),
+                buckets: crate::facts::storage::granted_buckets(
+                    fleet,
+                    cell,
+                    &tenant.name.value,
+                    &base.value,
+                )
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+            })
             .collect(),
         // Filled by `compile` from the weights stage, which runs before the plan.
         weights: Vec::new(),

@@ -44,6 +44,16 @@ use crate::plan::{CellPlan, TenantPlan};
 /// What the verdict does not judge, for people.
 pub const NOT_JUDGED: &str = "RBAC (whether the principal may make the request at all), quota (the namespace's ResourceQuotas and Kueue's admission), LimitRange, the API server's own validation of the object, and the other admission plugins and webhooks (ServiceAccount, RuntimeClass, Priority, Kueue's webhooks)";
 
+/// The `DeleteOptions` kubectl sends with `kubectl delete --cascade=<propagation>`
+/// (`Background` without `--cascade`), as the API server shows them to admission.
+pub fn kubectl_delete_options(propagation: &str) -> Json {
+    serde_json::json!({
+        "apiVersion": "meta.k8s.io/v1",
+        "kind": "DeleteOptions",
+        "propagationPolicy": propagation,
+    })
+}
+
 /// The user and groups of a request, as the API server's admission sees them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {

@@ -37,14 +37,17 @@ use serde_json::{Map, Value as Json, json};
 /// An admission request, as the policy sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
-    /// `CREATE` or `UPDATE`.
+    /// `CREATE`, `UPDATE` or `DELETE`.
     pub operation: String,
     /// The namespace of the object.
     pub namespace: String,
-    /// The object, as JSON.
+    /// The object, as JSON; `null` on a DELETE, as the API server passes it.
     pub object: Json,
-    /// The object before an UPDATE.
+    /// The object before an UPDATE, or the one a DELETE removes.
     pub old_object: Option<Json>,
+    /// The options of the request (`request.options`): a DELETE's `DeleteOptions`, such as
+    /// `{"propagationPolicy": "Orphan"}`; `None` is `null`.
+    pub options: Option<Json>,
     /// The subresource (`ephemeralcontainers`), if any.
     pub subresource: Option<String>,
     /// The user who makes the request (`request.userInfo.username`).
@@ -53,11 +56,6 @@ pub struct Request {
     /// groups is a member of the tenant that owns the namespace ([`check_object`] fills in its
     /// member group), which is all the floor needs to know of one.
     pub groups: Vec<String>,
-    /// The request's options (`request.options`): a `CreateOptions`, `UpdateOptions` or
-    /// `DeleteOptions` object. `None` is what kubectl sends: no options for CREATE and
-    /// UPDATE, and for DELETE `propagationPolicy: Background` (`kubectl delete`'s default
-    /// `--cascade=background`).
-    pub options: Option<Json>,
 }
 
 impl Request {
@@ -68,10 +66,33 @@ impl Request {
             namespace: namespace.to_string(),
             object,
             old_object: None,
+            options: None,
             subresource: None,
             username: String::new(),
             groups: Vec::new(),
-            options: None,
+        }
+    }
+
+    /// A DELETE of `object` in `namespace` with `options` (its `DeleteOptions`; an empty
+    /// object when the client sent none, as the API server passes it).
+    pub fn delete(namespace: &str, object: Json, options: Json) -> Self {
+        Self {
+            operation: "DELETE".to_string(),
+            namespace: namespace.to_string(),
+            object: Json::Null,
+            old_object: Some(object),
+            options: Some(options),
+            subresource: None,
+            username: String::new(),
+            groups: Vec::new(),
+        }
+    }
+
+    /// The object the request is about: the one it writes, or the one a DELETE removes.
+    pub fn subject(&self) -> &Json {
+        match (&self.object, &self.old_object) {
+            (Json::Null, Some(old)) => old,
+            (object, _) => object,
         }
     }
 }
@@ -227,20 +248,6 @@ struct Target<'a> {
     namespace_labels: &'a Map<String, Json>,
 }
 
-/// The options kubectl sends with an operation, as the API server shows them to policies.
-fn default_options(operation: &str) -> Json {
-    match operation {
-        "CREATE" => json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}),
-        "UPDATE" => json!({"apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions"}),
-        "DELETE" => json!({
-            "apiVersion": "meta.k8s.io/v1",
-            "kind": "DeleteOptions",
-            "propagationPolicy": "Background",
-        }),
-        _ => Json::Null,
-    }
-}
-
 /// A CEL environment with the Kubernetes functions the emitted policies use.
 fn environment() -> Arc<cel::Env> {
     let mut env = cel::Env::stdlib();
@@ -341,13 +348,7 @@ pub fn evaluate_in(
     let Some(spec) = &policy.spec else {
         return Outcome::NotMatched("the policy has no spec".to_string());
     };
-    // A DELETE has no object: its kind and name are the old object's.
-    let subject = if request.object.is_null() {
-        request.old_object.as_ref().unwrap_or(&Json::Null)
-    } else {
-        &request.object
-    };
-    let Some((group, version, resource)) = resource_of(subject) else {
+    let Some((group, version, resource)) = resource_of(request.subject()) else {
         return Outcome::Denied(vec![Denial {
             validation: None,
             expression: String::new(),
@@ -402,11 +403,11 @@ pub fn evaluate_in(
         json!({
             "operation": request.operation,
             "namespace": request.namespace,
-            "name": subject.pointer("/metadata/name").cloned().unwrap_or(Json::String(String::new())),
-            "kind": {"group": group, "version": version, "kind": subject.get("kind").cloned().unwrap_or(Json::Null)},
+            "kind": {"group": group, "version": version, "kind": request.subject().get("kind").cloned().unwrap_or(Json::Null)},
             "resource": {"group": group, "version": version, "resource": resource},
+            "name": request.subject().pointer("/metadata/name").cloned().unwrap_or(Json::String(String::new())),
+            "options": request.options.clone().unwrap_or(Json::Null),
             "subResource": request.subresource.clone().unwrap_or_default(),
-            "options": request.options.clone().unwrap_or_else(|| default_options(&request.operation)),
             "userInfo": {"username": request.username, "groups": request.groups},
         }),
     );

@@ -208,7 +208,8 @@ pub struct StorageAccess {
     pub identity: String,
     /// The buckets the grants apply to.
     pub buckets: Vec<String>,
-    /// Object prefixes it may read.
+    /// Object prefixes it may read: a prefix read in every bucket as is, one read in some
+    /// buckets only (a shared base granted there) as `<prefix> in <bucket>, <bucket>`.
     pub read: Vec<String>,
     /// Object prefixes it may write.
     pub write: Vec<String>,
@@ -428,7 +429,7 @@ fn cell_access(cell: &CellPlan, tenant: &TenantPlan) -> CellAccess {
                         }
                     },
                     buckets: storage.buckets.clone(),
-                    read: read_prefixes(tenant, namespace.workload),
+                    read: read_by_bucket(tenant, namespace.workload, &storage.buckets),
                     write: write_prefixes(tenant, namespace.workload),
                 })
                 .collect()
@@ -663,6 +664,32 @@ pub fn render(summary: &AccessSummary) -> String {
         }
     }
     out
+}
+
+/// What a workload reads over `buckets`, as [`StorageAccess::read`] lists it.
+fn read_by_bucket(tenant: &TenantPlan, kind: &str, buckets: &[String]) -> Vec<String> {
+    let per_bucket: Vec<(&String, Vec<String>)> = buckets
+        .iter()
+        .map(|bucket| (bucket, read_prefixes(tenant, kind, bucket)))
+        .collect();
+    let mut prefixes: Vec<&String> = per_bucket.iter().flat_map(|(_, read)| read).collect();
+    prefixes.sort();
+    prefixes.dedup();
+    prefixes
+        .into_iter()
+        .map(|prefix| {
+            let holding: Vec<&str> = per_bucket
+                .iter()
+                .filter(|(_, read)| read.contains(prefix))
+                .map(|(bucket, _)| bucket.as_str())
+                .collect();
+            if holding.len() == per_bucket.len() {
+                prefix.clone()
+            } else {
+                format!("{prefix} in {}", holding.join(", "))
+            }
+        })
+        .collect()
 }
 
 /// The items joined by `, `, or `none`.
