@@ -3,8 +3,8 @@
 //! included.
 //!
 //! Consumes: the example fleet (each cell applied alone with `quota::set_up_cell`, and judged
-//! offline from the same compilation's output tree), the admitted fixtures, the denied cases
-//! and update cases of `tests/policy/cases.rs`, and the Pod Security cases of
+//! offline from the same compilation's output tree), the admitted fixtures, the denied cases,
+//! update cases, ownership cases and delete cases of `tests/policy/cases.rs`, and the Pod Security cases of
 //! `tests/policy/pod_security.rs`. Produces: pass or fail, one line per cell with the counts,
 //! and every disagreement.
 //!
@@ -24,11 +24,12 @@
 //!   the comparison reports the API server's refusals and its warning.
 
 use super::admission::{
-    ensure_service_account, install_node_runtime_classes, remove_service_account,
+    dry_run_delete, ensure_service_account, install_node_runtime_classes, remove_service_account,
 };
 use super::pod_security_cases::{Expect, pod_security_cases, pod_security_updates};
 use super::policy_cases::{
-    admitted_fixtures, cases, fixture, merge_patch, namespace_of, update_cases,
+    admitted_fixtures, cases, delete_cases, fixture, merge_patch, namespace_of, ownership_cases,
+    update_cases,
 };
 use super::quota::{member_group, set_up_cell};
 use super::*;
@@ -106,19 +107,30 @@ impl Principal {
     /// Runs kubectl with `args` as this principal.
     fn kubectl(&self, cluster: &Cluster, args: &[String], stdin: &str) -> Run {
         let mut all: Vec<String> = args.to_vec();
+        all.extend(self.impersonation());
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        cluster.kubectl_with(self.kubeconfig(cluster), &all, stdin)
+    }
+
+    /// The kubectl arguments that impersonate this principal.
+    fn impersonation(&self) -> Vec<String> {
+        let mut args = Vec::new();
         if !self.admin {
-            all.extend(["--as".to_string(), self.username.clone()]);
+            args.extend(["--as".to_string(), self.username.clone()]);
             for group in &self.groups {
-                all.extend(["--as-group".to_string(), group.clone()]);
+                args.extend(["--as-group".to_string(), group.clone()]);
             }
         }
-        let all: Vec<&str> = all.iter().map(String::as_str).collect();
-        let kubeconfig = if self.admin {
+        args
+    }
+
+    /// The kubeconfig this principal's requests are sent with.
+    fn kubeconfig<'a>(&self, cluster: &'a Cluster) -> &'a Path {
+        if self.admin {
             &cluster.kubeconfig
         } else {
             &cluster.user_kubeconfig
-        };
-        cluster.kubectl_with(kubeconfig, &all, stdin)
+        }
     }
 
     /// The request of this principal, as `tenantc test-policy --user … --group …` makes it.
@@ -330,7 +342,7 @@ fn before_and_after(
 /// Every update of the cell: `(what, before, after)`.
 fn updates(cell: &CellPlan) -> Vec<(String, Value, Value)> {
     let mut updates = Vec::new();
-    for case in update_cases() {
+    for case in update_cases().into_iter().chain(ownership_cases()) {
         if case.cell == cell.name {
             let (before, after) =
                 before_and_after(case.fixture, case.cell, case.before, case.after);
@@ -445,6 +457,59 @@ fn compare_updates(cluster: &Cluster, cell: &CellPlan, admission: &CellAdmission
     tally
 }
 
+/// Creates each delete case's workload for real as the admin, deletes it with the case's
+/// options by server-side dry-run as a member and as the admin, and compares each answer; then
+/// deletes it for real.
+fn compare_deletes(cluster: &Cluster, cell: &CellPlan, admission: &CellAdmission<'_>) -> Tally {
+    let mut tally = Tally::default();
+    for case in delete_cases()
+        .into_iter()
+        .filter(|case| case.cell == cell.name)
+    {
+        let object = fixture(case.fixture, case.cell);
+        let namespace = namespace_of(&object);
+        let options = (case.options)();
+        let created = cluster.kubectl(&["create", "-f", "-"], &object.to_string());
+        if !created.ok {
+            tally.problems.push(format!(
+                "{}: creating it failed: {}",
+                case.name, created.stderr
+            ));
+            continue;
+        }
+        for principal in [Principal::member(owner(cell, &object)), Principal::admin()] {
+            let request = Request::delete(&namespace, object.clone(), options.clone());
+            let verdict = admission
+                .judge(&principal.request(request))
+                .unwrap_or_else(|error| panic!("{}: not judged offline: {error}", case.name));
+            let run = dry_run_delete(
+                cluster,
+                principal.kubeconfig(cluster),
+                &object,
+                &options,
+                &principal.impersonation(),
+            );
+            tally.count(
+                &format!("delete by {} of {}", principal.what, case.name),
+                &verdict,
+                &run,
+            );
+        }
+        let deleted = cluster.kubectl(
+            &["delete", &target(&object), "-n", &namespace, "--wait=false"],
+            "",
+        );
+        if !deleted.ok {
+            tally.problems.push(format!(
+                "{}: deleting it failed: {}",
+                case.name, deleted.stderr
+            ));
+        }
+        wait_gone(cluster, &object);
+    }
+    tally
+}
+
 /// Applies one cell and waits until the comparison of its creates settles (policies, params
 /// and namespaces reach admission a moment after they are applied).
 fn settled_creates(cluster: &Cluster, cell: &CellPlan, admission: &CellAdmission<'_>) -> Tally {
@@ -468,7 +533,11 @@ pub(super) fn test_policy_judges_every_fixture_as_the_api_server_does(cluster: &
         set_up_cell(cluster, &fleet, cell);
         let admission = CellAdmission::read(cell, &tree).expect("the cell's admission reads back");
         let creates = settled_creates(cluster, cell, &admission);
-        let updates = compare_updates(cluster, cell, &admission);
+        let mut updates = compare_updates(cluster, cell, &admission);
+        let deletes = compare_deletes(cluster, cell, &admission);
+        updates.requests += deletes.requests;
+        updates.warned += deletes.warned;
+        updates.problems.extend(deletes.problems);
         println!(
             "  cell {}: {} creates and {} updates and deletes (by a member, the admin and a ServiceAccount) judged alike by the API server and `tenantc test-policy` ({} disagree); {} refused by Pod Security, {} with warnings",
             cell.name,
