@@ -4,9 +4,9 @@
 //!
 //! Consumes: the example fleet (each cell applied alone with `quota::set_up_cell`, and judged
 //! offline from the same compilation's output tree), the admitted fixtures, the denied cases,
-//! update cases, ownership cases and delete cases of `tests/policy/cases.rs`, and the Pod Security cases of
-//! `tests/policy/pod_security.rs`. Produces: pass or fail, one line per cell with the counts,
-//! and every disagreement.
+//! update cases, ownership cases and delete cases of `tests/policy/cases.rs`, and the Pod
+//! Security cases of `tests/policy/pod_security.rs`. Produces: pass or fail, one line per cell
+//! with the counts, and every disagreement.
 //!
 //! Invariants:
 //! - Every request is a server-side dry-run by the principal the offline request names, by
