@@ -55,6 +55,12 @@ mod replacement;
 #[path = "policy/cases.rs"]
 mod policy_cases;
 
+#[path = "conformance/test_policy.rs"]
+mod test_policy;
+
+#[path = "policy/pod_security.rs"]
+mod pod_security_cases;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -237,6 +243,21 @@ const CHECKS: &[(&str, bool, Check)] = &[
         "controllers_keep_their_pods_under_kueue",
         true,
         controllers::controllers_keep_their_pods_under_kueue,
+    ),
+    (
+        "test_policy_pod_security_cases_are_judged_as_written",
+        false,
+        test_policy::test_policy_pod_security_cases_are_judged_as_written,
+    ),
+    (
+        "test_policy_judges_every_fixture_as_the_api_server_does",
+        true,
+        test_policy::test_policy_judges_every_fixture_as_the_api_server_does,
+    ),
+    (
+        "test_policy_self_test_a_wrong_verdict_is_caught",
+        true,
+        test_policy::test_policy_self_test_a_wrong_verdict_is_caught,
     ),
 ];
 

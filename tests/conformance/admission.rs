@@ -70,7 +70,7 @@ fn service_account_of(object: &Value) -> Option<String> {
 }
 
 /// Creates the object's ServiceAccount when its namespace lacks it; returns its name if created.
-fn ensure_service_account(cluster: &Cluster, object: &Value) -> Option<String> {
+pub(super) fn ensure_service_account(cluster: &Cluster, object: &Value) -> Option<String> {
     let account = service_account_of(object)?;
     let namespace = namespace_of(object);
     let exists = cluster.kubectl(&["get", "serviceaccount", &account, "-n", &namespace], "");
@@ -107,7 +107,7 @@ pub(super) fn create_service_account(cluster: &Cluster, namespace: &str, account
     );
 }
 
-fn remove_service_account(cluster: &Cluster, namespace: &str, account: &str) {
+pub(super) fn remove_service_account(cluster: &Cluster, namespace: &str, account: &str) {
     let run = cluster.kubectl(
         &[
             "delete",
@@ -224,7 +224,7 @@ fn settled_disagreements(
 /// mode installs `nvidia-cdi` and `nvidia-legacy`. They exist here so that a pod naming one is
 /// judged by the floor, not refused earlier by the RuntimeClass admission plugin for a class
 /// that does not exist.
-fn install_node_runtime_classes(cluster: &Cluster) {
+pub(super) fn install_node_runtime_classes(cluster: &Cluster) {
     for name in ["nvidia-cdi", "nvidia-legacy"] {
         let text = serde_json::json!({
             "apiVersion": "node.k8s.io/v1",
