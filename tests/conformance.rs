@@ -49,6 +49,9 @@ mod admission;
 #[path = "conformance/controllers.rs"]
 mod controllers;
 
+#[path = "conformance/words.rs"]
+mod words;
+
 #[path = "conformance/replacement.rs"]
 mod replacement;
 
@@ -243,6 +246,16 @@ const CHECKS: &[(&str, bool, Check)] = &[
         "controllers_keep_their_pods_under_kueue",
         true,
         controllers::controllers_keep_their_pods_under_kueue,
+    ),
+    (
+        "words_and_enforcement_agree",
+        true,
+        words::words_and_enforcement_agree,
+    ),
+    (
+        "words_self_test_a_floor_without_pool_tolerations_is_caught",
+        true,
+        words::words_self_test_a_floor_without_pool_tolerations_is_caught,
     ),
     (
         "test_policy_pod_security_cases_are_judged_as_written",

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::diag::{did_you_mean, list_names};
 use crate::load::escape_str;
-use crate::plan::{CEILING_FLAVOR, CellPlan, Plan, TenantPlan};
+use crate::plan::{CEILING_FLAVOR, CellPlan, LOCAL_QUEUE, Plan, TenantPlan};
 use crate::report::{TERMS, term_value};
 
 /// How many known names an unknown-name error lists before it counts the rest.
@@ -195,6 +195,184 @@ pub fn lookup<'a>(
     })
 }
 
+/// A kind of thing a tenant's pods may use or may not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Capability {
+    /// A pool of the cell: its flavor, taints and resources.
+    Pool,
+    /// A RuntimeClass of the cell.
+    RuntimeClass,
+    /// The node's network, PID or IPC namespace.
+    HostNetwork,
+    /// `rdma/*` devices.
+    RdmaDevices,
+    /// A Linux capability a Pod Security exception lets containers add, in one namespace.
+    LinuxCapability,
+    /// An image registry.
+    Registry,
+    /// A verified weight digest.
+    WeightDigest,
+    /// A LocalQueue of a namespace.
+    Queue,
+    /// A WorkloadPriorityClass, in one namespace.
+    Priority,
+}
+
+/// One capability the plan grants or denies a tenant in a cell, as `describe --format json`
+/// lists it under `grants`; conformance `words_and_enforcement_agree` uses each on the real API
+/// server and requires that what is granted runs and what is denied is refused.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct Grant {
+    /// What kind of thing.
+    pub capability: Capability,
+    /// Which one: a pool, class, registry, digest, queue or capability name.
+    pub value: String,
+    /// The namespace it holds in, where it differs per namespace.
+    pub namespace: Option<String>,
+    /// Whether the tenant's pods may use it.
+    pub granted: bool,
+    /// Why, in words.
+    pub why: String,
+}
+
+/// Every capability the plan grants or denies `tenant` in `cell`, sorted.
+pub fn grants(cell: &CellPlan, tenant: &TenantPlan) -> Vec<Grant> {
+    let grant = |capability, value: &str, namespace: Option<&str>, granted, why: String| Grant {
+        capability,
+        value: value.to_string(),
+        namespace: namespace.map(str::to_string),
+        granted,
+        why,
+    };
+    let mut grants = Vec::new();
+    for reach in &tenant.reach {
+        grants.push(grant(
+            Capability::Pool,
+            &reach.pool,
+            None,
+            reach.reachable,
+            reach.why.clone(),
+        ));
+    }
+    for class in &cell.runtime_classes {
+        let allowed = class.trust.contains(&tenant.trust);
+        grants.push(grant(
+            Capability::RuntimeClass,
+            &class.name,
+            None,
+            allowed,
+            format!(
+                "for trust {}; the tenant is `{}`",
+                class.trust.join(", "),
+                tenant.trust
+            ),
+        ));
+    }
+    grants.push(grant(
+        Capability::HostNetwork,
+        "hostNetwork",
+        None,
+        false,
+        "never granted: no NetworkPolicy applies on the node's network".to_string(),
+    ));
+    let access = &tenant.cell_host_access;
+    grants.push(grant(
+        Capability::RdmaDevices,
+        "rdma/*",
+        None,
+        access.granted,
+        access.why.clone(),
+    ));
+    for namespace in &tenant.namespaces {
+        for capability in namespace.excepted_capabilities() {
+            grants.push(grant(
+                Capability::LinuxCapability,
+                &capability,
+                Some(&namespace.name),
+                true,
+                "a reviewed Pod Security exception of the namespace".to_string(),
+            ));
+        }
+        grants.push(grant(
+            Capability::Queue,
+            LOCAL_QUEUE,
+            Some(&namespace.name),
+            true,
+            "the namespace's LocalQueue".to_string(),
+        ));
+        if let Some(priority) = &namespace.priority {
+            grants.push(grant(
+                Capability::Priority,
+                priority,
+                Some(&namespace.name),
+                true,
+                "the workload's priority".to_string(),
+            ));
+        }
+        for priority in &namespace.denied_priorities {
+            grants.push(grant(
+                Capability::Priority,
+                priority,
+                Some(&namespace.name),
+                false,
+                "a priority class other than the workload's".to_string(),
+            ));
+        }
+    }
+    // Another tenant's registry or digest is denied unless the tenant has it too (two tenants
+    // may pin the same open weights).
+    let owns = |capability: Capability, value: &str| {
+        (capability == Capability::Registry && tenant.registries.iter().any(|own| own == value))
+            || (capability == Capability::WeightDigest
+                && tenant.weights.iter().any(|own| own.digest == value))
+    };
+    for other in &cell.tenants {
+        let own = other.name == tenant.name;
+        let why = |what: &str| {
+            if own {
+                format!("its own {what}")
+            } else {
+                format!("a {what} of tenant `{}`", other.name)
+            }
+        };
+        for registry in &other.registries {
+            if !own && owns(Capability::Registry, registry) {
+                continue;
+            }
+            grants.push(grant(
+                Capability::Registry,
+                registry,
+                None,
+                own,
+                why("registry"),
+            ));
+        }
+        for model in &other.weights {
+            if !own && owns(Capability::WeightDigest, &model.digest) {
+                continue;
+            }
+            grants.push(grant(
+                Capability::WeightDigest,
+                &model.digest,
+                None,
+                own,
+                why(&format!(
+                    "verified model ({} {})",
+                    model.name, model.version
+                )),
+            ));
+        }
+    }
+    grants.sort();
+    grants.dedup_by(|later, earlier| {
+        later.capability == earlier.capability
+            && later.value == earlier.value
+            && later.namespace == earlier.namespace
+    });
+    grants
+}
+
 /// The view as one JSON document: `{"tenant", "cells": [{"cell", …the tenant's plan…}]}`.
 ///
 /// Each capacity row names its binding term by the key of that term in the row (`quota`,
@@ -208,6 +386,10 @@ pub fn json(view: &View<'_>) -> Result<Value, serde_json::Error> {
         if let Value::Object(fields) = serde_json::to_value(tenant)? {
             object.extend(fields);
         }
+        object.insert(
+            "grants".to_string(),
+            serde_json::to_value(grants(cell, tenant))?,
+        );
         cells.push(Value::Object(object));
     }
     Ok(serde_json::json!({ "tenant": view.tenant, "cells": cells }))

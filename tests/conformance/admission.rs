@@ -275,7 +275,7 @@ pub(super) fn admission_floor_judges_like_the_offline_evaluator(cluster: &Cluste
 }
 
 /// Applies a policy server-side with tenantc's field manager.
-fn apply_policy(
+pub(super) fn apply_policy(
     cluster: &Cluster,
     policy: &k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy,
 ) {
@@ -297,7 +297,7 @@ fn apply_policy(
 
 /// Re-applies the emitted policy when dropped, so a failing self-test never leaves a weakened
 /// policy behind.
-struct Restore<'a>(&'a Cluster);
+pub(super) struct Restore<'a>(pub(super) &'a Cluster);
 
 impl Drop for Restore<'_> {
     fn drop(&mut self) {

@@ -93,7 +93,7 @@ impl Drop for WorkloadControllers {
 }
 
 /// Polls `probe` until it returns `Some` or the controller timeout is up.
-fn wait_until<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+pub(super) fn wait_until<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
     let started = Instant::now();
     loop {
         if let Some(found) = probe() {
@@ -109,7 +109,12 @@ fn wait_until<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
 }
 
 /// The pods of a namespace that carry `label=value`, as the API server holds them.
-fn pods_labelled(cluster: &Cluster, namespace: &str, label: &str, value: &str) -> Vec<Value> {
+pub(super) fn pods_labelled(
+    cluster: &Cluster,
+    namespace: &str,
+    label: &str,
+    value: &str,
+) -> Vec<Value> {
     let selector = format!("{label}={value}");
     let run = cluster.kubectl(
         &[
@@ -437,7 +442,7 @@ fn deployment_attacks(cluster: &Cluster, cell: &CellPlan, problems: &mut Vec<Str
 }
 
 /// Deletes a workload with its pods, as the platform.
-fn delete_with_pods(cluster: &Cluster, kind: &str, namespace: &str, name: &str) {
+pub(super) fn delete_with_pods(cluster: &Cluster, kind: &str, namespace: &str, name: &str) {
     let run = cluster.kubectl(
         &[
             "delete",
@@ -459,7 +464,7 @@ fn delete_with_pods(cluster: &Cluster, kind: &str, namespace: &str, name: &str) 
 
 /// Deletes the pods labelled `label=value` at once and waits until they are gone, finalizers
 /// and all (no kubelet confirms their end here).
-fn remove_pods(cluster: &Cluster, namespace: &str, label: &str, value: &str) {
+pub(super) fn remove_pods(cluster: &Cluster, namespace: &str, label: &str, value: &str) {
     let selector = format!("{label}={value}");
     for pod in pods_labelled(cluster, namespace, label, value) {
         let name = pod["metadata"]["name"]

@@ -252,9 +252,9 @@ pub fn cases() -> Vec<Case> {
             mutate: |o| pod_spec(o)["hostNetwork"] = json!(true),
         },
         Case {
-            name: "hostNetwork on a hard tenant with host access, on its own pool",
+            name: "hostNetwork on a hard tenant with host access, in its excepted namespace",
             cell: "us-east-1a",
-            fixture: "acme-research-rdma-pod",
+            fixture: "acme-research-job",
             rule: "host-namespaces",
             mutate: |o| pod_spec(o)["hostNetwork"] = json!(true),
         },
@@ -266,6 +266,15 @@ pub fn cases() -> Vec<Case> {
             mutate: |o| {
                 o["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] = json!("index");
                 pod_spec(o)["containers"][0]["volumeMounts"][0]["name"] = json!("index");
+            },
+        },
+        Case {
+            name: "a generic ephemeral volume in a namespace whose quota holds no claims",
+            cell: "us-east-1a",
+            fixture: "globex-vision-job",
+            rule: "claim-quota",
+            mutate: |o| {
+                pod_spec(o)["volumes"].as_array_mut().unwrap().push(json!({"name": "globex-vision-cache", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}}))
             },
         },
         Case {
@@ -906,7 +915,7 @@ pub fn cases() -> Vec<Case> {
         Case {
             name: "a generic ephemeral volume restored from a foreign snapshot by dataSourceRef",
             cell: "us-east-1a",
-            fixture: "globex-vision-job",
+            fixture: "acme-research-job",
             rule: "own-references",
             mutate: |o| {
                 pod_spec(o)["volumes"].as_array_mut().unwrap().push(json!({"name": "copy", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "dataSourceRef": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "acme-serving-snap"}}}}}))
@@ -1066,10 +1075,10 @@ pub fn cases() -> Vec<Case> {
         Case {
             name: "a generic ephemeral volume restored from another namespace by dataSourceRef",
             cell: "us-east-1a",
-            fixture: "globex-vision-job",
+            fixture: "acme-research-job",
             rule: "claim-binding",
             mutate: |o| {
-                pod_spec(o)["volumes"].as_array_mut().unwrap().push(json!({"name": "copy", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "dataSourceRef": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "globex-vision-snap", "namespace": "acme-serving-infer"}}}}}))
+                pod_spec(o)["volumes"].as_array_mut().unwrap().push(json!({"name": "copy", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "dataSourceRef": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "acme-research-snap", "namespace": "acme-serving-infer"}}}}}))
             },
         },
     ]

@@ -277,6 +277,12 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "claimTemplates",
         "variables.volumes.filter(v, has(v.ephemeral) && has(v.ephemeral.volumeClaimTemplate) && has(v.ephemeral.volumeClaimTemplate.spec)).map(v, v.ephemeral.volumeClaimTemplate.spec) + (object.kind == 'StatefulSet' && has(object.spec.volumeClaimTemplates) ? object.spec.volumeClaimTemplates.filter(t, has(t.spec)).map(t, t.spec) : []) + (variables.isClaim && request.operation == 'CREATE' ? [object.spec] : [])",
     ),
+    // How many claims the request makes through templates, which quota admission judges only
+    // when a controller creates them (a claim created directly it judges at once).
+    (
+        "claimTemplateCount",
+        "size(variables.claimTemplates) - (variables.isClaim && request.operation == 'CREATE' ? 1 : 0)",
+    ),
     // What the claims copy inside their own namespace: a claim or snapshot by `dataSource` or
     // `dataSourceRef` name, once when the two agree (the API server copies one into the other
     // in a PersistentVolumeClaim).
@@ -615,6 +621,13 @@ pub const RULES: &[Rule] = &[
         message_expression: "'claims of tenant ' + params.data.tenant + ' may not set ' + variables.claimBindings.join('; ') + ': a PersistentVolume named or selected by label, or data of another namespace, may belong to another tenant; remove them and claim a new volume by storage class and size only'",
     },
     Rule {
+        name: "claim-quota",
+        judges: Judges::Writes,
+        expression: "variables.claimTemplateCount == 0 || request.namespace in (params.data.claimNamespaces == '' ? [] : params.data.claimNamespaces.split(','))",
+        message: "claim templates (a StatefulSet's volumeClaimTemplates, generic ephemeral volumes) need a namespace whose quota holds PersistentVolumeClaims and storage: elsewhere their claims are refused and the pods never start",
+        message_expression: "'namespace ' + request.namespace + ' holds no PersistentVolumeClaims (its tenant-quota allows persistentvolumeclaims or requests.storage of 0), so the claims of this ' + object.kind + ' would be refused and its pods would never start; declare storage and persistent-volume-claims in the tenant quota of cell ' + params.data.cell + (params.data.claimNamespaces == '' ? '' : ', or use one of [' + params.data.claimNamespaces + ']')",
+    },
+    Rule {
         name: "training-service-account",
         judges: Judges::Writes,
         expression: "variables.isClaim || !(request.namespace in variables.inferenceNamespaces) || !((has(variables.spec.serviceAccountName) ? variables.spec.serviceAccountName : 'default') in variables.trainingServiceAccounts)",
@@ -886,8 +899,26 @@ pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> 
         Vec::new()
     };
     host_pools.sort();
+    // The namespaces whose quota holds claims at all: a claim template elsewhere gives a
+    // StatefulSet or a pod whose claims quota admission refuses later, so it never runs.
+    let mut claim_namespaces: Vec<String> = tenant
+        .namespaces
+        .iter()
+        .filter(|namespace| {
+            ["persistentvolumeclaims", "requests.storage"]
+                .iter()
+                .all(|key| {
+                    namespace.other_quota.get(*key).is_some_and(|value| {
+                        crate::quantity::Quantity::parse(value).is_ok_and(|q| q.milli() > 0)
+                    })
+                })
+        })
+        .map(|namespace| namespace.name.clone())
+        .collect();
+    claim_namespaces.sort();
     BTreeMap::from([
         ("cell".to_string(), cell.name.clone()),
+        ("claimNamespaces".to_string(), join(claim_namespaces)),
         ("forbiddenLabelKeys".to_string(), join(forbidden_labels)),
         (
             "forbiddenTaints".to_string(),
