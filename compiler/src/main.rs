@@ -135,10 +135,11 @@ docs/diagnostics.md), or the list of every code when no code is given.",
 every GPU model key a pool's `gpu` may name, with its product family (the key's first part), \
 product name, the sharing modes it supports and its MIG table. With a GPU model key, print that \
 model in full: PCI ids and every MIG profile with its slices, memory, maximum count, minimum \
-driver branch and whether the facts are inferred. A misspelt key gets a suggestion of the same \
-family.",
+driver branch and whether the facts are inferred. Keys are compared without case, and the start \
+of a key (`A100`, `H100-80GB`) lists the models it names. A misspelt key gets a suggestion of \
+the same family.",
         after_help = "Examples:\n  tenantc catalog\n  tenantc catalog H100-80GB-SXM\n  \
-tenantc catalog --format json\n\n\
+tenantc catalog a100          the four A100 models\n  tenantc catalog --format json\n\n\
 Exit codes: 0 listed, 2 an unknown GPU model key or usage errors."
     )]
     Catalog {
@@ -786,9 +787,9 @@ fn catalog(gpu: Option<&str>, format: DescribeFormat) -> ExitCode {
     let json = format == DescribeFormat::Json;
     let skus: Vec<&tenantc::catalog::GpuSku> = match gpu {
         None => catalog.skus().collect(),
-        Some(key) => match catalog.sku(key) {
-            Some(sku) => vec![sku],
-            None => {
+        Some(key) => {
+            let found = matching_skus(catalog, key);
+            if found.is_empty() {
                 let hint = catalog
                     .suggest_sku(key)
                     .map(|close| format!("; did you mean `{close}`?"))
@@ -805,8 +806,11 @@ fn catalog(gpu: Option<&str>, format: DescribeFormat) -> ExitCode {
                 }
                 return ExitCode::from(EXIT_FAILURE);
             }
-        },
+            found
+        }
     };
+    // One model is shown in full; no key, or one that starts several keys, lists them.
+    let listing = gpu.is_none() || skus.len() > 1;
     let family = |key: &str| key.split('-').next().unwrap_or(key).to_string();
     let sharing = |sku: &tenantc::catalog::GpuSku| -> Vec<&'static str> {
         sku.sharing.iter().map(|mode| mode.as_str()).collect()
@@ -861,7 +865,7 @@ fn catalog(gpu: Option<&str>, format: DescribeFormat) -> ExitCode {
         return print_out(&text);
     }
     let mut text = String::new();
-    if gpu.is_none() {
+    if listing {
         text.push_str(&format!(
             "{:<30} {:<8} {:<44} {:<28} {}\n",
             "GPU MODEL", "FAMILY", "SHARING", "MIG TABLE", "MIG PROFILES"
@@ -889,7 +893,14 @@ fn catalog(gpu: Option<&str>, format: DescribeFormat) -> ExitCode {
                 }
             ));
         }
-        text.push_str("\n`tenantc catalog <GPU>` shows one model's PCI ids and MIG profiles; docs/catalog.md explains the sources.\n");
+        match gpu {
+            None => text.push_str("\n`tenantc catalog <GPU>` shows one model's PCI ids and MIG profiles; docs/catalog.md explains the sources.\n"),
+            Some(key) => text.push_str(&format!(
+                "\n`{}` starts the keys of {} models; `tenantc catalog <GPU>` shows one in full.\n",
+                escape(key),
+                skus.len()
+            )),
+        }
         return print_out(&text);
     }
     for sku in &skus {
@@ -933,6 +944,36 @@ fn catalog(gpu: Option<&str>, format: DescribeFormat) -> ExitCode {
         }
     }
     print_out(&text)
+}
+
+/// The catalog models `wanted` names, compared without case: the model whose key it is, else
+/// every model whose key it starts at a `-` (`H20` names `H20-96GB`, not the H200 models),
+/// else every model whose key it starts at all.
+fn matching_skus<'a>(
+    catalog: &'a tenantc::catalog::Catalog,
+    wanted: &str,
+) -> Vec<&'a tenantc::catalog::GpuSku> {
+    let wanted = wanted.to_ascii_lowercase();
+    let keyed = |sku: &&tenantc::catalog::GpuSku| sku.key.to_ascii_lowercase();
+    let exact: Vec<_> = catalog.skus().filter(|sku| keyed(sku) == wanted).collect();
+    if !exact.is_empty() {
+        return exact;
+    }
+    let at_part: Vec<_> = catalog
+        .skus()
+        .filter(|sku| {
+            keyed(sku)
+                .strip_prefix(&wanted)
+                .is_some_and(|rest| rest.starts_with('-'))
+        })
+        .collect();
+    if !at_part.is_empty() || wanted.is_empty() {
+        return at_part;
+    }
+    catalog
+        .skus()
+        .filter(|sku| keyed(sku).starts_with(&wanted))
+        .collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
