@@ -626,7 +626,14 @@ fn describe(args: &DescribeArgs) -> ExitCode {
             None,
         );
     };
-    let view = match tenantc::describe::lookup(plan, &args.tenant, args.cell.as_deref()) {
+    let declared: Vec<&str> = compilation
+        .fleet
+        .tenants
+        .iter()
+        .map(|tenant| tenant.name.value.as_str())
+        .collect();
+    let view = match tenantc::describe::lookup(plan, &declared, &args.tenant, args.cell.as_deref())
+    {
         Ok(view) => view,
         Err(error) => return fatal(&error.message(), Some(error.help())),
     };
