@@ -255,7 +255,7 @@ SOURCE is either a local copy of the weights folder (hashed here; pass the signa
   tenantc weights lock acme-research llama-tiny ./llama-tiny --signature weights/acme-research/llama-tiny-v3.sig.json
   tenantc weights lock acme-research llama-tiny ./llama-tiny --signature weights/acme-research/llama-tiny-v3.sig
 
-Exit codes: 0 written, 1 the entry does not verify, 2 usage or IO errors."
+Exit codes: 0 written, 1 the entry does not verify or the tenant's declaration has errors, 2 an undeclared tenant or model, a signature that is not a file under weights/, usage or IO errors."
     )]
     Lock {
         /// The tenant, as named in its declaration.
@@ -1113,12 +1113,7 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
             Ok(changes) => {
                 report(args, mode, &compilation, &[]);
                 if args.format == FormatArg::Human {
-                    eprintln!(
-                        "wrote {} to {} ({} changed)",
-                        files(tree.len()),
-                        out_dir.display(),
-                        changes.len()
-                    );
+                    eprintln!("{}", written(&out_dir, tree.len(), &changes));
                 }
                 ExitCode::SUCCESS
             }
@@ -1159,6 +1154,35 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
             }
         }
     }
+}
+
+/// What a build wrote: the files it wrote and removed, never the files it left as they were.
+fn written(out_dir: &Path, total: usize, changes: &[Change]) -> String {
+    let removed = changes
+        .iter()
+        .filter(|change| matches!(change, Change::Extra(_)))
+        .count();
+    let wrote = changes.len().saturating_sub(removed);
+    if changes.is_empty() {
+        return format!(
+            "{} is up to date ({}); nothing written",
+            out_dir.display(),
+            files(total)
+        );
+    }
+    let mut parts = Vec::new();
+    if total > wrote {
+        parts.push(format!("{} unchanged", total.saturating_sub(wrote)));
+    }
+    if removed > 0 {
+        parts.push(format!("{removed} removed"));
+    }
+    let detail = if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    };
+    format!("wrote {} to {}{detail}", files(wrote), out_dir.display())
 }
 
 /// `1 file`, `2 files`.
@@ -1414,7 +1438,7 @@ fn weights(command: WeightsCommand) -> ExitCode {
                 ));
                 print_out(&text)
             }
-            Err(error) => fatal(&format!("cannot hash {}: {error}", dir.display())),
+            Err(error) => fatal(&hash_failure(&dir, &error)),
         },
         WeightsCommand::Lock {
             tenant,
@@ -1428,8 +1452,11 @@ fn weights(command: WeightsCommand) -> ExitCode {
                 Err(error) => return fatal(&format!("cannot read {}: {error}", root.display())),
             };
             let Some(declared) = tenantc::read_tenant(&loaded.inputs, &tenant) else {
+                if has_tenant_file(&loaded, &tenant) {
+                    return tenant_file_errors(&loaded, &tenant, &model);
+                }
                 return fatal(&format!(
-                    "no readable declaration of tenant `{}` under {}",
+                    "tenant `{}` is not declared under {}",
                     load::escape_str(&tenant),
                     root.join("tenants").display()
                 ));
@@ -1448,9 +1475,7 @@ fn weights(command: WeightsCommand) -> ExitCode {
                 };
                 match hash_weights(&source, None) {
                     Ok(manifest) => (Some(manifest), signature),
-                    Err(error) => {
-                        return fatal(&format!("cannot hash {}: {error}", source.display()));
-                    }
+                    Err(error) => return fatal(&hash_failure(&source, &error)),
                 }
             } else {
                 if signature.is_some() {
@@ -1460,6 +1485,12 @@ fn weights(command: WeightsCommand) -> ExitCode {
                 }
                 (None, source)
             };
+            if !signature_file.exists() {
+                return fatal(&format!(
+                    "{} does not exist; paths are read from the current folder, not from --root",
+                    load::escape_str(&signature_file.display().to_string())
+                ));
+            }
             let Some(relative) = relative_to_root(&root, &signature_file) else {
                 return fatal(&format!(
                     "{} is not inside the project root {}; commit it under weights/",
@@ -1467,6 +1498,11 @@ fn weights(command: WeightsCommand) -> ExitCode {
                     root.display()
                 ));
             };
+            if !declared.complete && !declared.models.iter().any(|m| m.name.value == model) {
+                // The model may be declared with a mistake that left it out: show the tenant
+                // file's diagnostics rather than say it declares no such model.
+                return tenant_file_errors(&loaded, &tenant, &model);
+            }
             match tenantc::weights::prepare_lock(&declared, &model, hashed, &relative, &material) {
                 Ok((entry, bytes)) => {
                     let lock_file = root.join(tenantc::weights::lock_path(&tenant));
@@ -1483,13 +1519,86 @@ fn weights(command: WeightsCommand) -> ExitCode {
                         tenantc::weights::lock_path(&tenant)
                     ))
                 }
-                Err(reason) => {
-                    eprintln!("error: {}", load::escape_str(&reason));
-                    ExitCode::from(EXIT_ERRORS)
+                Err(error) => {
+                    eprintln!("error: {}", load::escape_str(error.message()));
+                    match error {
+                        tenantc::weights::LockError::Usage(_) => ExitCode::from(EXIT_FAILURE),
+                        tenantc::weights::LockError::NotVerified(_) => ExitCode::from(EXIT_ERRORS),
+                    }
                 }
             }
         }
     }
+}
+
+/// Whether `path` is a declaration file of `tenant`, `tenants/<tenant>.<ext>`.
+fn is_file_of(path: &str, tenant: &str) -> bool {
+    path.strip_prefix("tenants/")
+        .and_then(|name| name.rsplit_once('.'))
+        .is_some_and(|(stem, _)| stem == tenant)
+        && tenantc::classify(path).is_some_and(|(_, format)| format.is_some())
+}
+
+/// Whether the root holds a declaration file of `tenant`, readable or not.
+fn has_tenant_file(loaded: &load::Loaded, tenant: &str) -> bool {
+    loaded
+        .inputs
+        .iter()
+        .any(|input| is_file_of(&input.path, tenant))
+}
+
+/// `weights lock` of a model that the tenant's declaration may hold with a mistake: prints the
+/// diagnostics of the tenant's files and exits 1, as `check` would for them.
+fn tenant_file_errors(loaded: &load::Loaded, tenant: &str, model: &str) -> ExitCode {
+    let compilation = compile_loaded(loaded);
+    let is_tenant_file = |path: &str| is_file_of(path, tenant);
+    let diagnostics: Vec<tenantc::diag::Diagnostic> = compilation
+        .diagnostics
+        .iter()
+        .filter(|diagnostic| {
+            diagnostic.is_error()
+                && diagnostic
+                    .primary_span()
+                    .is_some_and(|span| is_tenant_file(compilation.sources.path(span.file)))
+        })
+        .cloned()
+        .collect();
+    eprint!(
+        "{}",
+        render::human(&diagnostics, &compilation.sources, color(ColorArg::Auto))
+    );
+    eprintln!(
+        "error: the declaration of tenant `{}` has errors and holds no readable model `{}`; fix {} first",
+        load::escape_str(tenant),
+        load::escape_str(model),
+        if diagnostics.is_empty() {
+            "what `tenantc check` reports"
+        } else {
+            "the errors above"
+        }
+    );
+    ExitCode::from(EXIT_ERRORS)
+}
+
+/// Why a weights folder could not be hashed, naming the folder once: an error about the folder
+/// itself is told as such, one about a file inside it names the file.
+fn hash_failure(dir: &Path, error: &digest::HashError) -> String {
+    let shown = load::escape_str(&dir.display().to_string());
+    let about_dir = |path: &str| Path::new(path) == dir;
+    let reason = match error {
+        digest::HashError::Io(path, io_error) if path == dir => match io_error.kind() {
+            std::io::ErrorKind::NotFound => "no such folder".to_string(),
+            std::io::ErrorKind::NotADirectory => {
+                "not a folder; pass the folder that holds the weights".to_string()
+            }
+            _ => io_error.to_string(),
+        },
+        digest::HashError::Symlink(path) if about_dir(path) => {
+            "it is a symbolic link; pass the folder it points to".to_string()
+        }
+        other => load::escape_str(&other.to_string()),
+    };
+    format!("cannot hash {shown}: {reason}")
 }
 
 /// Hashes a weights folder, with progress on a terminal for folders over 256 MiB.
