@@ -299,6 +299,46 @@ fn a_clean_tree_gives_an_empty_diff_in_every_format() {
     assert_eq!(document["cells"], serde_json::json!([]), "{document:#}");
 }
 
+/// Issue 18 item 7: a pool `owner` that turns the owner's `hostAccess` param to true names the
+/// host access, and the nodes it may be used on, as security-relevant, not only "owns pool".
+#[test]
+fn a_pool_owner_that_grants_host_access_names_the_host_access() {
+    let (dir, root) = repository();
+    edit(
+        &root,
+        "cells/eu-west-4b.kdl",
+        "        owner \"acme-research\"\n",
+        "",
+    );
+    git(
+        dir.path(),
+        &["commit", "-q", "-am", "the pool has no owner"],
+    );
+    git(
+        dir.path(),
+        &[
+            "checkout",
+            "-q",
+            "HEAD~1",
+            "--",
+            "fleet/cells/eu-west-4b.kdl",
+        ],
+    );
+    let output = tenantc(&root, &["--base", "main"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let markdown = redacted(dir.path(), &output);
+    for expected in [
+        "| **security: host access** | eu-west-4b | access | host access (host network, RDMA devices, Pod Security exceptions) | denied | granted |",
+        "| **security: host access** | eu-west-4b | access | host use on nodes nvidia.com/device-plugin.config=a100-research&amp;nvidia.com/mig.config=all-disabled | — | allowed |",
+        "| **security: widened access** | eu-west-4b | access | owns pool a100-research | — | yes |",
+    ] {
+        assert!(
+            markdown.contains(expected),
+            "no `{expected}` in:\n{markdown}"
+        );
+    }
+}
+
 #[test]
 fn an_unknown_revision_and_an_option_as_revision_are_usage_errors() {
     let (dir, root) = repository();

@@ -10,9 +10,10 @@
 //! Invariants:
 //! - Pure and deterministic: tenants, cells, pools, namespaces, prefixes and rules are sorted or
 //!   in the plan's own stable order, so the same plan renders the same bytes.
-//! - Every fact is read from the plan or from the tables the lowering itself uses
-//!   (`lower::rbac::ACCESS`, `lower::iam::read_prefixes`, `lower::iam::write_prefixes`), so the
-//!   view cannot claim other access than what is emitted.
+//! - Every fact is read from the plan or from the tables and functions the lowering itself uses
+//!   (`lower::rbac::ACCESS`, `lower::iam::read_prefixes`, `lower::iam::write_prefixes`,
+//!   `lower::admission::params` for each tenant's admission params), so the view cannot claim
+//!   other access than what is emitted.
 //! - A tenant with no quota in any cell has no plan and so no summary: it is granted nothing.
 
 pub mod diff;
@@ -132,6 +133,14 @@ pub struct CellAccess {
     pub runtime_classes: Vec<RuntimeAccess>,
     /// Its object-storage grants per namespace, where the cell declares storage.
     pub storage: Vec<StorageAccess>,
+    /// Whether its pods may use the host network, RDMA devices and its Pod Security exceptions
+    /// here (`plan/host.rs`).
+    pub host_access: bool,
+    /// Why host access is granted or denied, in words.
+    pub host_access_why: String,
+    /// Its admission params in the cell, exactly as `lower::admission::params` emits them: what
+    /// the tenant floor judges its requests by; `diff.rs` names every key.
+    pub admission: BTreeMap<String, String>,
 }
 
 /// A reservation on one pool resource.
@@ -484,6 +493,9 @@ fn cell_access(cell: &CellPlan, tenant: &TenantPlan) -> CellAccess {
         ingress,
         runtime_classes,
         storage,
+        host_access: tenant.cell_host_access.granted,
+        host_access_why: tenant.cell_host_access.why.clone(),
+        admission: crate::lower::admission::params(tenant, cell),
     }
 }
 
@@ -614,6 +626,23 @@ pub fn render(summary: &AccessSummary) -> String {
                 list(&cell.owned_pools)
             ));
         }
+        let host_nodes: Vec<String> = cell
+            .admission
+            .get("hostPools")
+            .filter(|pools| !pools.is_empty())
+            .map(|pools| pools.split(',').map(str::to_string).collect())
+            .unwrap_or_default();
+        line(if cell.host_access {
+            format!(
+                "  host access (host network, RDMA devices, Pod Security exceptions): granted on nodes {}",
+                list(&host_nodes)
+            )
+        } else {
+            format!(
+                "  host access (host network, RDMA devices, Pod Security exceptions): denied: {}",
+                cell.host_access_why
+            )
+        });
         line("  namespaces".to_string());
         for namespace in &cell.namespaces {
             line(format!(
