@@ -368,25 +368,28 @@ fn check_reservation(
         return None;
     };
     let sharing = pool.sharing.value;
-    if !trust_allows(tenant.trust.value, sharing) {
+    // A trust class that could not be read is not checked against the pool.
+    if let Some(trust) = &tenant.trust
+        && !trust_allows(trust.value, sharing)
+    {
         diagnostics.push(
             Diagnostic::error(
                 Code::TrustSharingMismatch,
                 reservation.pool.span,
                 format!(
                     "`{}` tenant `{}` reserves in `{}` pool `{}`",
-                    tenant.trust.value.as_str(),
+                    trust.value.as_str(),
                     tenant.name.value,
                     sharing.as_str(),
                     pool.name.value
                 ),
             )
-            .with_label(match tenant.trust.value {
+            .with_label(match trust.value {
                 Trust::Hard => "hard tenants get whole GPUs only",
                 _ => "time-slicing and MPS share memory and faults between pods",
             })
-            .with_secondary(tenant.trust.span, "trust class set here")
-            .with_help(match tenant.trust.value {
+            .with_secondary(trust.span, "trust class set here")
+            .with_help(match trust.value {
                 Trust::Hard => "reserve in an `exclusive` pool, or lower the trust class",
                 _ => "reserve in a `mig` or `exclusive` pool, or set `trust \"soft\"`",
             }),
