@@ -215,6 +215,80 @@ fn param_list<'a>(params: &'a BTreeMap<String, String>, key: &str) -> Vec<&'a st
         .unwrap_or_default()
 }
 
+/// A list param, named by one fact per item: its key, the fact's words before the item, its
+/// area, its value and how a change of it is judged.
+type ListParam = (&'static str, &'static str, Area, &'static str, Widen);
+
+/// The list params of a tenant in a cell that no other fact names.
+const TENANT_LIST_PARAMS: [ListParam; 4] = [
+    (
+        "hostPools",
+        "host use on nodes",
+        Area::Access,
+        "allowed",
+        Widen::Presence(HOST_ACCESS),
+    ),
+    (
+        "forbiddenTaints",
+        "may not tolerate",
+        Area::Policy,
+        "denied",
+        Widen::Removal(TOLERATION),
+    ),
+    (
+        "countedResources",
+        "counted resource",
+        Area::Entitlement,
+        "counted",
+        Widen::Never,
+    ),
+    (
+        "gpuModels",
+        "chargeback sku",
+        Area::Policy,
+        "allowed",
+        Widen::Never,
+    ),
+];
+
+/// The list params that are the same for every tenant of a cell.
+const CELL_LIST_PARAMS: [ListParam; 3] = [
+    (
+        "forbiddenLabelKeys",
+        "forbidden label key",
+        Area::Policy,
+        "denied",
+        Widen::Removal(LABEL_KEY),
+    ),
+    (
+        "poolTaints",
+        "pods without GPUs may not tolerate",
+        Area::Policy,
+        "denied",
+        Widen::Removal(TOLERATION),
+    ),
+    (
+        "queues",
+        "LocalQueue of every namespace:",
+        Area::Access,
+        "allowed",
+        Widen::Presence(WIDER),
+    ),
+];
+
+/// One fact per item of each list param of `table`.
+fn list_param_facts(
+    params: &BTreeMap<String, String>,
+    table: &[ListParam],
+    put: &mut impl FnMut(String, Fact),
+) {
+    for (key, words, area, value, widen) in table {
+        for item in param_list(params, key) {
+            put(format!("{words} {item}"), fact(*area, *value, *widen));
+        }
+    }
+}
+
 /// The facts of a tenant's admission params in one cell that no other fact names.
 fn param_facts(params: &BTreeMap<String, String>, put: &mut impl FnMut(String, Fact)) {
     let granted = params
@@ -229,46 +303,12 @@ fn param_facts(params: &BTreeMap<String, String>, put: &mut impl FnMut(String, F
             HOST_ACCESS,
         ),
     );
-    for nodes in param_list(params, "hostPools") {
-        put(
-            format!("host use on nodes {nodes}"),
-            fact(Area::Access, "allowed", Widen::Presence(HOST_ACCESS)),
-        );
-    }
-    for taint in param_list(params, "forbiddenTaints") {
-        put(
-            format!("may not tolerate {taint}"),
-            fact(Area::Policy, "denied", Widen::Removal(TOLERATION)),
-        );
-    }
-    for resource in param_list(params, "countedResources") {
-        put(
-            format!("counted resource {resource}"),
-            fact(Area::Entitlement, "counted", Widen::Never),
-        );
-    }
-    for model in param_list(params, "gpuModels") {
-        put(
-            format!("chargeback sku {model}"),
-            fact(Area::Policy, "allowed", Widen::Never),
-        );
-    }
+    list_param_facts(params, &TENANT_LIST_PARAMS, put);
 }
 
 /// The facts of the admission params that are the same for every tenant of a cell.
 fn cell_param_facts(params: &BTreeMap<String, String>, put: &mut impl FnMut(String, Fact)) {
-    for key in param_list(params, "forbiddenLabelKeys") {
-        put(
-            format!("forbidden label key {key}"),
-            fact(Area::Policy, "denied", Widen::Removal(LABEL_KEY)),
-        );
-    }
-    for taint in param_list(params, "poolTaints") {
-        put(
-            format!("pods without GPUs may not tolerate {taint}"),
-            fact(Area::Policy, "denied", Widen::Removal(TOLERATION)),
-        );
-    }
+    list_param_facts(params, &CELL_LIST_PARAMS, put);
     if let Some(required) = params.get("runtimeClassRequired") {
         let required = required == "true";
         put(
@@ -290,12 +330,6 @@ fn cell_param_facts(params: &BTreeMap<String, String>, put: &mut impl FnMut(Stri
                 seconds.parse().ok(),
                 GRACE_PERIOD,
             ),
-        );
-    }
-    for queue in param_list(params, "queues") {
-        put(
-            format!("LocalQueue {queue} of every namespace"),
-            fact(Area::Access, "allowed", Widen::Presence(WIDER)),
         );
     }
 }
@@ -1002,23 +1036,20 @@ mod tests {
         ),
     ];
 
-    /// The keys [`param_facts`] names per tenant and cell.
-    const TENANT_PARAMS: &[&str] = &[
-        "hostAccess",
-        "hostPools",
-        "forbiddenTaints",
-        "countedResources",
-        "gpuModels",
-    ];
+    /// The keys [`param_facts`] names per tenant and cell: `hostAccess` and the list params.
+    fn tenant_params() -> Vec<&'static str> {
+        std::iter::once("hostAccess")
+            .chain(TENANT_LIST_PARAMS.iter().map(|(key, ..)| *key))
+            .collect()
+    }
 
     /// The keys [`cell_param_facts`] names once per cell: the same for every tenant of the cell.
-    const CELL_PARAMS: &[&str] = &[
-        "forbiddenLabelKeys",
-        "poolTaints",
-        "runtimeClassRequired",
-        "maxGracePeriodSeconds",
-        "queues",
-    ];
+    fn cell_params() -> Vec<&'static str> {
+        ["runtimeClassRequired", "maxGracePeriodSeconds"]
+            .into_iter()
+            .chain(CELL_LIST_PARAMS.iter().map(|(key, ..)| *key))
+            .collect()
+    }
 
     /// Issue 18 item 7: every key of the admission params is named by a fact of the diff, so
     /// a param that changes (host access above all) is never missing from the summary.
@@ -1028,8 +1059,8 @@ mod tests {
         let mut listed: Vec<&str> = PARAMS_NAMED_ELSEWHERE
             .iter()
             .map(|(key, _)| *key)
-            .chain(TENANT_PARAMS.iter().copied())
-            .chain(CELL_PARAMS.iter().copied())
+            .chain(tenant_params())
+            .chain(cell_params())
             .collect();
         listed.sort_unstable();
         for tenant in &review.tenants {
@@ -1041,14 +1072,14 @@ mod tests {
         // Each named key gives a fact where its value is not empty.
         let facts = tenant_facts(&review.tenants[0]);
         let cell = &review.tenants[0].cells[0];
-        for key in TENANT_PARAMS {
-            if cell.admission[*key].is_empty() {
+        for key in tenant_params() {
+            if cell.admission[key].is_empty() {
                 continue;
             }
-            let value = if *key == "hostAccess" {
+            let value = if key == "hostAccess" {
                 "host access".to_string()
             } else {
-                cell.admission[*key].split(',').next().unwrap().to_string()
+                cell.admission[key].split(',').next().unwrap().to_string()
             };
             assert!(
                 facts
@@ -1061,8 +1092,8 @@ mod tests {
         }
         let summary = review.cells.iter().find(|c| c.cell == cell.cell).unwrap();
         let facts = cell_facts(summary, &review);
-        for key in CELL_PARAMS {
-            let value = cell.admission[*key].split(',').next().unwrap().to_string();
+        for key in cell_params() {
+            let value = cell.admission[key].split(',').next().unwrap().to_string();
             let named = facts.iter().any(|((_, item), fact)| {
                 item.contains(&value) || fact.value.contains(&value) || fact.value == "yes"
             });
