@@ -341,3 +341,59 @@ fn the_readme_tour_prints_exactly_what_the_readme_quotes() {
         "the tour quotes no command output to compare"
     );
 }
+
+/// How many checks of `tests/conformance.rs` need a control plane: the ones the first
+/// `cargo test --locked` skips.
+fn conformance_checks_needing_a_cluster() -> usize {
+    let text = std::fs::read_to_string(support::repo().join("tests/conformance.rs")).unwrap();
+    let start = text
+        .find("const CHECKS: &[(&str, bool, Check)] = &[")
+        .expect("tests/conformance.rs lists its checks");
+    let table = &text[start..];
+    let table = &table[..table.find("\n];").expect("the list of checks ends")];
+    let compact: String = table.chars().filter(|ch| !ch.is_whitespace()).collect();
+    compact.matches("\",true,").count()
+}
+
+/// Issue 18 item 8: the README says up front how many conformance checks the first test run
+/// skips, and each number it gives is the count of checks that need a control plane.
+#[test]
+fn the_readme_counts_the_conformance_checks_the_first_test_run_skips() {
+    let count = conformance_checks_needing_a_cluster();
+    assert!(count > 0);
+    let readme = std::fs::read_to_string(support::repo().join("README.md")).unwrap();
+    let top = &readme[..readme.find("\n## ").unwrap()];
+    let mut numbers = Vec::new();
+    for (before, after) in [
+        ("the ", " conformance checks"),
+        ("SKIPPED ", " checks"),
+        ("`", " skipped`"),
+        ("all ", " of them"),
+    ] {
+        for (idx, _) in readme.match_indices(after) {
+            let head = &readme[..idx];
+            let digits: String = head
+                .chars()
+                .rev()
+                .take_while(char::is_ascii_digit)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            if !digits.is_empty() && head[..head.len() - digits.len()].ends_with(before) {
+                numbers.push((after, digits.parse::<usize>().unwrap()));
+            }
+        }
+    }
+    assert!(
+        numbers.len() >= 4,
+        "the README no longer counts the skipped checks: {numbers:?}"
+    );
+    for (what, number) in &numbers {
+        assert_eq!(*number, count, "README: `{number}{what}`");
+    }
+    assert!(
+        top.contains(&format!("skips the {count} conformance checks")),
+        "the README says before its first section that the first test run skips them"
+    );
+}
