@@ -46,11 +46,20 @@ mod rbac;
 #[path = "conformance/admission.rs"]
 mod admission;
 
+#[path = "conformance/controllers.rs"]
+mod controllers;
+
 #[path = "conformance/replacement.rs"]
 mod replacement;
 
 #[path = "policy/cases.rs"]
 mod policy_cases;
+
+#[path = "conformance/test_policy.rs"]
+mod test_policy;
+
+#[path = "policy/pod_security.rs"]
+mod pod_security_cases;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -230,6 +239,26 @@ const CHECKS: &[(&str, bool, Check)] = &[
         true,
         admission::admission_self_test_a_policy_admitting_another_tenants_digest_is_caught,
     ),
+    (
+        "controllers_keep_their_pods_under_kueue",
+        true,
+        controllers::controllers_keep_their_pods_under_kueue,
+    ),
+    (
+        "test_policy_pod_security_cases_are_judged_as_written",
+        false,
+        test_policy::test_policy_pod_security_cases_are_judged_as_written,
+    ),
+    (
+        "test_policy_judges_every_fixture_as_the_api_server_does",
+        true,
+        test_policy::test_policy_judges_every_fixture_as_the_api_server_does,
+    ),
+    (
+        "test_policy_self_test_a_wrong_verdict_is_caught",
+        true,
+        test_policy::test_policy_self_test_a_wrong_verdict_is_caught,
+    ),
 ];
 
 fn main() -> ExitCode {
@@ -344,6 +373,11 @@ struct Cluster {
     kubeconfig: PathBuf,
     user_kubeconfig: PathBuf,
     version: String,
+    /// The folder of the harness's binaries (`TENANTC_CONFORMANCE_BIN`), for checks that start
+    /// more controllers of the same build.
+    bin_dir: PathBuf,
+    /// The harness's run folder (`TENANTC_CONFORMANCE_RUN`), whose `logs/` they write to.
+    run_dir: PathBuf,
 }
 
 impl Cluster {
@@ -358,6 +392,8 @@ impl Cluster {
                 kubeconfig: PathBuf::from(kubeconfig),
                 user_kubeconfig: PathBuf::from(user_kubeconfig),
                 version: var("TENANTC_CONFORMANCE_VERSION").unwrap_or_default(),
+                bin_dir: PathBuf::from(var("TENANTC_CONFORMANCE_BIN").unwrap_or_default()),
+                run_dir: PathBuf::from(var("TENANTC_CONFORMANCE_RUN").unwrap_or_default()),
             });
         }
         let how = "no control plane: TENANTC_CONFORMANCE=1, KUBECONFIG and \
@@ -385,6 +421,8 @@ impl Cluster {
             kubeconfig: PathBuf::new(),
             user_kubeconfig: PathBuf::new(),
             version: String::new(),
+            bin_dir: PathBuf::new(),
+            run_dir: PathBuf::new(),
         }
     }
 

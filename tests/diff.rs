@@ -328,7 +328,7 @@ fn a_pool_owner_that_grants_host_access_names_the_host_access() {
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let markdown = redacted(dir.path(), &output);
     for expected in [
-        "| **security: host access** | eu-west-4b | access | host access (host network, RDMA devices, Pod Security exceptions) | denied | granted |",
+        "| **security: host access** | eu-west-4b | access | host access (RDMA devices, Pod Security exceptions) | denied | granted |",
         "| **security: host access** | eu-west-4b | access | host use on nodes nvidia.com/device-plugin.config=a100-research&amp;nvidia.com/mig.config=all-disabled | — | allowed |",
         "| **security: widened access** | eu-west-4b | access | owns pool a100-research | — | yes |",
     ] {

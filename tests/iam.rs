@@ -510,3 +510,403 @@ fn no_tenant_policy_names_another_tenants_prefix_in_generated_fleets() {
     }
     assert!(checked > 100, "only {checked} IAM files checked");
 }
+
+// Shared bases per bucket (issue 18, hole 2) ---------------------------------------------------
+
+/// A cell `name` on `cloud` with `buckets` and the `grants` (`(prefix, readers)`) of its storage.
+fn storage_cell(
+    name: &str,
+    cloud: &str,
+    buckets: &[&str],
+    grants: &[(&str, &[&str])],
+) -> InputFile {
+    let identity = if cloud == "aws" {
+        r#"aws account="111122223333" identity="pod-identity""#
+    } else {
+        r#"gcp project="fleet-gen-project""#
+    };
+    let buckets: String = buckets
+        .iter()
+        .map(|bucket| format!("        bucket \"{bucket}\"\n"))
+        .collect();
+    let grants: String = grants
+        .iter()
+        .map(|(prefix, readers)| {
+            let readers: Vec<String> = readers.iter().map(|r| format!("\"{r}\"")).collect();
+            format!(
+                "        shared-base \"{prefix}\" {{ tenants {}; }}\n",
+                readers.join(" ")
+            )
+        })
+        .collect();
+    InputFile {
+        path: format!("cells/{name}.kdl"),
+        contents: format!(
+            "cell \"{name}\" {{\n    cloud \"{cloud}\" region=\"r1\"\n    kubernetes \"1.33\"\n    driver \"570\"\n    storage {{\n{buckets}        {identity}\n{grants}    }}\n    priority \"batch\" value=1000\n    pool \"p\" {{\n        gpu \"H100-80GB-SXM\"\n        nodes 64 gpus-per-node=8\n        sharing \"exclusive\"\n    }}\n}}\n"
+        )
+        .into_bytes(),
+    }
+}
+
+/// A tenant `name` with an `infer` workload, a quota in each of `cells` and the shared `bases`.
+fn storage_tenant(name: &str, cells: &[&str], bases: &[&str]) -> InputFile {
+    let quotas: String = cells
+        .iter()
+        .map(|cell| {
+            format!("    quota cell=\"{cell}\" cpu=\"1\" memory=\"1Gi\" pods=10 {{ pool \"p\" reserved=8; }}\n")
+        })
+        .collect();
+    let bases: String = bases
+        .iter()
+        .map(|base| format!("    shared-base \"{base}\"\n"))
+        .collect();
+    InputFile {
+        path: format!("tenants/{name}.kdl"),
+        contents: format!(
+            "tenant \"{name}\" {{\n    org \"o-{name}\"\n    team \"t\"\n    trust \"hard\"\n    groups admin=\"{name}-admins\"\n{quotas}    workload \"infer\" service-account=\"server\" priority=\"batch\"\n{bases}}}\n"
+        )
+        .into_bytes(),
+    }
+}
+
+/// Whether an IAM resource pattern (`*` matches any run, `?` one character) covers `value`.
+fn glob_matches(pattern: &str, value: &str) -> bool {
+    match pattern.chars().next() {
+        None => value.is_empty(),
+        Some('*') => (0..=value.len())
+            .filter(|idx| value.is_char_boundary(*idx))
+            .any(|idx| glob_matches(&pattern[1..], &value[idx..])),
+        Some(first) => value.chars().next().is_some_and(|next| {
+            (first == '?' || first == next)
+                && glob_matches(&pattern[first.len_utf8()..], &value[next.len_utf8()..])
+        }),
+    }
+}
+
+/// What the emitted IAM of `tenant` in `cell` lets its `infer` identity do with the object
+/// `key` of `bucket`, read by this test's own evaluator (not the audit's, not `lower/iam.rs`):
+/// `(get the object, list keys under it)`.
+fn may_read(
+    tree: &tenantc::emit::OutputTree,
+    cell: &str,
+    tenant: &str,
+    bucket: &str,
+    key: &str,
+) -> (bool, bool) {
+    let folder = format!("{cell}/iam/{tenant}");
+    if let Some(bytes) = tree.get(&format!("{folder}/infer-permissions.json")) {
+        let document: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        let statements = document["Statement"].as_array().unwrap();
+        let allows = |action: &'static str| {
+            statements.iter().filter(move |s| {
+                s["Effect"] == "Allow"
+                    && s["Action"].as_array().unwrap().iter().any(|a| a == action)
+            })
+        };
+        let get =
+            allows("s3:GetObject").any(|s| {
+                s["Resource"].as_array().unwrap().iter().any(|r| {
+                    glob_matches(r.as_str().unwrap(), &format!("arn:aws:s3:::{bucket}/{key}"))
+                })
+            });
+        let list = allows("s3:ListBucket").any(|s| {
+            s["Resource"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r == &serde_json::json!(format!("arn:aws:s3:::{bucket}")))
+                && s["Condition"]["StringLike"]["s3:prefix"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|p| glob_matches(p.as_str().unwrap(), key))
+        });
+        return (get, list);
+    }
+    let Some(bytes) = tree.get(&format!("{folder}/infer-bucket-{bucket}.json")) else {
+        return (false, false);
+    };
+    let document: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+    let object = format!("projects/_/buckets/{bucket}/objects/{key}");
+    let get = document["bindings"].as_array().unwrap().iter().any(|b| {
+        ["roles/storage.objectViewer", "roles/storage.objectUser"]
+            .contains(&b["role"].as_str().unwrap())
+            && b["condition"]["expression"]
+                .as_str()
+                .and_then(|e| e.strip_prefix("resource.name.startsWith(\""))
+                .and_then(|e| e.strip_suffix("\")"))
+                .is_some_and(|prefix| object.starts_with(prefix))
+    });
+    // Google's objectViewer lists what it reads.
+    (get, get)
+}
+
+/// c1 declares two buckets and grants nothing; c2 grants the base on `models-a` to t1 and c3
+/// grants it on `models-b` to t2; t1 has a quota in c1.
+fn two_bucket_fleet() -> Vec<InputFile> {
+    vec![
+        storage_cell("c1", "aws", &["models-a", "models-b"], &[]),
+        storage_cell("c2", "aws", &["models-a"], &[("shared/llama/", &["t1"])]),
+        storage_cell("c3", "aws", &["models-b"], &[("shared/llama/", &["t2"])]),
+        storage_tenant("t1", &["c1", "c2"], &["shared/llama/v1/"]),
+        storage_tenant("t2", &["c3"], &["shared/llama/v1/"]),
+    ]
+}
+
+#[test]
+fn a_grant_on_one_bucket_of_a_two_bucket_cell_opens_the_base_on_that_bucket_only() {
+    // Before the fix, t1's quota in c1 gave it the base on both buckets.
+    let compilation = compile(&two_bucket_fleet());
+    let tree = compilation
+        .output
+        .as_ref()
+        .unwrap_or_else(|| panic!("{:#?}", compilation.diagnostics));
+    let key = "shared/llama/v1/config.json";
+    assert_eq!(may_read(tree, "c1", "t1", "models-a", key), (true, true));
+    assert_eq!(may_read(tree, "c1", "t1", "models-b", key), (false, false));
+    assert_eq!(may_read(tree, "c3", "t2", "models-b", key), (true, true));
+    // Its own models stay readable in both buckets.
+    for bucket in ["models-a", "models-b"] {
+        assert_eq!(
+            may_read(tree, "c1", "t1", bucket, "models/t1/m/v1/w"),
+            (true, true)
+        );
+    }
+    // The reviewer view says where.
+    let review = tenantc::review::review(compilation.plan.as_ref().unwrap());
+    let text = tenantc::review::render(review.tenants.iter().find(|t| t.tenant == "t1").unwrap());
+    assert!(text.contains("shared/llama/v1/ in models-a"), "{text}");
+}
+
+#[test]
+fn a_bucket_of_the_same_name_in_another_cloud_does_not_lend_its_grants() {
+    // c1 (AWS) grants the base on its bucket `models` to t1; c2 (GCP) has a bucket of the same
+    // name whose grant names t2 only. Before the fix, t1's quota in c2 gave it
+    // roles/storage.objectViewer there.
+    let inputs = vec![
+        storage_cell("c1", "aws", &["models"], &[("shared/llama/", &["t1"])]),
+        storage_cell("c2", "gcp", &["models"], &[("shared/llama/", &["t2"])]),
+        storage_tenant("t1", &["c1", "c2"], &["shared/llama/"]),
+        storage_tenant("t2", &["c2"], &["shared/llama/"]),
+    ];
+    let compilation = compile(&inputs);
+    assert!(compilation.output.is_none());
+    let refused: Vec<String> = compilation
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == Code::SharedBaseNotGranted)
+        .map(|d| d.message.clone())
+        .collect();
+    assert_eq!(
+        refused,
+        ["shared base `shared/llama/` of tenant `t1` is not granted to it in cell `c2`"],
+        "{:#?}",
+        compilation.diagnostics
+    );
+    // Without t1's quota in c2 the fleet builds, and t2 reads the base on GCP's `models`.
+    let inputs = vec![
+        storage_cell("c1", "aws", &["models"], &[("shared/llama/", &["t1"])]),
+        storage_cell("c2", "gcp", &["models"], &[("shared/llama/", &["t2"])]),
+        storage_tenant("t1", &["c1"], &["shared/llama/"]),
+        storage_tenant("t2", &["c2"], &["shared/llama/"]),
+    ];
+    let compilation = compile(&inputs);
+    let tree = compilation
+        .output
+        .as_ref()
+        .unwrap_or_else(|| panic!("{:#?}", compilation.diagnostics));
+    assert_eq!(
+        may_read(tree, "c2", "t2", "models", "shared/llama/w"),
+        (true, true)
+    );
+    assert_eq!(
+        may_read(tree, "c1", "t1", "models", "shared/llama/w"),
+        (true, true)
+    );
+    assert_eq!(
+        may_read(tree, "c2", "t1", "models", "shared/llama/w"),
+        (false, false)
+    );
+}
+
+#[test]
+fn the_audit_catches_a_shared_base_granted_on_a_bucket_whose_grants_name_another_tenant() {
+    let compilation = compile(&two_bucket_fleet());
+    let mut tree = compilation.output.clone().unwrap();
+    let path = "c1/iam/t1/infer-permissions.json";
+    let text = String::from_utf8(tree[path].clone()).unwrap();
+    // By hand, the base on the second bucket too, as the build did before the fix.
+    let from = "\"arn:aws:s3:::models-a/shared/llama/v1/*\"";
+    assert!(text.contains(from), "{text}");
+    let tampered = text.replace(
+        from,
+        &format!("{from},\n        \"arn:aws:s3:::models-b/shared/llama/v1/*\""),
+    );
+    tree.insert(path.to_string(), tampered.into_bytes());
+    let findings = tenantc::validate::audit::audit(
+        &tree,
+        compilation.plan.as_ref().unwrap(),
+        &compilation.fleet,
+    );
+    let labels: Vec<String> = findings
+        .iter()
+        .flat_map(|finding| finding.labels.iter().map(|label| label.message.clone()))
+        .collect();
+    assert!(
+        labels.iter().any(|label| label
+            .contains("reads the shared base `shared/llama/v1/` in bucket `models-b`, where no grant names the tenant")),
+        "{labels:?}"
+    );
+}
+
+/// A generated cell: its name, cloud, buckets and `(prefix, readers)` grants.
+struct GenCell<'a> {
+    name: String,
+    cloud: &'a str,
+    buckets: Vec<&'a str>,
+    grants: Vec<(&'a str, Vec<&'a str>)>,
+}
+
+/// The reference model of the grants, written here from the rule in docs/iam.md: whether
+/// `tenant` may read `base` on `bucket` of `cloud`, given every cell's `(cloud, buckets,
+/// grants)`.
+fn reference_granted(
+    cells: &[GenCell<'_>],
+    cloud: &str,
+    bucket: &str,
+    tenant: &str,
+    base: &str,
+) -> bool {
+    let grants: Vec<&(&str, Vec<&str>)> = cells
+        .iter()
+        .filter(|cell| cell.cloud == cloud && cell.buckets.contains(&bucket))
+        .flat_map(|cell| &cell.grants)
+        .collect();
+    grants.is_empty()
+        || grants
+            .iter()
+            .any(|(prefix, readers)| base.starts_with(prefix) && readers.contains(&tenant))
+}
+
+#[test]
+fn shared_bases_are_read_exactly_where_a_grant_on_the_bucket_names_the_tenant_in_generated_fleets()
+{
+    let mut rng = Rng(0x5eed_b0c4_e7a1_2026);
+    let (mut built, mut refused, mut checked) = (0, 0, 0);
+    let bucket_names = ["models", "models-2", "models-3"];
+    let prefixes = ["shared/llama/", "shared/mistral/"];
+    let bases = ["shared/llama/v1/", "shared/mistral/", "shared/llama-2/"];
+    let tenants = ["t1", "t2", "t3"];
+    for round in 0..120 {
+        let mut cells = Vec::new();
+        for idx in 0..(2 + rng.below(2)) {
+            let cloud = if rng.below(2) == 0 { "aws" } else { "gcp" };
+            let mut buckets: Vec<&str> = Vec::new();
+            for _ in 0..=rng.below(2) {
+                let bucket = bucket_names[rng.below(3) as usize];
+                if !buckets.contains(&bucket) {
+                    buckets.push(bucket);
+                }
+            }
+            let mut grants: Vec<(&str, Vec<&str>)> = Vec::new();
+            for _ in 0..rng.below(3) {
+                let prefix = prefixes[rng.below(2) as usize];
+                let readers: Vec<&str> = tenants
+                    .iter()
+                    .copied()
+                    .filter(|_| rng.below(2) == 0)
+                    .collect();
+                if !readers.is_empty() && !grants.iter().any(|(p, _)| *p == prefix) {
+                    grants.push((prefix, readers));
+                }
+            }
+            cells.push(GenCell {
+                name: format!("c{idx}"),
+                cloud,
+                buckets,
+                grants,
+            });
+        }
+        let mut declared: Vec<(&str, Vec<String>, &str)> = Vec::new();
+        for tenant in tenants {
+            let quota_cells: Vec<String> = cells
+                .iter()
+                .filter(|_| rng.below(2) == 0)
+                .map(|cell| cell.name.clone())
+                .collect();
+            declared.push((tenant, quota_cells, bases[rng.below(3) as usize]));
+        }
+        let mut inputs: Vec<InputFile> = cells
+            .iter()
+            .map(|cell| {
+                let grants: Vec<(&str, &[&str])> = cell
+                    .grants
+                    .iter()
+                    .map(|(p, r)| (*p, r.as_slice()))
+                    .collect();
+                storage_cell(&cell.name, cell.cloud, &cell.buckets, &grants)
+            })
+            .collect();
+        for (tenant, quota_cells, base) in &declared {
+            let quota_cells: Vec<&str> = quota_cells.iter().map(String::as_str).collect();
+            inputs.push(storage_tenant(tenant, &quota_cells, &[base]));
+        }
+        let compilation = compile(&inputs);
+        // Where the reference says a tenant reads its base on none of a cell's buckets, the
+        // build must refuse it, and only then.
+        let mut expected_refusals = Vec::new();
+        for (tenant, quota_cells, base) in &declared {
+            for cell_name in quota_cells {
+                let cell = cells.iter().find(|cell| &cell.name == cell_name).unwrap();
+                if !cell
+                    .buckets
+                    .iter()
+                    .any(|bucket| reference_granted(&cells, cell.cloud, bucket, tenant, base))
+                {
+                    expected_refusals.push(format!("{tenant} in {cell_name}"));
+                }
+            }
+        }
+        let refusals: Vec<&tenantc::diag::Diagnostic> = compilation
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == Code::SharedBaseNotGranted)
+            .collect();
+        assert_eq!(
+            refusals.len(),
+            expected_refusals.len(),
+            "round {round}: expected {expected_refusals:?}, got {:#?}",
+            compilation.diagnostics
+        );
+        let Some(tree) = compilation.output.as_ref() else {
+            assert!(
+                !expected_refusals.is_empty(),
+                "round {round}: {:#?}",
+                compilation.diagnostics
+            );
+            refused += 1;
+            continue;
+        };
+        built += 1;
+        for (tenant, quota_cells, base) in &declared {
+            for cell_name in quota_cells {
+                let cell = cells.iter().find(|cell| &cell.name == cell_name).unwrap();
+                let cloud = cell.cloud;
+                for bucket in &cell.buckets {
+                    let wanted = reference_granted(&cells, cloud, bucket, tenant, base);
+                    let key = format!("{base}weights.bin");
+                    assert_eq!(
+                        may_read(tree, cell_name, tenant, bucket, &key),
+                        (wanted, wanted),
+                        "round {round}: {tenant} in {cell_name} ({cloud}) on {bucket}, base {base}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        built > 20 && refused > 5 && checked > 100,
+        "{built} built, {refused} refused, {checked} checked"
+    );
+}

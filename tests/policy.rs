@@ -29,8 +29,8 @@ mod support;
 use std::path::Path;
 
 use cases::{
-    DIGEST, KUEUE, PINNED_WEIGHTS, UpdateCase, admitted_fixtures, cases, fixture, namespace_of,
-    pod_labels, pod_spec, update_cases,
+    DIGEST, DeleteCase, KUEUE, PINNED_WEIGHTS, UpdateCase, admitted_fixtures, cases, delete_cases,
+    fixture, namespace_of, ownership_cases, pod_annotations, pod_labels, pod_spec, update_cases,
 };
 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -100,6 +100,16 @@ fn member_update(cell: &CellPlan, case: &UpdateCase) -> Request {
     let mut request = member_create(cell, &namespace, after);
     request.operation = "UPDATE".to_string();
     request.old_object = Some(before);
+    request
+}
+
+/// The request of a delete case: the fixture deleted with the case's options, by a member of
+/// the tenant.
+fn member_delete(cell: &CellPlan, case: &DeleteCase) -> Request {
+    let object = fixture(case.fixture, case.cell);
+    let namespace = namespace_of(&object);
+    let mut request = Request::delete(&namespace, object, (case.options)());
+    request.groups = vec![member_group(cell, &namespace)];
     request
 }
 
@@ -228,11 +238,14 @@ fn every_denied_case_is_denied_by_its_validation_with_a_message_that_names_the_f
 #[test]
 fn every_validation_has_denied_cases() {
     let cases = cases();
-    let updates = update_cases();
+    let mut updates = update_cases();
+    updates.extend(ownership_cases());
+    let deletes = delete_cases();
     for rule in RULES {
         assert!(
             cases.iter().any(|case| case.rule == rule.name)
-                || updates.iter().any(|case| case.rule == rule.name),
+                || updates.iter().any(|case| case.rule == rule.name)
+                || deletes.iter().any(|case| case.rule == rule.name),
             "no denied case for {}",
             rule.name
         );
@@ -262,10 +275,18 @@ fn escaped_cases(
     }
     for case in update_cases()
         .into_iter()
+        .chain(ownership_cases())
         .filter(|case| only.is_none_or(|rule| rule == case.rule))
     {
         let cell = cell(plan, case.cell);
         requests.push((case.name, cell, member_update(cell, &case)));
+    }
+    for case in delete_cases()
+        .into_iter()
+        .filter(|case| only.is_none_or(|rule| rule == case.rule))
+    {
+        let cell = cell(plan, case.cell);
+        requests.push((case.name, cell, member_delete(cell, &case)));
     }
     for (name, cell, request) in &requests {
         if !judge_under(&policy, cell, request).is_denied() {
@@ -1021,4 +1042,197 @@ fn a_group_whose_name_holds_a_comma_is_still_the_tenant() {
         &request,
     );
     assert_eq!(denied_rules(&outcome), [case.rule], "{outcome:?}");
+}
+
+/// Asserts that `request` is denied by exactly `rule`, with a message from its message
+/// expression that holds `phrase`; `what` names the case.
+fn assert_denied_by(cell: &CellPlan, request: &Request, what: &str, rule_name: &str, phrase: &str) {
+    let outcome = judge(cell, request);
+    assert_eq!(denied_rules(&outcome), [rule_name], "{what}: {outcome:?}");
+    let Outcome::Denied(denials) = &outcome else {
+        unreachable!()
+    };
+    let rule = RULES.iter().find(|rule| rule.name == rule_name).unwrap();
+    assert_ne!(denials[0].message, rule.message, "{what}");
+    assert!(
+        denials[0].message.contains(phrase),
+        "{what}: {}",
+        denials[0].message
+    );
+}
+
+#[test]
+fn a_member_may_not_take_an_object_from_its_controller_but_the_controller_and_the_platform_may() {
+    // Hole 1 of issue 18: a pod released by its Job runs on, and Kueue counts a Job's pods only
+    // through the Job's Workload, so the Job controller starts another one in its place.
+    let plan = plan();
+    for case in ownership_cases() {
+        let cell = cell(&plan, case.cell);
+        let request = member_update(cell, &case);
+        assert_denied_by(
+            cell,
+            &request,
+            case.name,
+            case.rule,
+            "controls: the controller would release it",
+        );
+        // A ServiceAccount of the tenant is the tenant too.
+        let mut by_account = request.clone();
+        by_account.groups = vec!["system:serviceaccounts".to_string()];
+        by_account.username = format!(
+            "system:serviceaccount:{}:default",
+            request.namespace.clone()
+        );
+        assert_eq!(
+            denied_rules(&judge(cell, &by_account)),
+            [case.rule],
+            "{}",
+            case.name
+        );
+        // The controllers release and adopt pods under their own identities, and the platform
+        // may relabel anything.
+        for (username, groups) in [
+            (
+                "system:serviceaccount:kube-system:job-controller",
+                vec!["system:serviceaccounts".to_string()],
+            ),
+            (
+                "system:serviceaccount:kube-system:replicaset-controller",
+                vec!["system:serviceaccounts".to_string()],
+            ),
+            ("platform-admin", vec!["system:masters".to_string()]),
+        ] {
+            let mut by_other = request.clone();
+            by_other.username = username.to_string();
+            by_other.groups = groups;
+            // (An update of nothing but owner references by kube-system is not even matched.)
+            let outcome = judge(cell, &by_other);
+            assert!(
+                !outcome.is_denied(),
+                "{}: {username}: {outcome:?}",
+                case.name
+            );
+        }
+        // What no controller selects by stays the member's: an annotation of the owned pod,
+        // and the labels of a pod nothing controls.
+        let mut annotated = request.clone();
+        annotated.object = request.old_object.clone().unwrap();
+        pod_annotations(&mut annotated.object)["example.com/note"] = json!("profiling");
+        assert_eq!(judge(cell, &annotated), Outcome::Admitted, "{}", case.name);
+        let mut uncontrolled = request.clone();
+        for object in [
+            uncontrolled.object.as_object_mut().unwrap(),
+            uncontrolled
+                .old_object
+                .as_mut()
+                .unwrap()
+                .as_object_mut()
+                .unwrap(),
+        ] {
+            object["metadata"]
+                .as_object_mut()
+                .unwrap()
+                .remove("ownerReferences");
+        }
+        let outcome = judge(cell, &uncontrolled);
+        assert!(
+            !outcome.is_denied(),
+            "{}: a pod without a controller: {outcome:?}",
+            case.name
+        );
+    }
+}
+
+#[test]
+fn a_member_may_not_relabel_a_job_of_its_cron_job_only_if_a_label_selects_it() {
+    // A CronJob finds its Jobs by owner reference, not by label: a Job it made may be
+    // relabelled (`kubectl create job --from=cronjob/…` makes such Jobs too), but its owner
+    // reference stays.
+    let plan = plan();
+    let cell = cell(&plan, "us-east-1a");
+    let mut before = fixture("acme-research-job", "us-east-1a");
+    before["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "name": "acme-research-nightly",
+        "uid": "4d1e8b3a-7c92-4f05-a6d8-1b9e2c7f5a40",
+        "controller": true,
+    }]);
+    let namespace = namespace_of(&before);
+    let mut relabelled = before.clone();
+    relabelled["metadata"]["labels"]["example.com/run"] = json!("rerun-3");
+    let mut request = member_create(cell, &namespace, relabelled);
+    request.operation = "UPDATE".to_string();
+    request.old_object = Some(before.clone());
+    assert_eq!(judge(cell, &request), Outcome::Admitted);
+    let mut orphaned = before.clone();
+    orphaned["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("ownerReferences");
+    request.object = orphaned;
+    assert_eq!(
+        denied_rules(&judge(cell, &request)),
+        ["controller-ownership"]
+    );
+}
+
+#[test]
+fn a_member_may_delete_a_workload_with_its_pods_but_not_orphan_them() {
+    let plan = plan();
+    for case in delete_cases() {
+        let cell = cell(&plan, case.cell);
+        let request = member_delete(cell, &case);
+        assert_denied_by(
+            cell,
+            &request,
+            case.name,
+            case.rule,
+            "delete it with propagationPolicy Background",
+        );
+        // With its pods, as kubectl deletes by default, the delete is the member's to make.
+        for options in [
+            json!({"propagationPolicy": "Background"}),
+            json!({"propagationPolicy": "Foreground"}),
+            json!({"orphanDependents": false}),
+        ] {
+            let mut cascading = request.clone();
+            cascading.options = Some(options.clone());
+            assert_eq!(
+                judge(cell, &cascading),
+                Outcome::Admitted,
+                "{}: {options}",
+                case.name
+            );
+        }
+        // The platform may orphan, as when it replaces a workload in place.
+        let mut by_platform = request.clone();
+        by_platform.username = "platform-admin".to_string();
+        by_platform.groups = vec!["system:masters".to_string()];
+        assert_eq!(
+            judge(cell, &by_platform),
+            Outcome::Admitted,
+            "{}",
+            case.name
+        );
+    }
+    // Only a batch/v1 Job orphans by default: an apps/v1 workload deleted without options
+    // takes its pods with it.
+    let cell = cell(&plan, "eu-west-4b");
+    let statefulset = fixture("globex-vision-statefulset", "eu-west-4b");
+    let mut request = Request::delete(&namespace_of(&statefulset), statefulset, json!({}));
+    request.groups = vec![member_group(cell, &request.namespace)];
+    assert_eq!(judge(cell, &request), Outcome::Admitted);
+    // A DELETE of a pod or claim is not the floor's to judge.
+    let pod = fixture("globex-vision-pod", "eu-west-4b");
+    let mut request = Request::delete(
+        &namespace_of(&pod),
+        pod,
+        json!({"propagationPolicy": "Orphan"}),
+    );
+    request.groups = vec![member_group(cell, &request.namespace)];
+    assert!(
+        matches!(judge(cell, &request), Outcome::NotMatched(_)),
+        "a pod's DELETE"
+    );
 }

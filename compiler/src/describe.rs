@@ -291,7 +291,7 @@ fn pod_security_text(out: &mut String, tenant: &TenantPlan) {
     let access = &tenant.cell_host_access;
     let _ = writeln!(
         out,
-        "    Host network, RDMA devices and Pod Security exceptions: {} ({})",
+        "    RDMA devices and Pod Security exceptions: {} ({})",
         if access.granted {
             "granted"
         } else {
@@ -299,6 +299,7 @@ fn pod_security_text(out: &mut String, tenant: &TenantPlan) {
         },
         access.why
     );
+    out.push_str("    Host network, PID and IPC: never granted (no NetworkPolicy applies on the node's network; RDMA devices work in the pod's own)\n");
     let excepted: Vec<_> = tenant
         .namespaces
         .iter()

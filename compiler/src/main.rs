@@ -170,18 +170,30 @@ internal errors."
     /// Check a Kubernetes object against the cell's admission policies, offline.
     #[command(
         name = "test-policy",
-        long_about = "Compile the declarations in memory and evaluate the cell's tenant admission \
-floor (the ValidatingAdmissionPolicy tenantc-tenant-floor, through the binding and params of the \
-tenant that owns the object's namespace) on one object, as the API server would on CREATE. The \
-object is a Pod, Job, CronJob, Deployment, StatefulSet, ReplicaSet, DaemonSet or PersistentVolumeClaim in YAML; its \
-namespace is metadata.namespace or --namespace. Prints `admitted`, or `denied` with every failing \
-validation and the message the API server would return; a kind the floor does not judge is an \
-error, not an admission.",
+        long_about = "Compile the declarations in memory and judge one request as the cell's API \
+server admits it: Pod Security admission at the namespace's enforce and warn levels and versions \
+(a Pod is denied, a workload's pod template only warned, as the API server does), then every \
+ValidatingAdmissionPolicy tenantc emits for the cell (the tenant floor tenantc-tenant-floor, \
+through the binding and params of the tenant that owns the object's namespace, the Pod Security \
+exception policy, the guard of managed objects). The object is a Pod, Job, CronJob, Deployment, \
+StatefulSet, ReplicaSet, DaemonSet or PersistentVolumeClaim in YAML; its namespace is \
+metadata.namespace or --namespace. The request is a CREATE of the object, an UPDATE from --old, \
+or a DELETE of it, made by a member of the tenant unless --user and --group name another \
+principal. Prints who makes the request, `admitted` (with the API server's warnings) or `denied` \
+with every refusal and the message the API server would return, and what is not judged: RBAC, \
+quota (ResourceQuota, Kueue), LimitRange, the API server's validation of the object, other \
+admission plugins and webhooks. A kind the floor does not judge is an error, not an admission. \
+See docs/admission.md.",
         after_help = "Examples:\n  tenantc test-policy us-east-1a pod.yaml\n  \
 tenantc test-policy eu-west-4b job.yaml --namespace initech-notebooks-infer\n  \
-tenantc test-policy us-east-1a tests/policy/admitted/us-east-1a/acme-research-pod.yaml\n\n\
-Exit codes: 0 admitted, 1 denied, 2 a kind the floor does not judge, declaration errors, an \
-unknown cell, a namespace no tenant owns, an unreadable object, usage or internal errors."
+tenantc test-policy us-east-1a pod.yaml --old running-pod.yaml             an UPDATE\n  \
+tenantc test-policy us-east-1a pod.yaml --operation DELETE\n  \
+tenantc test-policy us-east-1a job.yaml --operation DELETE --cascade orphan\n  \
+tenantc test-policy us-east-1a pod.yaml --user alice --group acme-research-admins\n  \
+tenantc test-policy us-east-1a pod.yaml --user system:serviceaccount:acme-research-train:trainer\n\n\
+Exit codes: 0 admitted, 1 denied, 2 a kind the floor does not judge, an object that cannot be \
+judged, declaration errors, an unknown cell, a namespace no tenant owns, an unreadable object, \
+usage (such as --old with --operation DELETE) or internal errors."
     )]
     TestPolicy(TestPolicyArgs),
     /// Hash model weights and pin them, with their signature, in a tenant's lock file.
@@ -212,16 +224,76 @@ an unknown revision, usage, IO or internal errors."
 
 #[derive(Debug, Args)]
 struct TestPolicyArgs {
-    /// The cell whose policies judge the object.
+    /// The cell whose admission judges the object.
     cell: String,
-    /// The object, a YAML file holding one Kubernetes object.
+    /// The object, a YAML file holding one Kubernetes object: the new object of a CREATE or
+    /// UPDATE, the object deleted by a DELETE.
     object: PathBuf,
+    /// The object before the change: judge an UPDATE from it to OBJECT (`oldObject` and
+    /// `object`), as when a running pod is edited. Implies --operation UPDATE.
+    #[arg(long, value_name = "FILE")]
+    old: Option<PathBuf>,
+    /// The operation: CREATE (the default), UPDATE (needs --old) or DELETE (OBJECT is the
+    /// object deleted: the policies see it as `oldObject`, with `object` null, and the
+    /// `DeleteOptions` that `kubectl delete` sends).
+    #[arg(long, value_enum, ignore_case = true, value_name = "OPERATION")]
+    operation: Option<TestPolicyOperation>,
+    /// With --operation DELETE, what happens to the object's dependents, as `kubectl delete
+    /// --cascade` says it (`propagationPolicy` Background, Foreground or Orphan).
+    #[arg(long, value_enum, value_name = "CASCADE")]
+    cascade: Option<TestPolicyCascade>,
+    /// The user who makes the request (`request.userInfo.username`), such as `alice` or
+    /// `system:serviceaccount:acme-research-train:trainer`. A ServiceAccount without --group
+    /// is in its namespace's ServiceAccount groups, as the API server puts it.
+    #[arg(long, value_name = "NAME")]
+    user: Option<String>,
+    /// A group of the user (`request.userInfo.groups`); repeat for several, as in
+    /// `--group acme-research-admins --group oncall`. Every user but system:anonymous is also
+    /// in system:authenticated. Without --user and --group, the request is a member's of the
+    /// tenant that owns the namespace (its member group).
+    #[arg(long = "group", value_name = "NAME")]
+    groups: Vec<String>,
     /// The namespace of the object, when it has no metadata.namespace.
     #[arg(long, value_name = "NAMESPACE")]
     namespace: Option<String>,
     /// Project root holding tenants/ and cells/.
     #[arg(long, value_name = "DIR", default_value = ".")]
     root: PathBuf,
+}
+
+/// The admission operation `test-policy` judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TestPolicyOperation {
+    /// A new object.
+    #[value(name = "CREATE")]
+    Create,
+    /// A change from --old to OBJECT.
+    #[value(name = "UPDATE")]
+    Update,
+    /// OBJECT is deleted.
+    #[value(name = "DELETE")]
+    Delete,
+}
+
+/// `kubectl delete --cascade`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TestPolicyCascade {
+    /// The dependents are deleted after the object (kubectl's default).
+    Background,
+    /// The dependents are deleted before the object.
+    Foreground,
+    /// The dependents are left behind, without an owner.
+    Orphan,
+}
+
+impl TestPolicyOperation {
+    fn name(self) -> &'static str {
+        match self {
+            TestPolicyOperation::Create => "CREATE",
+            TestPolicyOperation::Update => "UPDATE",
+            TestPolicyOperation::Delete => "DELETE",
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -391,8 +463,10 @@ fn main() -> ExitCode {
     code
 }
 
-/// `tenantc test-policy`: the cell's admission floor on one object, offline.
+/// `tenantc test-policy`: the cell's admission on one request, offline.
 fn test_policy(args: &TestPolicyArgs) -> ExitCode {
+    use tenantc::policy::judge::{CellAdmission, Judge, NOT_JUDGED};
+    use tenantc::policy::pod_security::PodSecurityVerdict;
     let fatal = |message: &str, help: Option<String>| {
         eprintln!("error: {message}");
         if let Some(help) = help {
@@ -400,6 +474,35 @@ fn test_policy(args: &TestPolicyArgs) -> ExitCode {
         }
         ExitCode::from(EXIT_FAILURE)
     };
+    // An inconsistent request is a usage error, found before anything is compiled.
+    let operation = match (args.operation, &args.old) {
+        (None, None) => TestPolicyOperation::Create,
+        (None, Some(_)) => TestPolicyOperation::Update,
+        (Some(TestPolicyOperation::Create), Some(_)) => {
+            return test_policy_usage(
+                "--old gives the object before an UPDATE, so it cannot be used with --operation CREATE",
+            );
+        }
+        (Some(TestPolicyOperation::Update), None) => {
+            return test_policy_usage(
+                "--operation UPDATE needs --old <FILE>, the object before the update",
+            );
+        }
+        (Some(TestPolicyOperation::Delete), Some(_)) => {
+            return test_policy_usage(
+                "--operation DELETE judges OBJECT as the object deleted, so it cannot be used with --old",
+            );
+        }
+        (Some(operation), _) => operation,
+    };
+    if args.cascade.is_some() && operation != TestPolicyOperation::Delete {
+        return test_policy_usage(
+            "--cascade says what a DELETE does to dependents, so it needs --operation DELETE",
+        );
+    }
+    if args.user.as_deref() == Some("") || args.groups.iter().any(String::is_empty) {
+        return test_policy_usage("--user and --group need a non-empty name");
+    }
     let loaded = match load::load(&args.root) {
         Ok(loaded) => loaded,
         Err(error) => return fatal(&format!("cannot read declarations: {error}"), None),
@@ -415,7 +518,7 @@ fn test_policy(args: &TestPolicyArgs) -> ExitCode {
             Some("run `tenantc check` and fix them first".to_string()),
         );
     }
-    let Some(plan) = &compilation.plan else {
+    let (Some(plan), Some(output)) = (&compilation.plan, &compilation.output) else {
         return fatal(
             "the declarations were not resolved; this is a bug in tenantc",
             None,
@@ -432,45 +535,93 @@ fn test_policy(args: &TestPolicyArgs) -> ExitCode {
             Some(format!("declared cells are {}", names.join(", "))),
         );
     };
-    let text = match std::fs::read_to_string(&args.object) {
-        Ok(text) => text,
-        Err(error) => {
-            return fatal(
-                &format!(
-                    "cannot read `{}`: {error}",
-                    escape(&args.object.display().to_string())
-                ),
-                None,
-            );
-        }
-    };
-    let object = match tenantc::policy::object_from_yaml(&text) {
-        Ok(object) => object,
-        Err(error) => {
-            return fatal(
-                &format!(
-                    "`{}` is not one YAML object: {}",
-                    escape(&args.object.display().to_string()),
-                    escape(&error)
-                ),
+    let read_object = |path: &Path| -> Result<serde_json::Value, ExitCode> {
+        let shown = escape(&path.display().to_string());
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| fatal(&format!("cannot read `{shown}`: {error}"), None))?;
+        tenantc::policy::object_from_yaml(&text).map_err(|error| {
+            fatal(
+                &format!("`{shown}` is not one YAML object: {}", escape(&error)),
                 Some("give one Kubernetes object, without anchors, aliases or tags".to_string()),
-            );
-        }
+            )
+        })
     };
-    let namespace = args.namespace.clone().or_else(|| {
+    let object = match read_object(&args.object) {
+        Ok(object) => object,
+        Err(code) => return code,
+    };
+    let old = match args.old.as_deref().map(read_object).transpose() {
+        Ok(old) => old,
+        Err(code) => return code,
+    };
+    let text_at = |object: &serde_json::Value, pointer: &str| {
         object
-            .pointer("/metadata/namespace")
+            .pointer(pointer)
             .and_then(serde_json::Value::as_str)
             .map(str::to_string)
-    });
+    };
+    let namespace = args
+        .namespace
+        .clone()
+        .or_else(|| text_at(&object, "/metadata/namespace"));
     let Some(namespace) = namespace else {
         return fatal(
             "the object has no metadata.namespace",
             Some("add metadata.namespace, or pass --namespace".to_string()),
         );
     };
-    let request = tenantc::policy::Request::create(&namespace, object.clone());
-    let Some((tenant, outcome)) = tenantc::policy::check_object(cell, &request) else {
+    if let Some(old) = &old {
+        let identity = |object: &serde_json::Value| {
+            (
+                text_at(object, "/kind"),
+                text_at(object, "/metadata/name"),
+                text_at(object, "/metadata/namespace").unwrap_or_else(|| namespace.clone()),
+            )
+        };
+        if identity(old) != identity(&object) {
+            return fatal(
+                "the --old object is not the same object: an UPDATE keeps the kind, name and namespace",
+                Some("give the object as it is before the change with --old, and as it is after as OBJECT".to_string()),
+            );
+        }
+    }
+    let what = format!(
+        "{} `{}` in namespace `{}`",
+        escape(text_at(&object, "/kind").as_deref().unwrap_or("object")),
+        escape(text_at(&object, "/metadata/name").as_deref().unwrap_or("")),
+        escape(&namespace),
+    );
+    let judged = tenantc::policy::resource_of(&object).is_some_and(|(group, version, resource)| {
+        tenantc::lower::admission::MATCHED
+            .iter()
+            .any(|(g, v, r)| *g == group && *v == version && *r == resource)
+    });
+    if !judged {
+        return fatal(
+            &format!(
+                "the tenant floor does not judge {what} (cell `{}`): its resource rules do not name the kind",
+                cell.name
+            ),
+            Some(format!(
+                "it judges {}; the pods of other workloads are judged when they are created, so test their pod template as a Pod",
+                judged_kinds()
+            )),
+        );
+    }
+    let admission = match CellAdmission::read(cell, output) {
+        Ok(admission) => admission,
+        Err(error) => {
+            return fatal(
+                &format!(
+                    "the output of cell `{}` does not read back ({}); this is a bug in tenantc",
+                    cell.name,
+                    escape(&error)
+                ),
+                None,
+            );
+        }
+    };
+    if admission.tenant_of(&namespace).is_none() {
         let namespaces: Vec<String> = cell
             .tenants
             .iter()
@@ -487,55 +638,173 @@ fn test_policy(args: &TestPolicyArgs) -> ExitCode {
                 namespaces.join(", ")
             )),
         );
-    };
-    let what = format!(
-        "{} `{}` in namespace `{}` (tenant `{tenant}`, cell `{}`)",
-        escape(
-            object
-                .get("kind")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or("object")
-        ),
-        escape(
-            object
-                .pointer("/metadata/name")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or("")
-        ),
-        escape(&namespace),
-        cell.name
-    );
-    let policy = tenantc::lower::admission::POLICY_NAME;
-    let binding = tenantc::lower::admission::binding_name(&tenant);
-    match outcome {
-        // A CREATE in a tenant namespace is judged unless the floor does not match its kind; an
-        // object the floor never sees is not admitted by it, so say so and fail.
-        tenantc::policy::Outcome::NotMatched(why) => fatal(
-            &format!("the tenant floor does not judge {what}: {}", escape(&why)),
-            Some(format!(
-                "it judges {}; the pods of other workloads are judged when they are created, so test their pod template as a Pod",
-                judged_kinds()
-            )),
-        ),
-        tenantc::policy::Outcome::Admitted => print_out(&format!(
-            "admitted: {what}: every validation of `{policy}` holds\n"
-        )),
-        tenantc::policy::Outcome::Denied(denials) => {
-            let mut text = format!("denied: {what}\n");
-            for denial in &denials {
-                let rule = denial
-                    .validation
-                    .and_then(|idx| tenantc::lower::admission::RULES.get(idx))
-                    .map_or("params", |rule| rule.name);
-                text.push_str(&format!(
-                    "  {rule}: ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {}\n",
-                    escape(&denial.message)
-                ));
-            }
-            let _ = print_out(&text);
-            ExitCode::from(EXIT_ERRORS)
+    }
+    let mut request = tenantc::policy::Request::create(&namespace, object.clone());
+    request.operation = operation.name().to_string();
+    match operation {
+        TestPolicyOperation::Create => {}
+        TestPolicyOperation::Update => request.old_object = old,
+        TestPolicyOperation::Delete => {
+            let propagation = match args.cascade.unwrap_or(TestPolicyCascade::Background) {
+                TestPolicyCascade::Background => "Background",
+                TestPolicyCascade::Foreground => "Foreground",
+                TestPolicyCascade::Orphan => "Orphan",
+            };
+            request = tenantc::policy::Request::delete(
+                &namespace,
+                object.clone(),
+                tenantc::policy::judge::kubectl_delete_options(propagation),
+            );
         }
     }
+    request.username = args.user.clone().unwrap_or_default();
+    request.groups = args.groups.clone();
+    let verdict = match admission.judge(&request) {
+        Ok(verdict) => verdict,
+        Err(error) => {
+            return fatal(
+                &format!("cannot judge {what}: {}", escape(&error)),
+                Some(
+                    "tenantc judges only what the API server would admit or refuse; fix the object"
+                        .to_string(),
+                ),
+            );
+        }
+    };
+    let refusals = verdict.refusals();
+    let mut text = format!(
+        "{}: {} of {what} (tenant `{}`, cell `{}`)\n",
+        if refusals.is_empty() {
+            "admitted"
+        } else {
+            "denied"
+        },
+        operation.name(),
+        verdict.tenant,
+        cell.name
+    );
+    let groups: Vec<String> = verdict
+        .principal
+        .groups
+        .iter()
+        .map(|group| format!("`{}`", escape(group)))
+        .collect();
+    let user = if verdict.principal.username.is_empty() {
+        "no user name".to_string()
+    } else {
+        format!("user `{}`", escape(&verdict.principal.username))
+    };
+    if verdict.principal.default_member {
+        text.push_str(&format!(
+            "  principal: a member of tenant `{}`: {user}, groups {} (the default; --user and --group name another)\n",
+            verdict.tenant,
+            groups.join(", ")
+        ));
+    } else {
+        text.push_str(&format!(
+            "  principal: {user}, groups {}\n",
+            groups.join(", ")
+        ));
+    }
+    let kind = escape(text_at(&object, "/kind").as_deref().unwrap_or("object"));
+    let pod_security = match &verdict.pod_security {
+        PodSecurityVerdict::NotJudged(why) => format!("not judged: {why}"),
+        PodSecurityVerdict::Pod {
+            enforce,
+            denial: None,
+            ..
+        } => format!("enforce `{enforce}` admits it"),
+        PodSecurityVerdict::Pod { enforce, .. } => format!("enforce `{enforce}` denies it"),
+        PodSecurityVerdict::Template { warn, .. } => format!(
+            "the pod template of a {kind} is not enforced, only warned about at warn `{warn}`, as the API server does"
+        ),
+    };
+    text.push_str(&format!("  Pod Security: {pod_security}\n"));
+    for policy in &verdict.policies {
+        let word = match policy.outcome {
+            tenantc::policy::Outcome::Denied(_) => "denies it",
+            _ => "every validation holds",
+        };
+        text.push_str(&format!(
+            "  {}: {word} (binding `{}`)\n",
+            policy.policy, policy.binding
+        ));
+    }
+    // The floor is named even where it does not apply (an UPDATE that changes nothing it
+    // checks, a DELETE), so that no one reads its silence as a verdict; the others are counted.
+    let floor_binding = tenantc::lower::admission::binding_name(&verdict.tenant);
+    let mut others = 0;
+    for (policy, binding, why) in &verdict.not_applied {
+        if policy == tenantc::lower::admission::POLICY_NAME && *binding == floor_binding {
+            text.push_str(&format!(
+                "  {policy}: does not apply (binding `{binding}`): {}\n",
+                escape(why)
+            ));
+        } else {
+            others += 1;
+        }
+    }
+    if others > 0 {
+        text.push_str(&format!(
+            "  {others} other admission policy {} of the cell do not apply to this request\n",
+            if others == 1 { "binding" } else { "bindings" }
+        ));
+    }
+    for refusal in &refusals {
+        let label = match &refusal.judge {
+            Judge::PodSecurity => "Pod Security".to_string(),
+            Judge::Policy {
+                policy, validation, ..
+            } => match validation {
+                Some(idx) if policy == tenantc::lower::admission::POLICY_NAME => {
+                    tenantc::lower::admission::RULES.get(*idx).map_or_else(
+                        || format!("{policy} validation {idx}"),
+                        |rule| rule.name.to_string(),
+                    )
+                }
+                Some(idx) => format!("{policy} validation {idx}"),
+                None => policy.clone(),
+            },
+        };
+        text.push_str(&format!("  {label}: {}\n", escape(&refusal.message)));
+    }
+    let answers = verdict.answers();
+    if refusals.len() > 1 {
+        if let [answer] = answers.as_slice() {
+            text.push_str(&format!(
+                "  the API server answers with the first: {}\n",
+                escape(answer)
+            ));
+        } else {
+            text.push_str(&format!(
+                "  the API server answers with the first refusal of one of the {} denying policies, in no fixed order\n",
+                answers.len()
+            ));
+        }
+    }
+    for warning in verdict.warnings() {
+        text.push_str(&format!("  warning: {}\n", escape(&warning)));
+    }
+    text.push_str(&format!("  not judged: {NOT_JUDGED}\n"));
+    let code = print_out(&text);
+    if refusals.is_empty() {
+        code
+    } else {
+        ExitCode::from(EXIT_ERRORS)
+    }
+}
+
+/// A `test-policy` usage error, worded and formatted as clap formats its own, exit 2.
+fn test_policy_usage(message: &str) -> ExitCode {
+    use clap::CommandFactory;
+    let mut command = Cli::command();
+    command.build();
+    let error = match command.find_subcommand_mut("test-policy") {
+        Some(sub) => sub.error(clap::error::ErrorKind::ArgumentConflict, message),
+        None => command.error(clap::error::ErrorKind::ArgumentConflict, message),
+    };
+    write_stream(&error.render().to_string(), true);
+    ExitCode::from(EXIT_FAILURE)
 }
 
 /// The resources the tenant floor matches, for messages: `pods, deployments, …`.

@@ -18,7 +18,8 @@
 //!   digest, shows that the comparison reports it, and restores the policy even if it fails.
 
 use super::policy_cases::{
-    admitted_fixtures, cases, fixture, merge_patch, namespace_of, update_cases,
+    admitted_fixtures, cases, delete_cases, fixture, merge_patch, namespace_of, ownership_cases,
+    update_cases,
 };
 use super::quota::{as_member, example_fleet, member_group, set_up_cell};
 use super::*;
@@ -69,13 +70,19 @@ fn service_account_of(object: &Value) -> Option<String> {
 }
 
 /// Creates the object's ServiceAccount when its namespace lacks it; returns its name if created.
-fn ensure_service_account(cluster: &Cluster, object: &Value) -> Option<String> {
+pub(super) fn ensure_service_account(cluster: &Cluster, object: &Value) -> Option<String> {
     let account = service_account_of(object)?;
     let namespace = namespace_of(object);
     let exists = cluster.kubectl(&["get", "serviceaccount", &account, "-n", &namespace], "");
     if exists.ok {
         return None;
     }
+    create_service_account(cluster, &namespace, &account);
+    Some(account)
+}
+
+/// Creates (or keeps) a ServiceAccount without a token, as the admin, as a tenant admin could.
+pub(super) fn create_service_account(cluster: &Cluster, namespace: &str, account: &str) {
     let manifest = json!({
         "apiVersion": "v1",
         "kind": "ServiceAccount",
@@ -98,10 +105,9 @@ fn ensure_service_account(cluster: &Cluster, object: &Value) -> Option<String> {
         "creating ServiceAccount {namespace}/{account} failed:\n{}",
         run.stderr
     );
-    Some(account)
 }
 
-fn remove_service_account(cluster: &Cluster, namespace: &str, account: &str) {
+pub(super) fn remove_service_account(cluster: &Cluster, namespace: &str, account: &str) {
     let run = cluster.kubectl(
         &[
             "delete",
@@ -218,7 +224,7 @@ fn settled_disagreements(
 /// mode installs `nvidia-cdi` and `nvidia-legacy`. They exist here so that a pod naming one is
 /// judged by the floor, not refused earlier by the RuntimeClass admission plugin for a class
 /// that does not exist.
-fn install_node_runtime_classes(cluster: &Cluster) {
+pub(super) fn install_node_runtime_classes(cluster: &Cluster) {
     for name in ["nvidia-cdi", "nvidia-legacy"] {
         let text = serde_json::json!({
             "apiVersion": "node.k8s.io/v1",
@@ -252,7 +258,14 @@ pub(super) fn admission_floor_judges_like_the_offline_evaluator(cluster: &Cluste
         failures.extend(problems);
         let (count, problems) = update_disagreements(cluster, cell);
         println!(
-            "  cell {}: {count} updates of objects Kueue holds judged alike ({} disagree)",
+            "  cell {}: {count} updates of objects Kueue or a controller holds judged alike ({} disagree)",
+            cell.name,
+            problems.len()
+        );
+        failures.extend(problems);
+        let (count, problems) = delete_disagreements(cluster, cell);
+        println!(
+            "  cell {}: {count} orphaning deletes judged alike ({} disagree)",
             cell.name,
             problems.len()
         );
@@ -346,7 +359,7 @@ pub(super) fn admission_self_test_a_policy_admitting_another_tenants_digest_is_c
 
 /// The offline verdict on a member's update of `before` into `after`: `None` admitted, else
 /// its first message.
-fn offline_update(cell: &CellPlan, before: &Value, after: &Value) -> Option<String> {
+pub(super) fn offline_update(cell: &CellPlan, before: &Value, after: &Value) -> Option<String> {
     let mut request = Request::create(&namespace_of(after), after.clone());
     request.operation = "UPDATE".to_string();
     request.old_object = Some(before.clone());
@@ -361,11 +374,14 @@ fn offline_update(cell: &CellPlan, before: &Value, after: &Value) -> Option<Stri
 /// the admin (the floor judges it, but Kueue's hold is the tenant's to keep, not the
 /// platform's), then patched into `after` by server-side dry-run, once as a member of the
 /// tenant, who must be refused with the offline message, and once as the admin, who must not.
+/// The ownership cases name a controller that does not exist; no garbage collector runs here,
+/// so the object stays (`controllers.rs` replays them on pods the real controllers made).
 fn update_disagreements(cluster: &Cluster, cell: &CellPlan) -> (usize, Vec<String>) {
     let mut problems = Vec::new();
     let mut count = 0;
     for case in update_cases()
         .into_iter()
+        .chain(ownership_cases())
         .filter(|case| case.cell == cell.name)
     {
         count += 1;
@@ -387,35 +403,19 @@ fn update_disagreements(cluster: &Cluster, cell: &CellPlan) -> (usize, Vec<Strin
             ));
             continue;
         }
-        let patch = merge_patch(&before, &after).to_string();
-        let patch_args = |extra: &[String]| {
-            let mut args: Vec<String> = [
-                "patch",
-                &target,
-                "-n",
-                &namespace,
-                "--type=merge",
-                "--dry-run=server",
-                "-p",
-                &patch,
-            ]
-            .iter()
-            .map(|arg| (*arg).to_string())
-            .collect();
-            args.extend(extra.iter().cloned());
-            args
-        };
         let tenant = cell
             .tenants
             .iter()
             .find(|tenant| tenant.namespaces.iter().any(|ns| ns.name == namespace))
             .unwrap();
-        let member_args = patch_args(&as_member(&member_group(tenant)));
-        let member_args: Vec<&str> = member_args.iter().map(String::as_str).collect();
-        let by_member = cluster.kubectl_with(&cluster.user_kubeconfig, &member_args, "");
-        let admin_args = patch_args(&[]);
-        let admin_args: Vec<&str> = admin_args.iter().map(String::as_str).collect();
-        let by_admin = cluster.kubectl(&admin_args, "");
+        let by_member = dry_run_patch(
+            cluster,
+            &cluster.user_kubeconfig,
+            &before,
+            &after,
+            &as_member(&member_group(tenant)),
+        );
+        let by_admin = dry_run_patch(cluster, &cluster.kubeconfig, &before, &after, &[]);
         let expected = offline_update(cell, &before, &after);
         match (&expected, by_member.ok) {
             (Some(message), false) if by_member.stderr.contains(message.as_str()) => {}
@@ -448,6 +448,184 @@ fn update_disagreements(cluster: &Cluster, cell: &CellPlan) -> (usize, Vec<Strin
             ],
             "",
         );
+        if !deleted.ok {
+            problems.push(format!(
+                "{}: deleting it failed: {}",
+                case.name, deleted.stderr
+            ));
+        }
+    }
+    (count, problems)
+}
+
+/// The kubectl arguments that impersonate a member of the tenant owning `namespace`.
+pub(super) fn member_of(cell: &CellPlan, namespace: &str) -> Vec<String> {
+    let tenant = cell
+        .tenants
+        .iter()
+        .find(|tenant| tenant.namespaces.iter().any(|ns| ns.name == namespace))
+        .unwrap_or_else(|| panic!("no tenant of {} owns {namespace}", cell.name));
+    as_member(&member_group(tenant))
+}
+
+/// `before` patched into `after` (a JSON merge patch) by server-side dry-run, with the extra
+/// kubectl arguments (impersonation).
+pub(super) fn dry_run_patch(
+    cluster: &Cluster,
+    kubeconfig: &std::path::Path,
+    before: &Value,
+    after: &Value,
+    extra: &[String],
+) -> Run {
+    let target = format!(
+        "{}/{}",
+        before["kind"].as_str().unwrap().to_lowercase(),
+        before["metadata"]["name"].as_str().unwrap()
+    );
+    let namespace = namespace_of(before);
+    let patch = merge_patch(before, after).to_string();
+    let mut args: Vec<String> = [
+        "patch",
+        &target,
+        "-n",
+        &namespace,
+        "--type=merge",
+        "--dry-run=server",
+        "-p",
+        &patch,
+    ]
+    .iter()
+    .map(|arg| (*arg).to_string())
+    .collect();
+    args.extend(extra.iter().cloned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    cluster.kubectl_with(kubeconfig, &args, "")
+}
+
+/// The offline verdict on a member's DELETE of `object` with `options`: `None` admitted, else
+/// its first message.
+pub(super) fn offline_delete(cell: &CellPlan, object: &Value, options: &Value) -> Option<String> {
+    let request = Request::delete(&namespace_of(object), object.clone(), options.clone());
+    match tenantc::policy::check_object(cell, &request) {
+        Some((_, Outcome::Denied(denials))) => denials.first().map(|denial| denial.message.clone()),
+        Some((_, Outcome::Admitted | Outcome::NotMatched(_))) => None,
+        other => panic!("{}: not judged offline: {other:?}", namespace_of(object)),
+    }
+}
+
+/// The API path of a namespaced object, from its `apiVersion` and kind.
+pub(super) fn object_path(object: &Value) -> String {
+    let api_version = object["apiVersion"].as_str().unwrap();
+    let prefix = if api_version.contains('/') {
+        format!("/apis/{api_version}")
+    } else {
+        format!("/api/{api_version}")
+    };
+    format!(
+        "{prefix}/namespaces/{}/{}s/{}",
+        namespace_of(object),
+        object["kind"].as_str().unwrap().to_lowercase(),
+        object["metadata"]["name"].as_str().unwrap()
+    )
+}
+
+/// A DELETE of `object` with `options` (its `DeleteOptions`, sent as the body exactly as given
+/// but for `dryRun`), by server-side dry-run, with the extra kubectl arguments (impersonation).
+pub(super) fn dry_run_delete(
+    cluster: &Cluster,
+    kubeconfig: &std::path::Path,
+    object: &Value,
+    options: &Value,
+    extra: &[String],
+) -> Run {
+    let mut body = options.clone();
+    body["apiVersion"] = json!("v1");
+    body["kind"] = json!("DeleteOptions");
+    body["dryRun"] = json!(["All"]);
+    let path = object_path(object);
+    let mut args: Vec<String> = ["delete", "--raw", &path, "-f", "-"]
+        .iter()
+        .map(|arg| (*arg).to_string())
+        .collect();
+    args.extend(extra.iter().cloned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    cluster.kubectl_with(kubeconfig, &args, &body.to_string())
+}
+
+/// Every disagreement on the delete cases of one cell: the fixture is created for real by the
+/// admin, then deleted with the case's options by server-side dry-run, once as a member of the
+/// tenant, who must be refused with the offline message, once as a member with the pods
+/// (`propagationPolicy: Background`), and once as the admin, who both must not.
+fn delete_disagreements(cluster: &Cluster, cell: &CellPlan) -> (usize, Vec<String>) {
+    let mut problems = Vec::new();
+    let mut count = 0;
+    for case in delete_cases()
+        .into_iter()
+        .filter(|case| case.cell == cell.name)
+    {
+        count += 1;
+        let object = fixture(case.fixture, case.cell);
+        let options = (case.options)();
+        let namespace = namespace_of(&object);
+        let created = cluster.kubectl(&["create", "-f", "-"], &object.to_string());
+        if !created.ok {
+            problems.push(format!(
+                "{}: creating it failed: {}",
+                case.name, created.stderr
+            ));
+            continue;
+        }
+        let member = member_of(cell, &namespace);
+        let by_member = dry_run_delete(
+            cluster,
+            &cluster.user_kubeconfig,
+            &object,
+            &options,
+            &member,
+        );
+        let expected = offline_delete(cell, &object, &options);
+        match &expected {
+            Some(message) if !by_member.ok && by_member.stderr.contains(message.as_str()) => {}
+            Some(message) => problems.push(format!(
+                "{}: tenantc denies it with\n    {message}\n  but the API server answered the member with\n    {}{}",
+                case.name,
+                by_member.stderr.trim(),
+                by_member.stdout.trim()
+            )),
+            None => problems.push(format!(
+                "{}: the offline evaluator admits the member's delete",
+                case.name
+            )),
+        }
+        let background = json!({"propagationPolicy": "Background"});
+        let cascading = dry_run_delete(
+            cluster,
+            &cluster.user_kubeconfig,
+            &object,
+            &background,
+            &member,
+        );
+        if !cascading.ok || offline_delete(cell, &object, &background).is_some() {
+            problems.push(format!(
+                "{}: a member's delete with propagationPolicy Background was refused:\n    {}",
+                case.name,
+                cascading.stderr.trim()
+            ));
+        }
+        let by_admin = dry_run_delete(cluster, &cluster.kubeconfig, &object, &options, &[]);
+        if !by_admin.ok {
+            problems.push(format!(
+                "{}: the API server refused the admin's delete:\n    {}",
+                case.name,
+                by_admin.stderr.trim()
+            ));
+        }
+        let target = format!(
+            "{}/{}",
+            object["kind"].as_str().unwrap().to_lowercase(),
+            object["metadata"]["name"].as_str().unwrap()
+        );
+        let deleted = cluster.kubectl(&["delete", &target, "-n", &namespace, "--wait=false"], "");
         if !deleted.ok {
             problems.push(format!(
                 "{}: deleting it failed: {}",

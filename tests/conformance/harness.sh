@@ -28,7 +28,9 @@
 #
 # The env file sets KUBECONFIG (admin, system:masters), TENANTC_CONFORMANCE_KUBECONFIG (same),
 # TENANTC_CONFORMANCE_USER_KUBECONFIG (a plain user who may only impersonate),
-# TENANTC_CONFORMANCE_VERSION and TENANTC_CONFORMANCE=1.
+# TENANTC_CONFORMANCE_VERSION, TENANTC_CONFORMANCE_RUN (the run folder, with logs/),
+# TENANTC_CONFORMANCE_BIN (the binaries, so that a check can start more controllers of the
+# same build for itself) and TENANTC_CONFORMANCE=1.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -359,6 +361,7 @@ TENANTC_CONFORMANCE_KUBECONFIG=$RUN_DIR/admin.kubeconfig
 TENANTC_CONFORMANCE_USER_KUBECONFIG=$RUN_DIR/user.kubeconfig
 TENANTC_CONFORMANCE_VERSION=$K8S_VERSION
 TENANTC_CONFORMANCE_RUN=$RUN_DIR
+TENANTC_CONFORMANCE_BIN=$BIN_DIR
 ENV
     log "Kubernetes $K8S_VERSION ready on https://127.0.0.1:$API_PORT in $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s (etcd, kube-apiserver, kube-controller-manager)"
     [ -n "$QUIET_ENV_HINT" ] || log "use it with: set -a; . $RUN_DIR/env; set +a"

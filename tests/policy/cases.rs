@@ -252,6 +252,23 @@ pub fn cases() -> Vec<Case> {
             mutate: |o| pod_spec(o)["hostNetwork"] = json!(true),
         },
         Case {
+            name: "hostNetwork on a hard tenant with host access, on its own pool",
+            cell: "us-east-1a",
+            fixture: "acme-research-rdma-pod",
+            rule: "host-namespaces",
+            mutate: |o| pod_spec(o)["hostNetwork"] = json!(true),
+        },
+        Case {
+            name: "a StatefulSet whose claim template makes claims without the tenant's prefix",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-statefulset",
+            rule: "own-references",
+            mutate: |o| {
+                o["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] = json!("index");
+                pod_spec(o)["containers"][0]["volumeMounts"][0]["name"] = json!("index");
+            },
+        },
+        Case {
             name: "hostIPC on a soft tenant",
             cell: "eu-west-4b",
             fixture: "initech-notebooks-job",
@@ -435,7 +452,7 @@ pub fn cases() -> Vec<Case> {
                 // Without its claim templates, the mount of the StatefulSet's claim goes too.
                 for container in pod_spec(o)["containers"].as_array_mut().unwrap() {
                     if let Some(mounts) = container["volumeMounts"].as_array_mut() {
-                        mounts.retain(|mount| mount["name"] != "index");
+                        mounts.retain(|mount| mount["name"] != "globex-vision-index");
                     }
                 }
             },
@@ -1163,6 +1180,175 @@ pub fn update_cases() -> Vec<UpdateCase> {
             before: |_| {},
             after: |o| o["spec"]["suspend"] = json!(false),
             rule: "kueue-hold",
+        },
+    ]
+}
+
+/// A Job's uid, as the Job controller writes it into its pods' labels and owner reference.
+pub const JOB_UID: &str = "5b0c7e19-3d2a-4f86-a1c4-9e7d2b6f0a38";
+
+/// A pod as the Job controller creates it for Job `<name>-job`: controlled by the Job and
+/// labelled with the selector the controller generated (`batch.kubernetes.io/controller-uid`)
+/// and the legacy and name labels it adds beside it.
+pub fn owned_by_job(object: &mut Json) {
+    let name = format!("{}-job", object["metadata"]["name"].as_str().unwrap());
+    let labels = pod_labels(object);
+    labels["batch.kubernetes.io/controller-uid"] = json!(JOB_UID);
+    labels["batch.kubernetes.io/job-name"] = json!(name);
+    labels["controller-uid"] = json!(JOB_UID);
+    labels["job-name"] = json!(name);
+    object["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": name,
+        "uid": JOB_UID,
+        "controller": true,
+        "blockOwnerDeletion": true,
+    }]);
+}
+
+/// A pod as the ReplicaSet controller creates it for a Deployment's ReplicaSet: controlled by
+/// the ReplicaSet and labelled with its `pod-template-hash`.
+pub fn owned_by_replica_set(object: &mut Json) {
+    let name = format!("{}-7c9f6d5b8", object["metadata"]["name"].as_str().unwrap());
+    pod_labels(object)["pod-template-hash"] = json!("7c9f6d5b8");
+    object["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": name,
+        "uid": "0e6b2d47-91c8-4a35-b7f0-3c5a8e1d9f62",
+        "controller": true,
+        "blockOwnerDeletion": true,
+    }]);
+}
+
+/// Every denied update that takes an object away from its controller: a member changes the
+/// labels its controller selects it by or its owner references (hole 1 of issue 18). Each
+/// `before` is admitted and controlled; the controller and the platform may make the change.
+pub fn ownership_cases() -> Vec<UpdateCase> {
+    vec![
+        UpdateCase {
+            name: "a member removes the Job controller's selector label from a Job's running pod",
+            cell: "us-east-1a",
+            fixture: "globex-vision-pod",
+            before: owned_by_job,
+            after: |o| {
+                owned_by_job(o);
+                let labels = pod_labels(o).as_object_mut().unwrap();
+                labels.remove("batch.kubernetes.io/controller-uid");
+                labels.remove("controller-uid");
+            },
+            rule: "controller-ownership",
+        },
+        UpdateCase {
+            name: "a member changes the controller-uid label of a Job's pod to another uid",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-pod",
+            before: owned_by_job,
+            after: |o| {
+                owned_by_job(o);
+                pod_labels(o)["batch.kubernetes.io/controller-uid"] =
+                    json!("00000000-0000-4000-8000-000000000000");
+            },
+            rule: "controller-ownership",
+        },
+        UpdateCase {
+            name: "a member drops the Job's owner reference from its pod",
+            cell: "us-east-1a",
+            fixture: "acme-serving-pod",
+            before: owned_by_job,
+            after: |o| {
+                owned_by_job(o);
+                o["metadata"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("ownerReferences");
+            },
+            rule: "controller-ownership",
+        },
+        UpdateCase {
+            name: "a member turns the Job's controller reference on its pod into a plain one",
+            cell: "eu-west-4b",
+            fixture: "acme-research-pod",
+            before: owned_by_job,
+            after: |o| {
+                owned_by_job(o);
+                o["metadata"]["ownerReferences"][0]["controller"] = json!(false);
+            },
+            rule: "controller-ownership",
+        },
+        UpdateCase {
+            name: "a member changes the pod-template-hash of a Deployment's pod, so that its ReplicaSet releases it",
+            cell: "us-east-1a",
+            fixture: "acme-serving-pod",
+            before: owned_by_replica_set,
+            after: |o| {
+                owned_by_replica_set(o);
+                pod_labels(o)["pod-template-hash"] = json!("released");
+            },
+            rule: "controller-ownership",
+        },
+        UpdateCase {
+            name: "a member adds a label to a ReplicaSet's pod, which a selector with DoesNotExist would release",
+            cell: "us-east-1a",
+            fixture: "globex-vision-pod",
+            before: owned_by_replica_set,
+            after: |o| {
+                owned_by_replica_set(o);
+                pod_labels(o)["example.com/detached"] = json!("true");
+            },
+            rule: "controller-ownership",
+        },
+    ]
+}
+
+/// A denied DELETE: a member of the tenant deletes an admitted workload with `options` (its
+/// `DeleteOptions`) that would leave its pods running, and `rule` must deny it.
+pub struct DeleteCase {
+    pub name: &'static str,
+    pub cell: &'static str,
+    pub fixture: &'static str,
+    pub options: fn() -> Json,
+    pub rule: &'static str,
+}
+
+/// Every denied DELETE (issue 18, hole 1: an orphaning delete).
+pub fn delete_cases() -> Vec<DeleteCase> {
+    vec![
+        DeleteCase {
+            name: "a member deletes its running Job with propagationPolicy Orphan",
+            cell: "us-east-1a",
+            fixture: "globex-vision-job",
+            options: || json!({"propagationPolicy": "Orphan"}),
+            rule: "orphaning-delete",
+        },
+        DeleteCase {
+            name: "a member deletes its Job through the API without options, which orphans its pods",
+            cell: "eu-west-4b",
+            fixture: "acme-research-job",
+            options: || json!({}),
+            rule: "orphaning-delete",
+        },
+        DeleteCase {
+            name: "a member deletes its Job with the deprecated orphanDependents",
+            cell: "us-east-1a",
+            fixture: "acme-serving-job",
+            options: || json!({"orphanDependents": true}),
+            rule: "orphaning-delete",
+        },
+        DeleteCase {
+            name: "a member deletes its StatefulSet with propagationPolicy Orphan",
+            cell: "eu-west-4b",
+            fixture: "globex-vision-statefulset",
+            options: || json!({"propagationPolicy": "Orphan"}),
+            rule: "orphaning-delete",
+        },
+        DeleteCase {
+            name: "a member deletes its CronJob with propagationPolicy Orphan",
+            cell: "us-east-1a",
+            fixture: "acme-research-cronjob",
+            options: || json!({"propagationPolicy": "Orphan"}),
+            rule: "orphaning-delete",
         },
     ]
 }

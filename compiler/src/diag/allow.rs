@@ -14,7 +14,7 @@
 //! a build fails; every allow has a known code and a reason; an allow is reported unused only
 //! when the run has no error (an error stops the later stages, whose warnings it may be for).
 
-use super::{Code, Diagnostic, Severity};
+use super::{Code, Diagnostic, FileFindings, Severity};
 use crate::parse::{Document, Format, Node, Value};
 use crate::source::Span;
 
@@ -49,7 +49,8 @@ pub struct Suppressed {
 /// `allow-invalid` error for each malformed one.
 pub fn extract(document: &mut Document) -> (Vec<Allow>, Vec<Diagnostic>) {
     let mut allows = Vec::new();
-    let mut diagnostics = Vec::new();
+    // Through the file's cap as they are found: a file may hold an allow per line.
+    let mut diagnostics = FileFindings::new();
     if let Some(root) = document.root.as_mut() {
         // An allow of the declaration itself covers the whole file, comments and all.
         let whole_file = Span {
@@ -59,11 +60,11 @@ pub fn extract(document: &mut Document) -> (Vec<Allow>, Vec<Diagnostic>) {
         };
         walk(&mut root.node, whole_file, &mut allows, &mut diagnostics);
     }
-    (allows, diagnostics)
+    (allows, diagnostics.finish())
 }
 
 /// Takes the allows out of `node` (which covers `scope`) and out of every node inside it.
-fn walk(node: &mut Node, scope: Span, allows: &mut Vec<Allow>, diagnostics: &mut Vec<Diagnostic>) {
+fn walk(node: &mut Node, scope: Span, allows: &mut Vec<Allow>, diagnostics: &mut FileFindings) {
     match &mut node.value {
         Value::Map(map) => {
             let entries = std::mem::take(&mut map.entries);
@@ -139,7 +140,7 @@ fn read_allow(
     key_span: Span,
     scope: Span,
     allows: &mut Vec<Allow>,
-    diagnostics: &mut Vec<Diagnostic>,
+    diagnostics: &mut FileFindings,
 ) {
     match (&value.value, format) {
         (Value::Map(map), Format::Kdl) => {
@@ -213,7 +214,7 @@ fn one_allow(
     span: Span,
     scope: Span,
     allows: &mut Vec<Allow>,
-    diagnostics: &mut Vec<Diagnostic>,
+    diagnostics: &mut FileFindings,
 ) {
     if let Some((key, key_span)) = extra {
         diagnostics.push(

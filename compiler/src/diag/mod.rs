@@ -7,6 +7,9 @@
 //! and a help line; every diagnostic about a file carries a primary label in that file.
 //! [`truncate`] caps what is shown per file (`limits.rs`) without changing whether a run has
 //! errors: the hidden findings are counted in one `diagnostics-truncated` diagnostic per file.
+//! [`FileFindings`] applies the same cap while a stage reports, so a stage may report one finding
+//! per element of its input: memory stays within a few times the cap, and a finding the cap
+//! would hide is counted without being made.
 
 pub mod allow;
 pub mod code;
@@ -213,6 +216,11 @@ pub fn count_findings(diagnostics: &[Diagnostic]) -> (usize, usize) {
 /// and is an error when any of them is, so [`count_findings`] and whether the run has errors do
 /// not change.
 pub fn truncate(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    cap_run(cap_files(diagnostics))
+}
+
+/// The caps per file of [`truncate`], without the cap of the whole run.
+fn cap_files(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
     let mut kept = Vec::with_capacity(diagnostics.len().min(MAX_DIAGNOSTICS_PER_FILE + 1));
     let mut group: Option<Option<FileId>> = None;
     let mut state = FileCap::default();
@@ -227,7 +235,7 @@ pub fn truncate(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
         }
     }
     kept.extend(state.finish());
-    cap_run(kept)
+    kept
 }
 
 /// Keeps the first [`MAX_DIAGNOSTICS_PER_RUN`] of diagnostics already capped per file; the rest,
@@ -253,9 +261,170 @@ fn cap_run(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
     kept
 }
 
+/// How many findings a [`FileFindings`] holds before it caps them again: a few times what a
+/// file shows, so that capping sorts a few hundred findings once every few hundred made.
+const CAP_AGAIN_AT: usize = 4 * MAX_DIAGNOSTICS_PER_FILE;
+
+/// The findings of a stage while it reads a file, capped as they are reported.
+///
+/// [`FileFindings::finish`] returns exactly what [`truncate`] returns for every finding reported
+/// (sorted by position, which is [`sort`]'s order within a file; a hidden exact duplicate, which
+/// [`sort`] would drop and no stage reports, is counted), but the findings are capped
+/// whenever [`CAP_AGAIN_AT`] of them are held, so a file with a finding per byte holds a few
+/// hundred at a time. After the first cap, a finding that comes after the last one shown of its
+/// code (when that code shows no more) or of its file (when the file shows no more) would be
+/// hidden whatever is reported later; [`FileFindings::report`] then only counts it, without
+/// making its message, so such a finding costs a comparison and a count.
+#[derive(Debug, Default)]
+pub struct FileFindings {
+    /// The findings that may still be shown, and the notes of earlier caps.
+    kept: Vec<Diagnostic>,
+    /// The findings counted without being made since the last cap, per file.
+    counted: BTreeMap<FileId, FileCap>,
+    /// As of the last cap, per file and code (and per file, as `None`) whose cap is full: the
+    /// position of the last finding shown.
+    full: BTreeMap<(FileId, Option<Code>), (u32, u32)>,
+    /// How many findings were reported, shown or not.
+    reported: usize,
+}
+
+impl FileFindings {
+    /// No findings yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records a finding that `make` builds, with the code, severity and primary span it will
+    /// have; `make` is not called when the cap hides the finding anyway.
+    pub fn report(
+        &mut self,
+        code: Code,
+        severity: Severity,
+        span: Span,
+        make: impl FnOnce() -> Diagnostic,
+    ) {
+        self.reported += 1;
+        if self.hides(code, span) {
+            self.count(code, severity, span);
+        } else {
+            self.keep(make());
+        }
+    }
+
+    /// Records a finding that is already made.
+    pub fn push(&mut self, diagnostic: Diagnostic) {
+        self.reported += 1;
+        match diagnostic.primary_span() {
+            Some(span)
+                if diagnostic.code != Code::DiagnosticsTruncated
+                    && self.hides(diagnostic.code, span) =>
+            {
+                self.count(diagnostic.code, diagnostic.severity, span);
+            }
+            _ => self.keep(diagnostic),
+        }
+    }
+
+    /// How many findings were reported so far, shown or not: a reader compares counts to tell
+    /// whether something it read was refused.
+    pub fn reported(&self) -> usize {
+        self.reported
+    }
+
+    /// The findings capped as [`truncate`] caps them, sorted by position.
+    pub fn finish(mut self) -> Vec<Diagnostic> {
+        if !self.kept.is_empty() || !self.counted.is_empty() {
+            self.cap();
+        }
+        self.kept
+    }
+
+    /// Whether a finding of `code` at `span` comes after the last shown finding of a full cap.
+    fn hides(&self, code: Code, span: Span) -> bool {
+        let at = (span.start, span.end);
+        [Some(code), None].into_iter().any(|code| {
+            self.full
+                .get(&(span.file, code))
+                .is_some_and(|last| at > *last)
+        })
+    }
+
+    fn count(&mut self, code: Code, severity: Severity, span: Span) {
+        let cap = self.counted.entry(span.file).or_default();
+        let (errors, warnings) = match severity {
+            Severity::Error => (1, 0),
+            Severity::Warning => (0, 1),
+        };
+        cap.add(code, errors, warnings);
+        // Counted findings come in any order: the note stands at the first of them.
+        if cap
+            .first_hidden
+            .is_none_or(|first| (span.start, span.end) < (first.start, first.end))
+        {
+            cap.first_hidden = Some(span);
+        }
+    }
+
+    fn keep(&mut self, diagnostic: Diagnostic) {
+        self.kept.push(diagnostic);
+        if self.kept.len() >= CAP_AGAIN_AT {
+            self.cap();
+        }
+    }
+
+    /// Caps what is held: the counted findings join as the notes of a cap, whose counts the
+    /// next cap merges, as a cap merges an earlier one's.
+    fn cap(&mut self) {
+        let mut all = std::mem::take(&mut self.kept);
+        all.extend(
+            std::mem::take(&mut self.counted)
+                .into_values()
+                .filter_map(FileCap::finish),
+        );
+        all.sort_by(|left, right| position_key(left).cmp(&position_key(right)));
+        all.dedup();
+        self.kept = cap_files(all);
+        let mut shown: BTreeMap<(FileId, Option<Code>), usize> = BTreeMap::new();
+        self.full.clear();
+        for diagnostic in &self.kept {
+            let Some(span) = diagnostic.primary_span() else {
+                continue;
+            };
+            if diagnostic.code == Code::DiagnosticsTruncated {
+                continue;
+            }
+            for (key, limit) in [
+                (
+                    (span.file, Some(diagnostic.code)),
+                    MAX_DIAGNOSTICS_PER_CODE_PER_FILE,
+                ),
+                ((span.file, None), MAX_DIAGNOSTICS_PER_FILE),
+            ] {
+                let count = shown.entry(key).or_insert(0);
+                *count += 1;
+                if *count == limit {
+                    self.full.insert(key, (span.start, span.end));
+                }
+            }
+        }
+    }
+}
+
+/// [`sort`]'s key without the path: the same order within one file.
+fn position_key(diagnostic: &Diagnostic) -> (Option<FileId>, u32, u32, &'static str, &str) {
+    let span = diagnostic.primary_span();
+    (
+        span.map(|span| span.file),
+        span.map_or(0, |span| span.start),
+        span.map_or(0, |span| span.end),
+        diagnostic.code.as_str(),
+        diagnostic.message.as_str(),
+    )
+}
+
 /// What [`truncate`] knows about the file it is in (or, for the cap of the whole run, about
 /// the diagnostics after the last one shown).
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct FileCap {
     /// Whether this counts what the cap of the whole run hides, not one file's.
     run: bool,
@@ -288,27 +457,29 @@ impl FileCap {
     /// Counts a diagnostic that is not shown: itself, or, for an earlier
     /// `diagnostics-truncated` one, the findings it counted.
     fn hide(&mut self, diagnostic: &Diagnostic) {
-        let mut add = |code: Code, errors: usize, warnings: usize| {
-            let hidden = self.hidden.entry(code).or_insert(Hidden {
-                code,
-                errors: 0,
-                warnings: 0,
-            });
-            hidden.errors += errors;
-            hidden.warnings += warnings;
-            self.any_hidden_error |= errors > 0;
-        };
         if diagnostic.code == Code::DiagnosticsTruncated {
             for earlier in &diagnostic.hidden {
-                add(earlier.code, earlier.errors, earlier.warnings);
+                self.add(earlier.code, earlier.errors, earlier.warnings);
             }
         } else {
             let (errors, warnings) = diagnostic.finding_counts();
-            add(diagnostic.code, errors, warnings);
+            self.add(diagnostic.code, errors, warnings);
         }
         if self.first_hidden.is_none() {
             self.first_hidden = diagnostic.primary_span();
         }
+    }
+
+    /// Counts hidden findings of one code.
+    fn add(&mut self, code: Code, errors: usize, warnings: usize) {
+        let hidden = self.hidden.entry(code).or_insert(Hidden {
+            code,
+            errors: 0,
+            warnings: 0,
+        });
+        hidden.errors += errors;
+        hidden.warnings += warnings;
+        self.any_hidden_error |= errors > 0;
     }
 
     /// The `diagnostics-truncated` diagnostic of the file, if anything was hidden.
@@ -512,6 +683,137 @@ mod tests {
             let twice = truncate(twice);
             assert_eq!(once, twice);
         }
+    }
+
+    #[test]
+    fn capping_as_findings_are_reported_gives_what_capping_once_gives() {
+        // Files added in path order, so that `FileFindings`' order (by file id) is `sort`'s.
+        let mut sources = SourceMap::new();
+        let files = [
+            sources.add("tenants/a.kdl", "x".repeat(100_000)),
+            sources.add("tenants/b.kdl", "x".repeat(100_000)),
+        ];
+        // Six codes, so that a file can show its whole cap of findings.
+        let codes = [
+            Code::FieldUnknown,
+            Code::TypeMismatch,
+            Code::KdlUnsupported,
+            Code::KdlSyntax,
+            Code::DocumentShape,
+            Code::NameInvalid,
+        ];
+        let mut rng = crate::testing::Rng(0x0bad_cafe_1234_5678);
+        for round in 0..300 {
+            // Mostly in source order, as stages report, with stretches out of order; in every
+            // other round many findings share a span (the messages keep them distinct), so the
+            // order of code and message decides what is shown.
+            let mut findings = Vec::new();
+            let mut at = 0;
+            let count = [10, 300, 1_500, 5_000][round % 4];
+            let dense = round % 8 >= 4;
+            for idx in 0..count {
+                at = if dense {
+                    rng.below(40)
+                } else if rng.below(10) == 0 {
+                    rng.below(100_000)
+                } else {
+                    at + rng.below(3)
+                };
+                let file = files[usize::from(rng.below(8) == 0)];
+                let code = codes[rng.below(codes.len())];
+                let span = Span::new(file, at..at + rng.below(3));
+                // Distinct, in an order of their own.
+                let message = format!("finding {} {idx}", rng.below(1_000));
+                findings.push(if rng.below(4) == 0 {
+                    Diagnostic::warning(code, span, message)
+                } else {
+                    Diagnostic::error(code, span, message)
+                });
+            }
+            let mut all = findings.clone();
+            sort(&mut all, &sources);
+            let once = truncate(all);
+            let mut capped = FileFindings::new();
+            for finding in findings {
+                if rng.below(2) == 0 {
+                    capped.push(finding);
+                } else {
+                    let (code, severity) = (finding.code, finding.severity);
+                    let span = finding.primary_span().unwrap();
+                    capped.report(code, severity, span, || finding);
+                }
+                assert!(capped.kept.len() < CAP_AGAIN_AT, "round {round}");
+            }
+            assert_eq!(capped.reported(), count);
+            let mut got = capped.finish();
+            assert_eq!(got, once, "round {round}");
+            // And the compiler's final cap leaves it as it is.
+            sort(&mut got, &sources);
+            assert_eq!(truncate(got), once, "round {round}");
+        }
+    }
+
+    #[test]
+    fn findings_reported_out_of_order_after_a_cap_land_where_one_cap_puts_them() {
+        let mut sources = SourceMap::new();
+        let file = sources.add("tenants/a.kdl", "x".repeat(20_000));
+        let at = |code: Code, start: usize| {
+            Diagnostic::error(
+                code,
+                Span::new(file, start..start + 1),
+                format!("at {start}"),
+            )
+        };
+        // 200 shown at even positions (50 of each of four codes), then enough of a fifth code
+        // after them for a cap, which hides all of those.
+        let mut findings: Vec<Diagnostic> =
+            (0..50).map(|idx| at(Code::KdlSyntax, 2 * idx)).collect();
+        for idx in 0..150 {
+            let code = [Code::FieldUnknown, Code::TypeMismatch, Code::NameInvalid][idx % 3];
+            findings.push(at(code, 100 + 2 * idx));
+        }
+        findings.extend((0..600).map(|idx| at(Code::DocumentShape, 10_000 + idx)));
+        // After the cap: one between the last two shown, which is shown and hides the last;
+        // then findings past the last shown of their code, counted at once, the first of them
+        // the first finding hidden.
+        findings.push(at(Code::ArgumentUnexpected, 397));
+        findings.extend((0..40).map(|idx| at(Code::KdlSyntax, 101 + 2 * idx)));
+        let mut capped = FileFindings::new();
+        for finding in findings.clone() {
+            capped.push(finding);
+        }
+        sort(&mut findings, &sources);
+        let once = truncate(findings);
+        let note = once.last().unwrap();
+        assert_eq!(note.primary_span(), Some(Span::new(file, 101..102)));
+        assert!(once.iter().any(|d| d.message == "at 397"));
+        assert_eq!(capped.finish(), once);
+    }
+
+    #[test]
+    fn a_finding_per_element_is_made_only_while_it_may_be_shown() {
+        let mut sources = SourceMap::new();
+        let file = sources.add("tenants/a.kdl", "x".repeat(200_000));
+        let mut capped = FileFindings::new();
+        let mut made = 0;
+        for at in 0..200_000 {
+            let code = if at % 2 == 0 {
+                Code::KdlUnsupported
+            } else {
+                Code::DocumentShape
+            };
+            capped.report(code, Severity::Error, Span::new(file, at..at + 1), || {
+                made += 1;
+                Diagnostic::error(code, Span::new(file, at..at + 1), "m").with_help("h")
+            });
+        }
+        // Made until the first cap, then only what comes before the last one shown.
+        assert!(made <= CAP_AGAIN_AT, "{made} made");
+        let kept = capped.finish();
+        assert_eq!(kept.len(), 2 * MAX_DIAGNOSTICS_PER_CODE_PER_FILE + 1);
+        assert_eq!(count_findings(&kept), (200_000, 0));
+        let note = kept.last().unwrap();
+        assert_eq!(note.primary_span(), Some(Span::new(file, 100..101)));
     }
 
     #[test]

@@ -7,11 +7,15 @@
 //!
 //! Invariants: fail closed: a bundle object with a key this reader does not know is refused, as
 //! are a bundle without exactly one leaf certificate source, without exactly one Rekor entry,
-//! or without an inclusion proof and checkpoint; nothing here is trusted yet, later steps check it.
+//! or without an inclusion proof and checkpoint; a bundle or trust root with a key written twice
+//! in any object is refused (both are read with `crate::json_strict`); nothing here is trusted
+//! yet, later steps check it.
 
 use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::{Map, Value};
+
+use crate::json_strict;
 
 /// Standard base64 as protobuf JSON writes bytes; padding may be left out, trailing bits may not
 /// be set, so each byte string has exactly one text.
@@ -205,8 +209,8 @@ impl<'v> Obj<'v> {
 
 /// Parses a bundle.
 pub(super) fn parse_bundle(json: &[u8]) -> Result<Bundle, String> {
-    let value: Value = serde_json::from_slice(json)
-        .map_err(|error| format!("the bundle is not JSON ({error})"))?;
+    let value: Value = json_strict::from_slice(json, json_strict::Root::file("bundle"))
+        .map_err(|error| error.reason(|error| format!("the bundle is not JSON ({error})")))?;
     let top = Obj::new(&value, "bundle".to_string())?.only(&[
         "mediaType",
         "verificationMaterial",
@@ -394,8 +398,8 @@ fn dsse_envelope(value: &Value) -> Result<Content, String> {
 
 /// Parses a trusted root: its Fulcio CAs, CT logs and Rekor logs.
 pub(super) fn parse_trusted_root(json: &[u8]) -> Result<TrustedRoot, String> {
-    let value: Value = serde_json::from_slice(json)
-        .map_err(|error| format!("the trusted root is not JSON ({error})"))?;
+    let value: Value = json_strict::from_slice(json, json_strict::Root::file("trustedRoot"))
+        .map_err(|error| error.reason(|error| format!("the trusted root is not JSON ({error})")))?;
     let top = Obj::new(&value, "trustedRoot".to_string())?;
     let media_type = top.str("mediaType")?;
     if media_type != TRUSTED_ROOT_MEDIA_TYPE {

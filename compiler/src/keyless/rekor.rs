@@ -4,7 +4,8 @@
 //! certificate's DER and the trust root's Rekor log key.
 //! Produces: agreement or a lowercase reason.
 //!
-//! Invariants: the entry body must name the bundle's kind and version and agree with the
+//! Invariants: the entry body is read with `crate::json_strict`, so a body with a key written
+//! twice is refused; it must name the bundle's kind and version and agree with the
 //! signature, the certificate and the digest computed from the artifact (never the bundle's own
 //! digest); the SET is checked over canonical JSON rebuilt here; the inclusion proof is the
 //! RFC 6962 (RFC 9162 section 2.1.3.2) algorithm, and the checkpoint must carry a signature of
@@ -15,6 +16,10 @@ use serde_json::Value;
 use super::Signed;
 use super::bundle::{Content, LogKey, TlogEntry, b64, unb64};
 use super::crypto::{HashAlg, hex};
+use crate::json_strict;
+
+/// Where the entry body sits in the bundle: the bundle holds exactly one entry.
+const BODY: &str = "bundle.verificationMaterial.tlogEntries[0].canonicalizedBody";
 
 /// Step 6: the entry body agrees with the signature, the certificate and the artifact digest.
 pub(super) fn check_body(
@@ -23,8 +28,8 @@ pub(super) fn check_body(
     signed: &Signed,
     leaf_der: &[u8],
 ) -> Result<(), String> {
-    let body: Value = serde_json::from_slice(&entry.body)
-        .map_err(|error| format!("the entry body is not JSON ({error})"))?;
+    let body: Value = json_strict::from_slice(&entry.body, json_strict::Root::decoded(BODY))
+        .map_err(|error| error.reason(|error| format!("the entry body is not JSON ({error})")))?;
     let text = |path: &[&str]| -> Result<&str, String> {
         let mut value = &body;
         for key in path {

@@ -936,3 +936,171 @@ fn verifies_an_intoto_entry_and_rejects_one_that_disagrees() {
     assert_eq!(error.step(), Step::RekorBody);
     assert!(error.reason().contains("does not fit"), "{error}");
 }
+
+/// Checks that every duplicate of `document` (written under `root`) fails `verify_text` at
+/// `step` with the duplicate's reason and `suffix`; returns the paths the duplicates were in.
+fn refused_at(
+    (document, root): (&[u8], &str),
+    verify_text: impl Fn(&[u8]) -> Result<Verified, Error>,
+    (step, suffix): (Step, &str),
+) -> std::collections::BTreeSet<String> {
+    crate::json_strict::duplicates::each_refused(document, root, |case| {
+        let error = verify_text(&case.text).unwrap_err();
+        assert_eq!(error.step(), step, "{}: {error}", case.path);
+        assert_eq!(error.reason(), format!("{}{suffix}", case.reason()));
+    })
+}
+
+#[test]
+fn refuses_a_bundle_with_any_key_written_twice() {
+    use crate::json_strict::duplicates::{assert_reached, rewritten};
+    let mut paths = std::collections::BTreeSet::new();
+    for (bundle, artifact) in [(BLOB_BUNDLE, Artifact::Blob(BLOB)), (DSSE_BUNDLE, dsse())] {
+        // The control: the same bundle written by the helper without a duplicate verifies.
+        verify(&rewritten(bundle), TRUSTED_ROOT, &identity(), artifact).unwrap();
+        // Both values of each duplicate are the original one, so a reader keeping either value
+        // would verify the bundle.
+        paths.extend(refused_at(
+            (bundle, "bundle"),
+            |text| verify(text, TRUSTED_ROOT, &identity(), artifact),
+            (Step::Parse, ""),
+        ));
+    }
+    assert_reached(
+        &paths,
+        &[
+            "bundle",
+            "bundle.verificationMaterial",
+            "bundle.verificationMaterial.certificate",
+            "bundle.verificationMaterial.x509CertificateChain",
+            "bundle.verificationMaterial.x509CertificateChain.certificates[0]",
+            "bundle.verificationMaterial.tlogEntries[0]",
+            "bundle.verificationMaterial.tlogEntries[0].logId",
+            "bundle.verificationMaterial.tlogEntries[0].kindVersion",
+            "bundle.verificationMaterial.tlogEntries[0].inclusionPromise",
+            "bundle.verificationMaterial.tlogEntries[0].inclusionProof",
+            "bundle.verificationMaterial.tlogEntries[0].inclusionProof.checkpoint",
+            "bundle.messageSignature",
+            "bundle.messageSignature.messageDigest",
+            "bundle.dsseEnvelope",
+            "bundle.dsseEnvelope.signatures[0]",
+        ],
+    );
+}
+
+#[test]
+fn refuses_the_two_bundles_of_issue_26() {
+    let text = String::from_utf8(DSSE_BUNDLE.to_vec()).unwrap();
+    // Two integrated times, the first outside the leaf's validity; the last is the signed one.
+    let time = "\"integratedTime\": \"1795946624\",";
+    assert!(text.contains(time));
+    let two_times = text.replacen(
+        time,
+        &format!("\"integratedTime\": \"1795950000\",\n        {time}"),
+        1,
+    );
+    let error = verify(two_times.as_bytes(), TRUSTED_ROOT, &identity(), dsse()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "keyless step 1 (bundle and trust root) failed: the key `integratedTime` appears twice \
+         in `bundle.verificationMaterial.tlogEntries[0]`, at line 18 column 9"
+    );
+    // Two certificates, the first from another bundle.
+    let other = json(BLOB_BUNDLE)
+        .pointer("/verificationMaterial/x509CertificateChain/certificates/0/rawBytes")
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_string();
+    let raw = "\"certificate\": {\n      \"rawBytes\": ";
+    assert!(text.contains(raw));
+    let two_certificates =
+        text.replacen(raw, &format!("{raw}\"{other}\",\n      \"rawBytes\": "), 1);
+    let error = verify(
+        two_certificates.as_bytes(),
+        TRUSTED_ROOT,
+        &identity(),
+        dsse(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "keyless step 1 (bundle and trust root) failed: the key `rawBytes` appears twice in \
+         `bundle.verificationMaterial.certificate`, at line 6 column 7"
+    );
+}
+
+#[test]
+fn refuses_a_trust_root_with_any_key_written_twice() {
+    use crate::json_strict::duplicates::{assert_reached, rewritten};
+    let blob = Artifact::Blob(BLOB);
+    verify(BLOB_BUNDLE, &rewritten(TRUSTED_ROOT), &identity(), blob).unwrap();
+    let paths = refused_at(
+        (TRUSTED_ROOT, "trustedRoot"),
+        |text| verify(BLOB_BUNDLE, text, &identity(), blob),
+        (Step::Parse, ""),
+    );
+    assert_reached(
+        &paths,
+        &[
+            "trustedRoot",
+            "trustedRoot.certificateAuthorities[0]",
+            "trustedRoot.certificateAuthorities[0].certChain",
+            "trustedRoot.certificateAuthorities[0].certChain.certificates[0]",
+            "trustedRoot.certificateAuthorities[0].validFor",
+            "trustedRoot.tlogs[0]",
+            "trustedRoot.tlogs[0].publicKey",
+            "trustedRoot.tlogs[0].publicKey.validFor",
+            "trustedRoot.tlogs[0].logId",
+            "trustedRoot.ctlogs[0]",
+            "trustedRoot.ctlogs[0].publicKey",
+            "trustedRoot.ctlogs[0].logId",
+        ],
+    );
+}
+
+#[test]
+fn refuses_a_rekor_body_with_any_key_written_twice() {
+    use crate::json_strict::duplicates::{assert_reached, rewritten};
+    const BODY: &str = "bundle.verificationMaterial.tlogEntries[0].canonicalizedBody";
+    let rogue = RogueLog::new();
+    let root = rogue.trusted_root();
+    let mut paths = std::collections::BTreeSet::new();
+    for (bundle, artifact, time, kind) in [
+        (
+            BLOB_BUNDLE,
+            Artifact::Blob(BLOB),
+            1_795_946_623,
+            "hashedrekord",
+        ),
+        (DSSE_BUNDLE, dsse(), 1_795_946_624, "dsse"),
+    ] {
+        let body = unb64(
+            json(bundle)
+                .pointer(&format!("{ENTRY}/canonicalizedBody"))
+                .unwrap()
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        let logged = |body: Vec<u8>| rogue.resign_entry(bundle, time, Some((kind, "0.0.1", body)));
+        // The control: the rogue log logs the body re-written without a duplicate, and it verifies.
+        verify(&logged(rewritten(&body)), &root, &identity(), artifact).unwrap();
+        paths.extend(refused_at(
+            (&body, BODY),
+            |text| verify(&logged(text.to_vec()), &root, &identity(), artifact),
+            (Step::RekorBody, &format!(" of the decoded `{BODY}`")),
+        ));
+    }
+    assert_reached(
+        &paths,
+        &[
+            BODY.to_string(),
+            format!("{BODY}.spec"),
+            format!("{BODY}.spec.data.hash"),
+            format!("{BODY}.spec.signature.publicKey"),
+            format!("{BODY}.spec.payloadHash"),
+            format!("{BODY}.spec.signatures[0]"),
+        ],
+    );
+}

@@ -90,17 +90,47 @@ pub const MATCHED: &[(&str, &str, &str)] = &[
 /// write a checkpoint, short enough that preemption by Kueue takes effect.
 pub const MAX_GRACE_PERIOD_SECONDS: u32 = 600;
 
+/// The requests a validation judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judges {
+    /// A CREATE or UPDATE, by the object it writes.
+    Writes,
+    /// A DELETE of a workload (whose `object` is null), by its delete options.
+    Deletes,
+}
+
+/// Whether the policy judges the DELETE of a matched resource: the workload kinds, every
+/// resource of `apps` and `batch` in [`MATCHED`], whose pods an orphaning delete would leave
+/// running (`orphaning-delete`); not Pods or PersistentVolumeClaims.
+pub fn judges_deletes(group: &str) -> bool {
+    matches!(group, "apps" | "batch")
+}
+
 /// One validation of the policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
     /// A short name for tests and `tenantc test-policy`.
     pub name: &'static str,
+    /// The requests it judges; on every other request the emitted validation holds without
+    /// evaluating `expression` (a DELETE has no object to read).
+    pub judges: Judges,
     /// The CEL expression; true admits.
     pub expression: &'static str,
     /// The fixed message, used when the message expression fails.
     pub message: &'static str,
     /// The CEL message expression, which names the offending value.
     pub message_expression: &'static str,
+}
+
+impl Rule {
+    /// The expression the policy carries: `expression`, guarded so that it holds on the
+    /// requests the rule does not judge.
+    pub fn emitted_expression(&self) -> String {
+        match self.judges {
+            Judges::Writes => format!("request.operation == 'DELETE' || ({})", self.expression),
+            Judges::Deletes => format!("request.operation != 'DELETE' || ({})", self.expression),
+        }
+    }
 }
 
 /// A named CEL variable of the policy.
@@ -265,9 +295,17 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "claimBindings",
         "variables.claimTemplates.map(s, (has(s.volumeName) && s.volumeName != '' ? ['spec.volumeName ' + s.volumeName] : []) + (has(s.selector) ? ['spec.selector'] : []) + (has(s.storageClassName) && s.storageClassName == '' ? ['spec.storageClassName \"\" (binds any PersistentVolume without a class)'] : []) + (has(s.dataSourceRef) && has(s.dataSourceRef.namespace) && s.dataSourceRef.namespace != '' ? ['spec.dataSourceRef.namespace ' + s.dataSourceRef.namespace] : [])).map(found, found.join(', ')).filter(f, f != '') + (variables.isClaim && request.operation == 'UPDATE' && (has(object.spec.volumeName) ? object.spec.volumeName : '') != (has(oldObject.spec.volumeName) ? oldObject.spec.volumeName : '') && !(request.userInfo.username in ['system:kube-controller-manager', 'system:serviceaccount:kube-system:persistent-volume-binder']) ? ['spec.volumeName ' + (has(object.spec.volumeName) ? object.spec.volumeName : '')] : [])",
     ),
+    // The claims a StatefulSet's controller will make for its pods, `<template>-<name>-<ordinal>`,
+    // whose names do not start with the tenant's prefix whatever the ordinal: its pods would
+    // mount them and be refused by `own-references`, so the StatefulSet is refused at once,
+    // naming the template to rename.
+    (
+        "statefulSetClaims",
+        "object.kind == 'StatefulSet' && has(object.spec.volumeClaimTemplates) ? object.spec.volumeClaimTemplates.filter(t, has(t.metadata) && has(t.metadata.name) && !(t.metadata.name + '-' + object.metadata.name + '-').startsWith(params.data.tenant + '-')).map(t, 'the claims ' + t.metadata.name + '-' + object.metadata.name + '-<ordinal> of claim template ' + t.metadata.name + ' (name the template ' + params.data.tenant + '-' + t.metadata.name + ')') : []",
+    ),
     (
         "foreignReferences",
-        "(variables.secretNames + variables.claimTemplateNames).map(n, n.split(',')).map(names, names.filter(n, !n.startsWith(params.data.tenant + '-')).join(',')).filter(n, n != '') + variables.claimNames.filter(n, !n.startsWith(params.data.tenant + '-'))",
+        "(variables.secretNames + variables.claimTemplateNames).map(n, n.split(',')).map(names, names.filter(n, !n.startsWith(params.data.tenant + '-')).join(',')).filter(n, n != '') + variables.claimNames.filter(n, !n.startsWith(params.data.tenant + '-')) + variables.statefulSetClaims",
     ),
     (
         "missingLabels",
@@ -311,6 +349,24 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "controllerReferences",
         "has(object.metadata.ownerReferences) ? object.metadata.ownerReferences.filter(r, has(r.controller) && r.controller && !(r.kind == 'CronJob' && r.apiVersion.startsWith('batch/')) && !variables.oldControllerReferences.exists(o, o.uid == r.uid && o.kind == r.kind && o.name == r.name && o.apiVersion == r.apiVersion)) : []",
     ),
+    // What a tenant's update changes of what makes a controller own the object: its owner
+    // references (but where it gives the object a new controller, `controller-references`'
+    // case), and, unless its controller is a CronJob (which finds its Jobs by reference), any
+    // label: the Job, ReplicaSet and StatefulSet controllers and the Deployment controller
+    // select what they own by label, and release what their selector no longer matches. (The
+    // labels are not named one by one: the API server iterates a map in no fixed order, and
+    // the message must be the same on every request.)
+    (
+        "ownershipChanges",
+        "request.operation != 'UPDATE' || !variables.tenantPrincipal || size(variables.oldControllerReferences) == 0 ? [] : ((size(variables.controllerReferences) == 0 && (has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []) != oldObject.metadata.ownerReferences) ? ['metadata.ownerReferences'] : []) + (variables.oldControllerReferences.exists(r, !(r.kind == 'CronJob' && r.apiVersion.startsWith('batch/'))) && variables.objectLabels != variables.oldObjectLabels ? ['the labels'] : [])",
+    ),
+    // Whether a DELETE leaves the workload's pods (or other dependents) behind: an explicit
+    // `propagationPolicy: Orphan`, the deprecated `orphanDependents: true`, or neither on a
+    // `batch/v1` Job, whose API deletes orphan its pods by default.
+    (
+        "orphans",
+        "request.operation == 'DELETE' && (has(request.options.propagationPolicy) ? request.options.propagationPolicy == 'Orphan' : (has(request.options.orphanDependents) ? request.options.orphanDependents : (request.resource.group == 'batch' && request.resource.resource == 'jobs')))",
+    ),
     // Annotations of the pod (template) that the container runtime or its plugins act on:
     // CDI device requests (`cdi.k8s.io/…`, and a vendor's prefix such as the NVIDIA toolkit's
     // `nvidia.cdi.k8s.io/container.<name>`), Kata's sandbox settings and CRI-O's devices.
@@ -334,12 +390,12 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "nodeSelector",
         "has(variables.spec.nodeSelector) ? variables.spec.nodeSelector : {}",
     ),
-    // What the pod uses of its node beyond what `restricted` allows: host namespaces, RDMA
-    // devices, and capabilities other than NET_BIND_SERVICE (which only an excepted namespace
-    // admits).
+    // What the pod uses of its node that host access grants: RDMA devices, and capabilities
+    // other than NET_BIND_SERVICE (which only an excepted namespace admits). Host namespaces
+    // are never granted (`host-namespaces`).
     (
         "hostUses",
-        "(has(variables.spec.hostNetwork) && variables.spec.hostNetwork ? ['hostNetwork'] : []) + (has(variables.spec.hostPID) && variables.spec.hostPID ? ['hostPID'] : []) + (has(variables.spec.hostIPC) && variables.spec.hostIPC ? ['hostIPC'] : []) + (variables.resourceNames.exists(names, names.exists(r, r.startsWith('rdma/'))) ? ['rdma/* devices'] : []) + (variables.containers.exists(c, has(c.securityContext) && has(c.securityContext.capabilities) && has(c.securityContext.capabilities.add) && c.securityContext.capabilities.add.exists(a, a != 'NET_BIND_SERVICE')) ? ['added capabilities'] : [])",
+        "(variables.resourceNames.exists(names, names.exists(r, r.startsWith('rdma/'))) ? ['rdma/* devices'] : []) + (variables.containers.exists(c, has(c.securityContext) && has(c.securityContext.capabilities) && has(c.securityContext.capabilities.add) && c.securityContext.capabilities.add.exists(a, a != 'NET_BIND_SERVICE')) ? ['added capabilities'] : [])",
     ),
     (
         "onHostPool",
@@ -371,168 +427,210 @@ pub const VARIABLES: &[(&str, &str)] = &[
 pub const RULES: &[Rule] = &[
     Rule {
         name: "runtime-class",
+        judges: Judges::Writes,
         expression: "!variables.gpuPod || (has(variables.spec.runtimeClassName) ? variables.runtimeClasses.exists(r, r == variables.spec.runtimeClassName) : params.data.runtimeClassRequired != 'true')",
         message: "GPU pods must set spec.runtimeClassName to a runtime class their tenant's trust class allows",
         message_expression: "params.data.runtimeClassRequired == 'true' ? 'GPU pods of tenant ' + params.data.tenant + ' must set spec.runtimeClassName to one of [' + params.data.runtimeClasses + ']' + (has(variables.spec.runtimeClassName) ? ', not ' + variables.spec.runtimeClassName : '') : 'GPU pods must leave spec.runtimeClassName unset: this cell declares no runtime class'",
     },
     Rule {
         name: "gpu-runtime-class",
+        judges: Judges::Writes,
         expression: "!has(variables.spec.runtimeClassName) || variables.spec.runtimeClassName == '' || (variables.spec.runtimeClassName in variables.gpuRuntimeClasses && variables.requestsGpu)",
         message: "pods may name only a runtime class the cell declares, and only when they request a GPU (nvidia.com/* in resources.limits of a container): the runtime hands the node's GPUs to containers that request none",
         message_expression: "variables.spec.runtimeClassName in variables.gpuRuntimeClasses ? 'runtime class ' + variables.spec.runtimeClassName + ' hands the GPUs of its node to containers, so a pod that names it must request a GPU (nvidia.com/* in resources.limits of a container or init container); request one, or remove spec.runtimeClassName' : 'runtime class ' + variables.spec.runtimeClassName + ' is not one the cell declares ([' + params.data.gpuRuntimeClasses + ']); other classes on the node (such as nvidia-cdi or nvidia-legacy) may hand its GPUs to any container, so remove spec.runtimeClassName'",
     },
     Rule {
         name: "pool-tolerations",
+        judges: Judges::Writes,
         expression: "size(variables.badTolerations) == 0",
         message: "pods may tolerate only the taints of the pools their tenant uses",
         message_expression: "'pods of tenant ' + params.data.tenant + ' may not tolerate the taints of pools it does not use; remove the tolerations of ' + variables.badTolerations.map(t, has(t.key) && t.key != '' ? t.key : '(every taint)').join(', ')",
     },
     Rule {
         name: "cpu-pool-tolerations",
+        judges: Judges::Writes,
         expression: "size(variables.poolTolerations) == 0",
         message: "pods that request no GPU may not tolerate the taints of GPU pools: they would run on GPU nodes without the pool's runtime class",
         message_expression: "'pods of tenant ' + params.data.tenant + ' that request no GPU may not tolerate the taints of GPU pools (' + variables.poolTolerations.map(t, has(t.key) && t.key != '' ? t.key : '(every taint)').join(', ') + '): they would run on GPU nodes without the runtime class that isolates the pool; request a GPU, or remove the tolerations'",
     },
     Rule {
         name: "runtime-annotations",
+        judges: Judges::Writes,
         expression: "size(variables.runtimeAnnotations) == 0",
         message: "pods may not carry annotations that the container runtime reads to inject devices or configure the sandbox (cdi.k8s.io/, <vendor>.cdi.k8s.io/, io.katacontainers., io.kubernetes.cri-o.)",
         message_expression: "'annotations ' + variables.runtimeAnnotations.join(', ') + ' are not allowed: the container runtime or its plugins read them to inject devices or configure the sandbox, outside every quota; request devices in resources.limits instead'",
     },
     Rule {
         name: "local-queue",
+        judges: Judges::Writes,
         expression: "!variables.gpuPod || [variables.labels, variables.workloadLabels].all(l, 'kueue.x-k8s.io/queue-name' in l && l['kueue.x-k8s.io/queue-name'] in variables.queues)",
         message: "GPU pods and workloads (the object itself and its pod template) must carry the label kueue.x-k8s.io/queue-name naming one of their tenant's LocalQueues",
         message_expression: "!('kueue.x-k8s.io/queue-name' in variables.labels && variables.labels['kueue.x-k8s.io/queue-name'] in variables.queues) ? 'GPU pods must carry the label kueue.x-k8s.io/queue-name with one of [' + params.data.queues + ']' + ('kueue.x-k8s.io/queue-name' in variables.labels ? ', not ' + variables.labels['kueue.x-k8s.io/queue-name'] : '') + ', so that Kueue admits them to their pool' : 'GPU ' + object.kind + 's must carry the label kueue.x-k8s.io/queue-name with one of [' + params.data.queues + '] on ' + (variables.isCronJob ? 'spec.jobTemplate.metadata.labels' : 'metadata.labels') + ('kueue.x-k8s.io/queue-name' in variables.workloadLabels ? ' (found ' + variables.workloadLabels['kueue.x-k8s.io/queue-name'] + ')' : '') + ', not only on the pod template: Kueue reads the labels of the workload itself'",
     },
     Rule {
         name: "priority-class",
+        judges: Judges::Writes,
         expression: "size(variables.badPriorities) == 0",
         message: "the label kueue.x-k8s.io/priority-class, on the workload and on its pod template, must name the namespace's own WorkloadPriorityClass",
         message_expression: "'the label kueue.x-k8s.io/priority-class may not be ' + variables.badPriorities.join(', ') + ' in namespace ' + request.namespace + '; entitled: [' + params.data.priorities + ']'",
     },
     Rule {
         name: "nvidia-env",
+        judges: Judges::Writes,
         expression: "!variables.containers.exists(c, has(c.env) && c.env.exists(e, e.name.startsWith('NVIDIA_')))",
         message: "containers may not set NVIDIA_* environment variables, which the NVIDIA container toolkit reads to hand out GPUs and devices; request GPUs in resources.limits instead",
         message_expression: "'container ' + variables.containers.filter(c, has(c.env) && c.env.exists(e, e.name.startsWith('NVIDIA_'))).map(c, c.name).join(', ') + ' may not set ' + variables.containers.filter(c, has(c.env)).map(c, c.env.filter(e, e.name.startsWith('NVIDIA_')).map(e, e.name).join(', ')).filter(n, n != '').join(', ') + ': the NVIDIA container toolkit reads NVIDIA_* variables to hand out GPUs and devices; request GPUs in resources.limits instead'",
     },
     Rule {
         name: "nvidia-env-from",
+        judges: Judges::Writes,
         expression: "!variables.containers.exists(c, has(c.envFrom) && c.envFrom.exists(e, has(e.prefix) && e.prefix != '' && ('NVIDIA_'.startsWith(e.prefix) || e.prefix.startsWith('NVIDIA_'))))",
         message: "envFrom may not use a prefix that can form an NVIDIA_* variable name",
         message_expression: "'envFrom of container ' + variables.containers.filter(c, has(c.envFrom) && c.envFrom.exists(e, has(e.prefix) && e.prefix != '' && ('NVIDIA_'.startsWith(e.prefix) || e.prefix.startsWith('NVIDIA_')))).map(c, c.name).join(', ') + ' may not use a prefix that can form an NVIDIA_* variable name, which the NVIDIA container toolkit reads to hand out GPUs and devices; use a prefix that cannot start NVIDIA_'",
     },
     Rule {
         name: "host-namespaces",
-        expression: "params.data.hostAccess == 'true' || !((has(variables.spec.hostNetwork) && variables.spec.hostNetwork) || (has(variables.spec.hostPID) && variables.spec.hostPID) || (has(variables.spec.hostIPC) && variables.spec.hostIPC))",
-        message: "hostNetwork, hostPID and hostIPC are allowed only for hard tenants on an exclusive pool",
-        message_expression: "'tenant ' + params.data.tenant + ' may not use hostNetwork, hostPID or hostIPC: only hard tenants on an exclusive pool may; remove them'",
+        judges: Judges::Writes,
+        expression: "!((has(variables.spec.hostNetwork) && variables.spec.hostNetwork) || (has(variables.spec.hostPID) && variables.spec.hostPID) || (has(variables.spec.hostIPC) && variables.spec.hostIPC))",
+        message: "hostNetwork, hostPID and hostIPC are never allowed for tenant pods: on the node's network no NetworkPolicy applies, and RDMA needs none of them",
+        message_expression: "'tenant ' + params.data.tenant + ' may not use hostNetwork, hostPID or hostIPC, with or without host access: on the network of the node no NetworkPolicy applies, and multi-node RDMA uses rdma/* devices in the network of the pod; remove them'",
     },
     Rule {
         name: "rdma-devices",
+        judges: Judges::Writes,
         expression: "params.data.hostAccess == 'true' || !variables.resourceNames.exists(names, names.exists(r, r.startsWith('rdma/')))",
         message: "RDMA devices are allowed only for hard tenants on an exclusive pool",
         message_expression: "'tenant ' + params.data.tenant + ' may not request RDMA devices (rdma/*): only hard tenants on an exclusive pool may'",
     },
     Rule {
         name: "host-pools",
+        judges: Judges::Writes,
         expression: "params.data.hostAccess != 'true' || size(variables.hostUses) == 0 || variables.onHostPool",
-        message: "pods that use the host (hostNetwork, hostPID, hostIPC, RDMA devices or added capabilities) must select the nodes of one of their tenant's own pools with spec.nodeSelector",
+        message: "pods that use the host (RDMA devices or added capabilities) must select the nodes of one of their tenant's own pools with spec.nodeSelector",
         message_expression: "'pods of tenant ' + params.data.tenant + ' that use ' + variables.hostUses.join(', ') + ' must select the nodes of one of its own pools with spec.nodeSelector (' + variables.hostPools.map(p, p.join(' and ')).join(', or ') + '): elsewhere the scheduler may place them on nodes other tenants share'",
     },
     Rule {
         name: "counted-resources",
+        judges: Judges::Writes,
         expression: "size(variables.uncountedResources) == 0",
         message: "containers may request only cpu, memory, ephemeral-storage and the extended resources the cell's ResourceQuotas count",
         message_expression: "'resources ' + variables.uncountedResources.join(', ') + ' are counted by no ResourceQuota of cell ' + params.data.cell + ', so nothing would cap them; containers may request cpu, memory, ephemeral-storage and [' + params.data.countedResources + ']'",
     },
     Rule {
         name: "kueue-hold",
+        judges: Judges::Writes,
         expression: "size(variables.kueueReleases) == 0",
         message: "members and ServiceAccounts of the tenant may not remove Kueue's scheduling gates or kueue.x-k8s.io/managed label from a pod, or unsuspend a Job: only Kueue releases a workload it has admitted",
         message_expression: "'tenant ' + params.data.tenant + ' may not release what Kueue holds: ' + variables.kueueReleases.join(', ') + ' may be changed only by Kueue, when it admits the workload to its queue'",
     },
     Rule {
         name: "controller-references",
+        judges: Judges::Writes,
         expression: "!variables.tenantPrincipal || size(variables.controllerReferences) == 0",
         message: "members and ServiceAccounts of the tenant may not give objects a controller owner reference (but to a CronJob): Kueue would take such a pod or Job for part of a workload it has already admitted, and not hold it",
         message_expression: "'tenant ' + params.data.tenant + ' may not give ' + object.kind + 's a controller owner reference (' + variables.controllerReferences.map(r, r.kind + ' ' + r.name).join(', ') + '): Kueue would take it for part of a workload it has already admitted; only controllers set it, so remove metadata.ownerReferences'",
     },
     Rule {
+        name: "controller-ownership",
+        judges: Judges::Writes,
+        expression: "size(variables.ownershipChanges) == 0",
+        message: "members and ServiceAccounts of the tenant may not change the owner references or the labels of an object a controller owns: its controller would release it and start another, and Kueue counts a Job's pods only through the Job",
+        message_expression: "'tenant ' + params.data.tenant + ' may not change ' + variables.ownershipChanges.join(', ') + ' of ' + object.kind + ' ' + object.metadata.name + ', which ' + variables.oldControllerReferences[0].kind + ' ' + variables.oldControllerReferences[0].name + ' controls: the controller would release it and start another in its place, and Kueue would no longer count it; change the pod template of the ' + variables.oldControllerReferences[0].kind + ' instead'",
+    },
+    Rule {
+        name: "orphaning-delete",
+        judges: Judges::Deletes,
+        expression: "!variables.tenantPrincipal || !variables.orphans",
+        message: "members and ServiceAccounts of the tenant may not delete a workload and leave its pods running (propagationPolicy Orphan, or no propagationPolicy on a batch/v1 Job): Kueue releases a deleted workload's quota at once, so its pods would run uncounted",
+        message_expression: "'tenant ' + params.data.tenant + ' may not delete ' + request.resource.resource + '/' + request.name + ' and leave its pods running (' + (has(request.options.propagationPolicy) ? 'propagationPolicy Orphan' : (has(request.options.orphanDependents) ? 'orphanDependents true' : 'a batch/v1 Job deleted without propagationPolicy orphans its pods')) + '): Kueue releases the quota of a deleted workload at once, so the pods would run uncounted; delete it with propagationPolicy Background, as kubectl delete does without --cascade=orphan'",
+    },
+    Rule {
         name: "gpu-replica-sets",
+        judges: Judges::Writes,
         expression: "!variables.tenantPrincipal || object.kind != 'ReplicaSet' || !variables.gpuPod",
         message: "members and ServiceAccounts of the tenant may not write ReplicaSets with GPU pods: Kueue holds the pods of a Deployment, which its controller makes ReplicaSets for, not of a ReplicaSet a member writes",
         message_expression: "'tenant ' + params.data.tenant + ' may not write ReplicaSet ' + object.metadata.name + ' with GPU pods: Kueue holds the pods of a Deployment, which its controller makes ReplicaSets for; create a Deployment instead'",
     },
     Rule {
         name: "grace-period",
+        judges: Judges::Writes,
         expression: "!has(variables.spec.terminationGracePeriodSeconds) || variables.spec.terminationGracePeriodSeconds <= int(params.data.maxGracePeriodSeconds)",
         message: "spec.terminationGracePeriodSeconds may not exceed the cell's limit: a pod that Kueue preempts keeps its quota until it has stopped",
         message_expression: "'spec.terminationGracePeriodSeconds ' + string(variables.spec.terminationGracePeriodSeconds) + ' is more than ' + params.data.maxGracePeriodSeconds + ': a pod that Kueue preempts or evicts keeps its GPUs until it has stopped, so lower it'",
     },
     Rule {
         name: "probe-host",
+        judges: Judges::Writes,
         expression: "size(variables.probeHostContainers) == 0",
         message: "probes and lifecycle handlers may not name a host: the kubelet would send their requests from the node's network, past every NetworkPolicy",
         message_expression: "'container ' + variables.probeHostContainers.join(', ') + ' may not set host in an httpGet or tcpSocket probe or lifecycle handler: the kubelet sends those requests from the node, past every NetworkPolicy; remove host, so that the pod address is used'",
     },
     Rule {
         name: "images",
+        judges: Judges::Writes,
         expression: "size(variables.badImages) == 0",
         message: "images of containers and image volumes must come from the tenant's registries and be pinned by @sha256: digest",
         message_expression: "'image ' + variables.badImages.join(', ') + ' is not allowed: images of containers and image volumes must come from [' + params.data.registries + '] and be pinned by @sha256:<digest>'",
     },
     Rule {
         name: "weight-digest",
+        judges: Judges::Writes,
         expression: "!variables.loadsWeights || ('tenantc.io/weight-digest' in variables.annotations && variables.annotations['tenantc.io/weight-digest'] in variables.weightDigests)",
         message: "pods that load weights must carry the annotation tenantc.io/weight-digest with one of the tenant's pinned digests",
         message_expression: "('tenantc.io/weight-digest' in variables.annotations ? 'weight digest ' + variables.annotations['tenantc.io/weight-digest'] + ' is not one of the pinned digests of tenant ' + params.data.tenant : 'pods that load weights must carry the annotation tenantc.io/weight-digest') + ' (pinned: [' + params.data.weightDigests + '])'",
     },
     Rule {
         name: "weight-volumes-read-only",
+        judges: Judges::Writes,
         expression: "variables.containers.all(c, !has(c.volumeMounts) || c.volumeMounts.all(m, !(m.name == 'weights' || m.name.startsWith('weights-')) || (has(m.readOnly) && m.readOnly)))",
         message: "weight volumes (named weights or weights-*) must be mounted with readOnly: true",
         message_expression: "'container ' + variables.containers.filter(c, has(c.volumeMounts) && c.volumeMounts.exists(m, (m.name == 'weights' || m.name.startsWith('weights-')) && !(has(m.readOnly) && m.readOnly))).map(c, c.name).join(', ') + ' must mount its weight volumes with readOnly: true'",
     },
     Rule {
         name: "node-name",
+        judges: Judges::Writes,
         expression: "!has(variables.spec.nodeName) || variables.spec.nodeName == '' || (request.kind.kind == 'Pod' && request.operation == 'UPDATE')",
         message: "pods may not name their node: spec.nodeName skips the scheduler, and with it every pool taint and Kueue's flavor pinning",
         message_expression: "'spec.nodeName ' + variables.spec.nodeName + ' is not allowed: the scheduler places tenant pods, so that pool taints and Kueue flavors hold; remove spec.nodeName'",
     },
     Rule {
         name: "host-path",
+        judges: Judges::Writes,
         expression: "!variables.volumes.exists(v, has(v.hostPath))",
         message: "hostPath volumes are not allowed",
         message_expression: "'volume ' + variables.volumes.filter(v, has(v.hostPath)).map(v, v.name).join(', ') + ' is a hostPath volume, which tenant pods may not use'",
     },
     Rule {
         name: "own-references",
+        judges: Judges::Writes,
         expression: "size(variables.foreignReferences) == 0",
         message: "PersistentVolumeClaims, volume snapshots and Secrets that pods and claims reference must be named with the tenant's name and a dash as prefix",
         message_expression: "'references to ' + variables.foreignReferences.join(', ') + ' are not allowed: PersistentVolumeClaims, volume snapshots and Secrets of tenant ' + params.data.tenant + ' must be named ' + params.data.tenant + '-*'",
     },
     Rule {
         name: "claim-binding",
+        judges: Judges::Writes,
         expression: "size(variables.claimBindings) == 0",
         message: "PersistentVolumeClaims and claim templates may not set spec.volumeName, spec.selector or spec.dataSourceRef.namespace, which could bind another tenant's volume or data; claim a new volume by storage class and size only",
         message_expression: "'claims of tenant ' + params.data.tenant + ' may not set ' + variables.claimBindings.join('; ') + ': a PersistentVolume named or selected by label, or data of another namespace, may belong to another tenant; remove them and claim a new volume by storage class and size only'",
     },
     Rule {
         name: "training-service-account",
+        judges: Judges::Writes,
         expression: "variables.isClaim || !(request.namespace in variables.inferenceNamespaces) || !((has(variables.spec.serviceAccountName) ? variables.spec.serviceAccountName : 'default') in variables.trainingServiceAccounts)",
         message: "the training ServiceAccount may not be used in inference namespaces",
         message_expression: "'ServiceAccount ' + variables.spec.serviceAccountName + ' is the training identity of tenant ' + params.data.tenant + ' and may not run in inference namespace ' + request.namespace",
     },
     Rule {
         name: "chargeback-labels",
+        judges: Judges::Writes,
         expression: "variables.isClaim || size(variables.missingLabels) == 0 && variables.labels['tenant.platform/tenant'] == params.data.tenant && variables.labels['tenant.platform/cell'] == params.data.cell && (!variables.gpuPod || variables.labels['tenant.platform/sku'] in variables.gpuModels)",
         message: "pods must carry the chargeback labels tenant.platform/tenant, tenant.platform/cell and, with GPUs, tenant.platform/sku (the queue label is required by the local-queue rule)",
         message_expression: "size(variables.missingLabels) > 0 ? 'pods must carry the chargeback labels ' + variables.missingLabels.join(', ') : 'chargeback labels must be tenant.platform/tenant=' + params.data.tenant + ', tenant.platform/cell=' + params.data.cell + (variables.gpuPod ? ' and tenant.platform/sku one of [' + params.data.gpuModels + ']' : '')",
     },
     Rule {
         name: "forbidden-labels",
+        judges: Judges::Writes,
         expression: "size(variables.badLabelKeys) == 0",
         message: "pods and workloads may not carry labels that hold user data (prompts, user emails, session ids), whatever their case, separators or prefix",
         message_expression: "'labels ' + variables.badLabelKeys.join(', ') + ' may hold user data and are not allowed; forbidden: [' + params.data.forbiddenLabelKeys + '], compared without case, -, _ and . and with any prefix'",
@@ -550,23 +648,32 @@ pub const MATCH_CONDITION: (&str, &str) = (
 
 /// The policy, the same in every cell.
 pub fn policy() -> ValidatingAdmissionPolicy {
-    let mut groups: BTreeMap<(&str, &str), Vec<String>> = BTreeMap::new();
+    // One rule per API group, version and set of operations: the workloads are judged on
+    // DELETE too.
+    let mut groups: BTreeMap<(&str, &str, &[&str]), Vec<String>> = BTreeMap::new();
     for (group, version, resource) in MATCHED {
+        let operations: &[&str] = if judges_deletes(group) {
+            &["CREATE", "UPDATE", "DELETE"]
+        } else {
+            &["CREATE", "UPDATE"]
+        };
         groups
-            .entry((group, version))
+            .entry((group, version, operations))
             .or_default()
             .push((*resource).to_string());
     }
     let resource_rules = groups
         .into_iter()
-        .map(|((group, version), resources)| NamedRuleWithOperations {
-            api_groups: Some(vec![group.to_string()]),
-            api_versions: Some(vec![version.to_string()]),
-            operations: Some(vec!["CREATE".to_string(), "UPDATE".to_string()]),
-            resources: Some(resources),
-            scope: Some("Namespaced".to_string()),
-            ..NamedRuleWithOperations::default()
-        })
+        .map(
+            |((group, version, operations), resources)| NamedRuleWithOperations {
+                api_groups: Some(vec![group.to_string()]),
+                api_versions: Some(vec![version.to_string()]),
+                operations: Some(operations.iter().map(|op| (*op).to_string()).collect()),
+                resources: Some(resources),
+                scope: Some("Namespaced".to_string()),
+                ..NamedRuleWithOperations::default()
+            },
+        )
         .collect();
     ValidatingAdmissionPolicy {
         metadata: cluster_meta(POLICY_NAME),
@@ -597,7 +704,7 @@ pub fn policy() -> ValidatingAdmissionPolicy {
                 RULES
                     .iter()
                     .map(|rule| Validation {
-                        expression: rule.expression.to_string(),
+                        expression: rule.emitted_expression(),
                         message: Some(rule.message.to_string()),
                         message_expression: Some(rule.message_expression.to_string()),
                         reason: Some("Forbidden".to_string()),

@@ -77,8 +77,9 @@ pub fn exceptions_annotation() -> String {
     format!("{LABEL_PREFIX}/pod-security-exceptions")
 }
 
-/// Capabilities the `baseline` Pod Security level lets containers add.
-const BASELINE_CAPABILITIES: &[&str] = &[
+/// Capabilities the `baseline` Pod Security level lets containers add (also what
+/// `policy/pod_security.rs` checks them against).
+pub(crate) const BASELINE_CAPABILITIES: &[&str] = &[
     "AUDIT_WRITE",
     "CHOWN",
     "DAC_OVERRIDE",

@@ -13,8 +13,9 @@
 //!   ServiceAccount and cloud identity.
 //!
 //! Invariants:
-//! - Read grants name only `models/<tenant>/`, the tenant's `shared/…/` prefixes and, for its
-//!   own use, `checkpoints/<tenant>/`; write grants name only `checkpoints/<tenant>/`, and only
+//! - Read grants name only `models/<tenant>/`, the tenant's `shared/…/` prefixes on the buckets
+//!   the plan grants each on (`SharedBasePlan::buckets`) and, for its own use,
+//!   `checkpoints/<tenant>/`; write grants name only `checkpoints/<tenant>/`, and only
 //!   the `train` identity has them; ListBucket always carries an `s3:prefix` condition.
 //! - Trust names exactly the workload's own ServiceAccount with `StringEquals`, never a pattern.
 //! - Every document is typed ([`PolicyDocument`], [`GcpPolicy`], …) and written with sorted keys,
@@ -185,11 +186,17 @@ pub fn gcs_prefix_condition(bucket: &str, prefix: &str) -> String {
     format!("resource.name.startsWith(\"projects/_/buckets/{bucket}/objects/{prefix}\")")
 }
 
-/// The prefixes a workload may read: its models, the shared bases and, for the writer, its own
-/// checkpoints (to resume from them).
-pub fn read_prefixes(tenant: &TenantPlan, kind: &str) -> Vec<String> {
+/// The prefixes a workload may read in `bucket`: its models, the shared bases granted to it on
+/// that bucket and, for the writer, its own checkpoints (to resume from them).
+pub fn read_prefixes(tenant: &TenantPlan, kind: &str, bucket: &str) -> Vec<String> {
     let mut prefixes = vec![models_prefix(&tenant.name)];
-    prefixes.extend(tenant.shared_bases.iter().cloned());
+    prefixes.extend(
+        tenant
+            .shared_bases
+            .iter()
+            .filter(|base| base.on(bucket))
+            .map(|base| base.prefix.clone()),
+    );
     if kind == WRITER_KIND {
         prefixes.push(checkpoints_prefix(&tenant.name));
     }
@@ -207,54 +214,67 @@ pub fn write_prefixes(tenant: &TenantPlan, kind: &str) -> Vec<String> {
     }
 }
 
-/// The identity policy of a workload's AWS role.
+/// The identity policy of a workload's AWS role: what it reads and lists in each bucket (one
+/// pair of statements for the buckets that share a set of prefixes, so a shared base granted
+/// on one bucket is neither read nor listed on another) and, for the writer, its checkpoints.
 pub fn permissions(storage: &StoragePlan, tenant: &TenantPlan, kind: &str) -> PolicyDocument {
-    let read = read_prefixes(tenant, kind);
     let write = write_prefixes(tenant, kind);
     let strings = |items: &[&str]| items.iter().map(|item| item.to_string()).collect();
-    let objects = |prefixes: &[String]| -> Vec<String> {
-        storage
-            .buckets
-            .iter()
-            .flat_map(|bucket| prefixes.iter().map(|prefix| object_arn(bucket, prefix)))
-            .collect()
-    };
-    let mut listed: Vec<String> = read.iter().map(|prefix| format!("{prefix}*")).collect();
-    listed.extend(write.iter().map(|prefix| format!("{prefix}*")));
-    listed.sort();
-    listed.dedup();
-    let mut statement = vec![
-        Statement {
-            sid: "ReadModels".into(),
+    // Buckets grouped by what the workload reads in them, in declaration order of the first.
+    let mut groups: Vec<(Vec<String>, Vec<&String>)> = Vec::new();
+    for bucket in &storage.buckets {
+        let read = read_prefixes(tenant, kind, bucket);
+        match groups.iter_mut().find(|(prefixes, _)| *prefixes == read) {
+            Some((_, buckets)) => buckets.push(bucket),
+            None => groups.push((read, vec![bucket])),
+        }
+    }
+    let mut statement = Vec::new();
+    for (idx, (read, buckets)) in groups.iter().enumerate() {
+        // The first group keeps the names of a one-group policy.
+        let suffix = if idx == 0 {
+            String::new()
+        } else {
+            (idx + 1).to_string()
+        };
+        let mut listed: Vec<String> = read.iter().map(|prefix| format!("{prefix}*")).collect();
+        listed.extend(write.iter().map(|prefix| format!("{prefix}*")));
+        listed.sort();
+        listed.dedup();
+        statement.push(Statement {
+            sid: format!("ReadModels{suffix}"),
             effect: "Allow".into(),
             principal: None,
             action: strings(&READ_ACTIONS),
-            resource: objects(&read),
+            resource: buckets
+                .iter()
+                .flat_map(|bucket| read.iter().map(|prefix| object_arn(bucket, prefix)))
+                .collect(),
             condition: Conditions::new(),
-        },
-        Statement {
-            sid: "ListOwnPrefixes".into(),
+        });
+        statement.push(Statement {
+            sid: format!("ListOwnPrefixes{suffix}"),
             effect: "Allow".into(),
             principal: None,
             action: vec![LIST_ACTION.to_string()],
-            resource: storage
-                .buckets
-                .iter()
-                .map(|bucket| bucket_arn(bucket))
-                .collect(),
+            resource: buckets.iter().map(|bucket| bucket_arn(bucket)).collect(),
             condition: Conditions::from([(
                 "StringLike".to_string(),
                 BTreeMap::from([("s3:prefix".to_string(), listed)]),
             )]),
-        },
-    ];
+        });
+    }
     if !write.is_empty() {
         statement.push(Statement {
             sid: "WriteCheckpoints".into(),
             effect: "Allow".into(),
             principal: None,
             action: strings(&WRITE_ACTIONS),
-            resource: objects(&write),
+            resource: storage
+                .buckets
+                .iter()
+                .flat_map(|bucket| write.iter().map(|prefix| object_arn(bucket, prefix)))
+                .collect(),
             condition: Conditions::new(),
         });
     }
@@ -356,7 +376,7 @@ pub fn bucket_bindings(bucket: &str, project: &str, tenant: &TenantPlan, kind: &
             expression: gcs_prefix_condition(bucket, prefix),
         }),
     };
-    let mut bindings: Vec<GcpBinding> = read_prefixes(tenant, kind)
+    let mut bindings: Vec<GcpBinding> = read_prefixes(tenant, kind, bucket)
         .iter()
         .filter(|prefix| !write_prefixes(tenant, kind).contains(prefix))
         .map(|prefix| binding(GCP_READ_ROLE, prefix, "read"))

@@ -11,30 +11,33 @@
 //! slashdashes, recovery after errors) in loops, so no input can exhaust the stack.
 //! Lines end at every KDL v2 newline (CRLF, CR, LF, NEL, VT, FF, LS, PS), and the disallowed
 //! literal code points of the KDL v2 specification are reported by name at their position.
+//! Every finding (`kdl-syntax`, `kdl-unsupported`, `document-shape`) goes through the file's
+//! cap as it is reported ([`FileFindings`]), so a file that repeats a mistake on every line
+//! costs a count per line, not a diagnostic.
 //! The parser was written because kdl-rs recurses once per comment piece, per misplaced `}` and
 //! per chained slashdash; `kdl_parity.rs` checks that both read valid input alike.
 
 use super::{Document, Entry, Format, Map, Node, Root, Value};
-use crate::diag::{Code, Diagnostic};
-use crate::limits::{MAX_DIAGNOSTICS_PER_FILE, MAX_NESTING};
+use crate::diag::{Code, Diagnostic, FileFindings, Severity};
+use crate::limits::MAX_NESTING;
 use crate::source::{FileId, Span};
 
 /// Parses a KDL v2 file.
 pub fn parse(file: FileId, text: &str) -> (Document, Vec<Diagnostic>) {
     let mut parser = Parser::start(file, text);
     let nodes = parser.document();
-    let mut diagnostics = parser.diagnostics;
+    let mut findings = parser.findings;
     let mut document = Document {
         file,
         format: Format::Kdl,
         root: None,
     };
     if parser.failed {
-        return (document, diagnostics);
+        return (document, findings.finish());
     }
     let mut nodes = nodes.into_iter();
     let Some(first) = nodes.next() else {
-        diagnostics.push(
+        findings.push(
             Diagnostic::error(
                 Code::DocumentShape,
                 Span::new(file, 0..0),
@@ -42,34 +45,43 @@ pub fn parse(file: FileId, text: &str) -> (Document, Vec<Diagnostic>) {
             )
             .with_help("declare one `tenant \"<name>\" { … }` or `cell \"<name>\" { … }` node"),
         );
-        return (document, diagnostics);
+        return (document, findings.finish());
     };
     for extra in nodes {
-        diagnostics.push(
-            Diagnostic::error(
-                Code::DocumentShape,
-                extra.name_span,
-                "a file declares exactly one tenant or cell",
-            )
-            .with_label("second top-level node")
-            .with_secondary(first.name_span, "first declaration")
-            .with_help("move this declaration into a file of its own"),
+        // One finding per extra node, through the cap: a file of many nodes makes few.
+        findings.report(
+            Code::DocumentShape,
+            Severity::Error,
+            extra.name_span,
+            || {
+                Diagnostic::error(
+                    Code::DocumentShape,
+                    extra.name_span,
+                    "a file declares exactly one tenant or cell",
+                )
+                .with_label("second top-level node")
+                .with_secondary(first.name_span, "first declaration")
+                .with_help("move this declaration into a file of its own")
+            },
         );
     }
     document.root = Some(Root {
         kind: Some((first.name, first.name_span)),
         node: first.node,
     });
-    (document, diagnostics)
+    (document, findings.finish())
 }
 
-/// Every top-level node that is not commented out, or `None` after a syntax error; for the
-/// parity tests against kdl-rs, which read a document as a list of nodes.
-#[cfg(test)]
-pub(crate) fn parse_all(text: &str) -> Option<Vec<(String, Node)>> {
-    let mut parser = Parser::start(FileId(0), text);
+/// Every top-level node of a KDL v2 file that is not commented out, in order, as its name and
+/// node, or `None` after a syntax error; with the file's findings, capped as [`parse`] caps
+/// them, but without the `document-shape` ones (any number of nodes is a KDL document).
+/// [`parse`] keeps the first node as the declaration; the parity tests against kdl-rs and the
+/// KDL test suite (`tests/kdl_suite.rs`) read them all.
+pub fn parse_nodes(file: FileId, text: &str) -> (Option<Vec<(String, Node)>>, Vec<Diagnostic>) {
+    let mut parser = Parser::start(file, text);
     let nodes = parser.document();
-    (!parser.failed).then(|| nodes.into_iter().map(|n| (n.name, n.node)).collect())
+    let nodes = (!parser.failed).then(|| nodes.into_iter().map(|n| (n.name, n.node)).collect());
+    (nodes, parser.findings.finish())
 }
 
 const BOM: char = '\u{feff}';
@@ -165,7 +177,11 @@ struct Parser<'a> {
     file: FileId,
     text: &'a str,
     pos: usize,
-    diagnostics: Vec<Diagnostic>,
+    /// Every finding goes through the file's cap as it is reported, so a file that repeats a
+    /// mistake costs a count per repeat, not a diagnostic.
+    findings: FileFindings,
+    /// Whether findings are dropped, while recovery reads leniently over what it skips.
+    quiet: bool,
     /// Whether a syntax error was reported; the file then has no root.
     failed: bool,
     /// How many times the parser looked at the text; tests compare it across input sizes to
@@ -183,19 +199,25 @@ impl<'a> Parser<'a> {
     /// A parser at the start of `text`: disallowed code points are reported, and a leading
     /// byte order mark is skipped.
     fn start(file: FileId, text: &'a str) -> Self {
-        let mut parser = Parser {
-            file,
-            text,
-            pos: 0,
-            diagnostics: Vec::new(),
-            failed: false,
-            steps: std::cell::Cell::new(0),
-        };
+        let mut parser = Parser::at(file, text, 0, false);
         parser.disallowed_code_points();
         if parser.peek() == Some(BOM) {
             parser.pos += BOM.len_utf8();
         }
         parser
+    }
+
+    /// A parser at `pos` of `text`, with no findings yet.
+    fn at(file: FileId, text: &'a str, pos: usize, quiet: bool) -> Self {
+        Parser {
+            file,
+            text,
+            pos,
+            findings: FileFindings::new(),
+            quiet,
+            failed: false,
+            steps: std::cell::Cell::new(0),
+        }
     }
 
     fn rest(&self) -> &'a str {
@@ -228,16 +250,18 @@ impl<'a> Parser<'a> {
 
     fn error(&mut self, span: Span, message: impl Into<String>, label: &str, help: &str) {
         self.failed = true;
-        // One more than the per-file cap is kept, so that the cap still says that some were
-        // left out, and a file of a million errors cannot take a million allocations.
-        if self.diagnostics.len() > MAX_DIAGNOSTICS_PER_FILE {
-            return;
-        }
-        self.diagnostics.push(
+        self.report(Code::KdlSyntax, span, || {
             Diagnostic::error(Code::KdlSyntax, span, message)
                 .with_label(label)
-                .with_help(help),
-        );
+                .with_help(help)
+        });
+    }
+
+    /// Reports an error finding through the file's cap, unless the parser is quiet.
+    fn report(&mut self, code: Code, span: Span, make: impl FnOnce() -> Diagnostic) {
+        if !self.quiet {
+            self.findings.report(code, Severity::Error, span, make);
+        }
     }
 
     /// Reports every disallowed literal code point, by name, at its position.
@@ -466,15 +490,16 @@ impl<'a> Parser<'a> {
         let open = self.pos;
         if depth >= MAX_NESTING {
             self.failed = true;
-            self.diagnostics.push(
+            let span = self.span(open, open + 1);
+            self.report(Code::KdlUnsupported, span, || {
                 Diagnostic::error(
                     Code::KdlUnsupported,
-                    self.span(open, open + 1),
+                    span,
                     format!("nodes nest deeper than {MAX_NESTING} levels"),
                 )
                 .with_label("too deep")
-                .with_help("declarations nest a few levels; check for a runaway `{`"),
-            );
+                .with_help("declarations nest a few levels; check for a runaway `{`")
+            });
             self.skip_block();
             return Err(());
         }
@@ -572,15 +597,15 @@ impl<'a> Parser<'a> {
         }
         self.bump();
         if keep {
-            self.diagnostics.push(
+            self.report(Code::KdlUnsupported, token.span, || {
                 Diagnostic::error(
                     Code::KdlUnsupported,
                     token.span,
                     "type annotations are not part of the declaration language",
                 )
                 .with_label("remove this annotation")
-                .with_help("write the plain value; quantities such as `\"500m\"` are strings"),
-            );
+                .with_help("write the plain value; quantities such as `\"500m\"` are strings")
+            });
         }
         Ok(())
     }
@@ -606,6 +631,8 @@ impl<'a> Parser<'a> {
                 return Err(());
             }
         };
+        // A slashdash may follow a value directly (kdl-org/kdl #499); kdl-rs 6.7 still refuses
+        // it, a deviation `kdl_parity.rs` names.
         let terminated = match self.peek() {
             None => true,
             Some(ch) => {
@@ -614,6 +641,7 @@ impl<'a> Parser<'a> {
                     || matches!(ch, ';' | '=' | ')' | '{' | '}' | '\\')
                     || self.starts_with("//")
                     || self.starts_with("/*")
+                    || self.starts_with("/-")
             }
         };
         if !terminated {
@@ -1037,14 +1065,7 @@ impl<'a> Parser<'a> {
                 value.push_str(body);
                 continue;
             }
-            let mut sub = Parser {
-                file: self.file,
-                text: self.text,
-                pos: body_start,
-                diagnostics: Vec::new(),
-                failed: false,
-                steps: std::cell::Cell::new(0),
-            };
+            let mut sub = Parser::at(self.file, self.text, body_start, self.quiet);
             let body_end = body_start + body.len();
             while sub.pos < body_end {
                 if sub.starts_with("\"\"\"") {
@@ -1079,7 +1100,9 @@ impl<'a> Parser<'a> {
             }
             if sub.failed {
                 self.failed = true;
-                self.diagnostics.append(&mut sub.diagnostics);
+                for diagnostic in sub.findings.finish() {
+                    self.findings.push(diagnostic);
+                }
                 return Err(());
             }
         }
@@ -1264,7 +1287,8 @@ impl<'a> Parser<'a> {
 
     /// Skips one character, or a whole string or comment, leniently and without reporting.
     fn skip_token(&mut self) {
-        let saved = (self.diagnostics.len(), self.failed);
+        let saved = (self.quiet, self.failed);
+        self.quiet = true;
         let start = self.pos;
         let read = if self.starts_with("/*") {
             Some(self.block_comment().is_ok())
@@ -1279,7 +1303,7 @@ impl<'a> Parser<'a> {
         } else {
             None
         };
-        self.diagnostics.truncate(saved.0);
+        self.quiet = saved.0;
         self.failed = saved.1;
         // A string or comment that did not parse ends where its reading stopped: at the end of
         // its line, at a bad escape, or at the end of the text for an unclosed comment or
@@ -1616,6 +1640,124 @@ mod tests {
         assert_eq!(keys, ["c", "g"]);
     }
 
+    /// KDL v2 has allowed a slashdash right after a value since kdl-org/kdl #499 (2025-01-29):
+    /// `(node-space | slashdash)` before each entry, `node-space*` before a slashdashed block.
+    #[test]
+    fn slashdash_needs_no_space_before_it() {
+        for (text, args, keys) in [
+            (
+                "node \"string\"/-1\n",
+                vec![Value::Str("string".into())],
+                vec![],
+            ),
+            (
+                "node \"string\"/-{}\n",
+                vec![Value::Str("string".into())],
+                vec![],
+            ),
+            (
+                "node \"string\" {}/-{}\n",
+                vec![Value::Str("string".into())],
+                vec![],
+            ),
+            (
+                "node \"string\"/-foo=1\n",
+                vec![Value::Str("string".into())],
+                vec![],
+            ),
+            ("node/-1 2\n", vec![Value::Int(2)], vec![]),
+            (
+                "node 1/-2/-3 4\n",
+                vec![Value::Int(1), Value::Int(4)],
+                vec![],
+            ),
+            (
+                "node k=1/-2 #true/-{ x }\n",
+                vec![Value::Bool(true)],
+                vec!["k"],
+            ),
+            (
+                "node #\"r\"#/-\"\"\"\n  x\n  \"\"\"/- y\n",
+                vec![Value::Str("r".into())],
+                vec![],
+            ),
+            ("node {\n  a\n}/-{ b }\n", vec![], vec!["a"]),
+        ] {
+            let (map, diagnostics) = root_map(text);
+            assert!(diagnostics.is_empty(), "{text:?}: {diagnostics:?}");
+            let values: Vec<_> = map.args.iter().map(|n| n.value.clone()).collect();
+            assert_eq!(values, args, "{text:?}");
+            let found: Vec<_> = map.entries.iter().map(|e| e.key.as_str()).collect();
+            assert_eq!(found, keys, "{text:?}");
+        }
+        // A `/` that starts no comment still needs a space before the next value.
+        for text in [
+            "node \"a\"/x\n",
+            "node 1/ 2\n",
+            "node \"a\"/\n",
+            "node \"a\"/-\n",
+        ] {
+            let found = errors(text);
+            assert!(
+                found.iter().all(|(code, _, _)| *code == Code::KdlSyntax) && !found.is_empty(),
+                "{text:?}: {found:?}"
+            );
+        }
+    }
+
+    /// Every finding of the parser goes through the file's cap as it is reported (issue 24):
+    /// whatever a file repeats, the parser returns what one file shows, and counts the rest.
+    #[test]
+    fn every_finding_is_capped_as_it_is_reported() {
+        let nested = format!(
+            "{}{}{}",
+            "x {".repeat(MAX_NESTING),
+            "y {}\n".repeat(50_000),
+            "}".repeat(MAX_NESTING)
+        );
+        let cases = [
+            (
+                "(t)n (u)1 k=(v)2\n".repeat(100_000),
+                vec![
+                    (Code::KdlUnsupported, 300_000),
+                    (Code::DocumentShape, 99_999),
+                ],
+            ),
+            ("n 1abc\n".repeat(100_000), vec![(Code::KdlSyntax, 100_000)]),
+            (nested, vec![(Code::KdlUnsupported, 50_000)]),
+        ];
+        for (text, expected) in cases {
+            let (_, diagnostics) = parse(FileId(0), &text);
+            assert!(
+                diagnostics.len() <= crate::limits::MAX_DIAGNOSTICS_PER_FILE + 1,
+                "{} diagnostics",
+                diagnostics.len()
+            );
+            let mut found: Vec<(Code, usize)> = Vec::new();
+            for diagnostic in &diagnostics {
+                let counts = if diagnostic.code == Code::DiagnosticsTruncated {
+                    diagnostic
+                        .hidden
+                        .iter()
+                        .map(|h| (h.code, h.errors))
+                        .collect()
+                } else {
+                    vec![(diagnostic.code, 1)]
+                };
+                for (code, count) in counts {
+                    match found.iter_mut().find(|(seen, _)| *seen == code) {
+                        Some((_, total)) => *total += count,
+                        None => found.push((code, count)),
+                    }
+                }
+            }
+            found.sort();
+            let mut expected = expected;
+            expected.sort();
+            assert_eq!(found, expected);
+        }
+    }
+
     #[test]
     fn the_issue_reproducers_are_diagnostics() {
         for opener in ["#\"\\\"#", "#\"a\"b\"#", "\"\\\"\"", "/* /* */ */"] {
@@ -1716,14 +1858,7 @@ mod tests {
         ];
         let steps = |head: &str, piece: &str, tail: &str, count: usize| {
             let text = format!("{head}{}{tail}", piece.repeat(count));
-            let mut parser = Parser {
-                file: FileId(0),
-                text: &text,
-                pos: 0,
-                diagnostics: Vec::new(),
-                failed: false,
-                steps: std::cell::Cell::new(0),
-            };
+            let mut parser = Parser::at(FileId(0), &text, 0, false);
             parser.document();
             parser.steps.get()
         };

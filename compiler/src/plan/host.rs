@@ -6,9 +6,10 @@
 //! namespace's plan, and a `pod-security-exception-not-allowed` warning for every exception
 //! withheld in the cell.
 //!
-//! Host networking, RDMA devices and the capabilities of a Pod Security exception act on the
-//! node's kernel and network, so they are granted only where the tenant shares no node with
-//! another tenant: the tenant is `hard`, and every pool it has a flavor for is its alone. A
+//! RDMA devices and the capabilities of a Pod Security exception act on the node's kernel and
+//! devices, so they are granted only where the tenant shares no node with another tenant (the
+//! host's network, PID and IPC namespaces are never granted: no NetworkPolicy applies on the
+//! node's network, and multi-node RDMA with the RDMA device plugin needs none of them): the tenant is `hard`, and every pool it has a flavor for is its alone. A
 //! pool is a tenant's alone when it is `exclusive`, the cell declares this tenant its `owner`
 //! (which `validate/pools.rs` makes binding: no other tenant may name an owned pool, so another
 //! tenant's declaration can never withdraw the grant), no other tenant of the cell has a flavor
@@ -31,8 +32,8 @@ use crate::source::{SourceMap, Span};
 
 use super::{CellPlan, PoolPlan, TenantPlan};
 
-/// Whether a tenant's pods may use the host network, RDMA devices and its Pod Security
-/// exceptions in one cell, and why.
+/// Whether a tenant's pods may use RDMA devices and its Pod Security exceptions in one cell,
+/// and why (never the host's network, PID or IPC namespaces).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct HostAccessPlan {
     /// Whether it is granted.

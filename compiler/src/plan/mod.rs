@@ -319,19 +319,37 @@ pub struct TenantPlan {
     pub capacity: Vec<Effective>,
     /// The tenant's fleet reservations, with this cell's part.
     pub fleet: Vec<FleetShare>,
-    /// Whether its pods may use the host network, RDMA devices and its Pod Security exceptions
-    /// in the cell (`host.rs`): only when it is `hard` and every pool it reaches is its alone,
-    /// which depends on the cell's other tenants.
+    /// Whether its pods may use RDMA devices and its Pod Security exceptions in the cell
+    /// (`host.rs`; never the host's network, PID or IPC namespaces): only when it is `hard` and
+    /// every pool it reaches is its alone, which depends on the cell's other tenants.
     pub cell_host_access: host::HostAccessPlan,
     /// The image registries (with path prefix) its pods may pull from.
     #[serde(skip)]
     pub registries: Vec<String>,
-    /// Read-only shared-base object prefixes (`shared/…/`); not part of `describe`.
+    /// Read-only shared-base object prefixes (`shared/…/`), each with the buckets of the cell
+    /// it is granted on (`facts::storage::granted_buckets`); not part of `describe`.
     #[serde(skip)]
-    pub shared_bases: Vec<String>,
+    pub shared_bases: Vec<SharedBasePlan>,
     /// The tenant's model weights, each verified against its lock entry and signature (the
     /// weights stage fills it; a model that failed is never here), sorted by name and version.
     pub weights: Vec<crate::weights::VerifiedModel>,
+}
+
+/// A shared base a tenant reads in a cell, and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SharedBasePlan {
+    /// The object key prefix, `shared/…/`.
+    pub prefix: String,
+    /// The buckets of the cell's storage it is granted on, in declaration order: a subset of
+    /// `StoragePlan::buckets`, empty in a cell without storage.
+    pub buckets: Vec<String>,
+}
+
+impl SharedBasePlan {
+    /// Whether the base is granted on `bucket`.
+    pub fn on(&self, bucket: &str) -> bool {
+        self.buckets.iter().any(|granted| granted == bucket)
+    }
 }
 
 /// One fleet reservation of a tenant as one cell sees it.
@@ -644,6 +662,7 @@ fn cell_plan(
         .iter()
         .filter_map(|(tenant, quota)| {
             Some(tenant_plan(
+                fleet,
                 tenant,
                 tenant.trust.as_ref()?.value,
                 quota,
@@ -762,6 +781,7 @@ pub const FLUX_NAMESPACE: &str = "flux-system";
 
 #[allow(clippy::too_many_arguments)]
 fn tenant_plan(
+    fleet: &Fleet,
     tenant: &Tenant,
     trust: Trust,
     quota: &crate::model::Quota,
@@ -995,7 +1015,18 @@ fn tenant_plan(
         shared_bases: tenant
             .shared_bases
             .iter()
-            .map(|base| base.value.clone())
+            .map(|base| SharedBasePlan {
+                prefix: base.value.clone(),
+                buckets: crate::facts::storage::granted_buckets(
+                    fleet,
+                    cell,
+                    &tenant.name.value,
+                    &base.value,
+                )
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+            })
             .collect(),
         // Filled by `compile` from the weights stage, which runs before the plan.
         weights: Vec::new(),

@@ -21,6 +21,9 @@
 //! expression that reads it fails too (the API server evaluates variables lazily, with the
 //! same effect); the evaluator never panics on any object.
 
+pub mod judge;
+pub mod pod_security;
+
 use std::sync::Arc;
 
 use k8s_openapi::api::admissionregistration::v1::{
@@ -34,14 +37,17 @@ use serde_json::{Map, Value as Json, json};
 /// An admission request, as the policy sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
-    /// `CREATE` or `UPDATE`.
+    /// `CREATE`, `UPDATE` or `DELETE`.
     pub operation: String,
     /// The namespace of the object.
     pub namespace: String,
-    /// The object, as JSON.
+    /// The object, as JSON; `null` on a DELETE, as the API server passes it.
     pub object: Json,
-    /// The object before an UPDATE.
+    /// The object before an UPDATE, or the one a DELETE removes.
     pub old_object: Option<Json>,
+    /// The options of the request (`request.options`): a DELETE's `DeleteOptions`, such as
+    /// `{"propagationPolicy": "Orphan"}`; `None` is `null`.
+    pub options: Option<Json>,
     /// The subresource (`ephemeralcontainers`), if any.
     pub subresource: Option<String>,
     /// The user who makes the request (`request.userInfo.username`).
@@ -60,9 +66,33 @@ impl Request {
             namespace: namespace.to_string(),
             object,
             old_object: None,
+            options: None,
             subresource: None,
             username: String::new(),
             groups: Vec::new(),
+        }
+    }
+
+    /// A DELETE of `object` in `namespace` with `options` (its `DeleteOptions`; an empty
+    /// object when the client sent none, as the API server passes it).
+    pub fn delete(namespace: &str, object: Json, options: Json) -> Self {
+        Self {
+            operation: "DELETE".to_string(),
+            namespace: namespace.to_string(),
+            object: Json::Null,
+            old_object: Some(object),
+            options: Some(options),
+            subresource: None,
+            username: String::new(),
+            groups: Vec::new(),
+        }
+    }
+
+    /// The object the request is about: the one it writes, or the one a DELETE removes.
+    pub fn subject(&self) -> &Json {
+        match (&self.object, &self.old_object) {
+            (Json::Null, Some(old)) => old,
+            (object, _) => object,
         }
     }
 }
@@ -159,10 +189,9 @@ pub fn selects(selector: &LabelSelector, labels: &Map<String, Json>) -> bool {
 fn resources_match(
     resources: &MatchResources,
     request: &Request,
-    group: &str,
-    version: &str,
-    resource: &str,
+    target: &Target<'_>,
 ) -> Result<(), String> {
+    let (group, version, resource) = (&target.group, &target.version, &target.resource);
     if let Some(rules) = &resources.resource_rules
         && !rules
             .iter()
@@ -173,19 +202,50 @@ fn resources_match(
             request_op = request.operation
         ));
     }
-    if let Some(selector) = &resources.namespace_selector {
-        let labels = Map::from_iter([(
-            "kubernetes.io/metadata.name".to_string(),
-            Json::String(request.namespace.clone()),
-        )]);
-        if !selects(selector, &labels) {
-            return Err(format!(
-                "the namespace selector does not select namespace `{}`",
-                request.namespace
-            ));
+    if let Some(rules) = &resources.exclude_resource_rules
+        && rules
+            .iter()
+            .any(|rule| rule_matches(rule, request, group, version, resource))
+    {
+        return Err(format!(
+            "an excluded resource rule matches {request_op} of {resource}",
+            request_op = request.operation
+        ));
+    }
+    if let Some(selector) = &resources.namespace_selector
+        && !selects(selector, target.namespace_labels)
+    {
+        return Err(format!(
+            "the namespace selector does not select namespace `{}`",
+            request.namespace
+        ));
+    }
+    if let Some(selector) = &resources.object_selector {
+        // As the API server does, the selector matches when it selects the labels of the
+        // object or of the old object.
+        let selected = |object: Option<&Json>| {
+            let labels = object
+                .and_then(|object| object.pointer("/metadata/labels"))
+                .and_then(Json::as_object)
+                .cloned()
+                .unwrap_or_default();
+            object.is_some_and(|object| !object.is_null()) && selects(selector, &labels)
+        };
+        if !selected(Some(&request.object)) && !selected(request.old_object.as_ref()) {
+            return Err(
+                "the object selector selects neither the object nor the old object".to_string(),
+            );
         }
     }
     Ok(())
+}
+
+/// What a request is about: its resource, and the labels of its namespace.
+struct Target<'a> {
+    group: String,
+    version: String,
+    resource: String,
+    namespace_labels: &'a Map<String, Json>,
 }
 
 /// A CEL environment with the Kubernetes functions the emitted policies use.
@@ -254,43 +314,78 @@ pub fn compiles(expression: &str) -> Result<(), String> {
         .map_err(|error| error.to_string())
 }
 
-/// Evaluates a policy, through one binding and its params, on a request.
+/// Evaluates a policy, through one binding and its params, on a request in a namespace that
+/// carries only the label the API server puts on every namespace
+/// (`kubernetes.io/metadata.name`).
 pub fn evaluate(
     policy: &ValidatingAdmissionPolicy,
     binding: &ValidatingAdmissionPolicyBinding,
     params: Option<&ConfigMap>,
     request: &Request,
 ) -> Outcome {
+    let namespace = json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": request.namespace,
+            "labels": {"kubernetes.io/metadata.name": request.namespace},
+        },
+    });
+    evaluate_in(policy, binding, params, request, &namespace)
+}
+
+/// Evaluates a policy, through one binding and its params, on a request in `namespace` (the
+/// Namespace object, as JSON: the namespace selector reads its labels and expressions read it
+/// as `namespaceObject`). A policy without `paramKind` reads `params` as null; one with a
+/// `paramKind` and no params denies, as `parameterNotFoundAction: Deny` does.
+pub fn evaluate_in(
+    policy: &ValidatingAdmissionPolicy,
+    binding: &ValidatingAdmissionPolicyBinding,
+    params: Option<&ConfigMap>,
+    request: &Request,
+    namespace: &Json,
+) -> Outcome {
     let Some(spec) = &policy.spec else {
         return Outcome::NotMatched("the policy has no spec".to_string());
     };
-    let Some((group, version, resource)) = resource_of(&request.object) else {
+    let Some((group, version, resource)) = resource_of(request.subject()) else {
         return Outcome::Denied(vec![Denial {
             validation: None,
             expression: String::new(),
             message: "the object has no apiVersion or kind".to_string(),
         }]);
     };
+    let namespace_labels = namespace
+        .pointer("/metadata/labels")
+        .and_then(Json::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let target = Target {
+        group: group.clone(),
+        version: version.clone(),
+        resource: resource.clone(),
+        namespace_labels: &namespace_labels,
+    };
     if let Some(constraints) = &spec.match_constraints
-        && let Err(why) = resources_match(constraints, request, &group, &version, &resource)
+        && let Err(why) = resources_match(constraints, request, &target)
     {
         return Outcome::NotMatched(why);
     }
     let binding_spec = binding.spec.clone().unwrap_or_default();
     if let Some(resources) = &binding_spec.match_resources
-        && let Err(why) = resources_match(resources, request, &group, &version, &resource)
+        && let Err(why) = resources_match(resources, request, &target)
     {
         return Outcome::NotMatched(why);
     }
-    let params_json = match params {
-        Some(config_map) => serde_json::to_value(config_map).unwrap_or(Json::Null),
-        None => {
+    let params_json = match (params, &spec.param_kind) {
+        (_, None) => Json::Null,
+        (Some(config_map), Some(_)) => serde_json::to_value(config_map).unwrap_or(Json::Null),
+        (None, Some(_)) => {
             return Outcome::Denied(vec![Denial {
                 validation: None,
                 expression: String::new(),
-                message:
-                    "the params the binding names do not exist (parameterNotFoundAction: Deny)"
-                        .to_string(),
+                // The API server's words for a binding whose params do not exist.
+                message: "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".to_string(),
             }]);
         }
     };
@@ -302,13 +397,16 @@ pub fn evaluate(
         request.old_object.clone().unwrap_or(Json::Null),
     );
     bindings.insert("params".to_string(), params_json);
+    bindings.insert("namespaceObject".to_string(), namespace.clone());
     bindings.insert(
         "request".to_string(),
         json!({
             "operation": request.operation,
             "namespace": request.namespace,
-            "kind": {"group": group, "version": version, "kind": request.object.get("kind").cloned().unwrap_or(Json::Null)},
+            "kind": {"group": group, "version": version, "kind": request.subject().get("kind").cloned().unwrap_or(Json::Null)},
             "resource": {"group": group, "version": version, "resource": resource},
+            "name": request.subject().pointer("/metadata/name").cloned().unwrap_or(Json::String(String::new())),
+            "options": request.options.clone().unwrap_or(Json::Null),
             "subResource": request.subresource.clone().unwrap_or_default(),
             "userInfo": {"username": request.username, "groups": request.groups},
         }),

@@ -295,7 +295,7 @@ fn param_facts(params: &BTreeMap<String, String>, put: &mut impl FnMut(String, F
         .get("hostAccess")
         .is_some_and(|value| value == "true");
     put(
-        "host access (host network, RDMA devices, Pod Security exceptions)".to_string(),
+        "host access (RDMA devices, Pod Security exceptions)".to_string(),
         ranked(
             Area::Access,
             if granted { "granted" } else { "denied" },
@@ -1110,7 +1110,12 @@ mod tests {
         let tenant = head
             .tenants
             .iter_mut()
-            .find(|tenant| tenant.cells.iter().all(|cell| !cell.host_access))
+            .find(|tenant| {
+                tenant
+                    .cells
+                    .iter()
+                    .all(|cell| cell.admission["hostAccess"] == "false")
+            })
             .unwrap();
         let name = tenant.tenant.clone();
         let cell = &mut tenant.cells[0];
@@ -1138,7 +1143,7 @@ mod tests {
                 .find(|change| change.item == item && change.cell.as_deref() == Some(&at))
                 .unwrap_or_else(|| panic!("no `{item}` in {of_tenant:#?}"))
         };
-        let access = find("host access (host network, RDMA devices, Pod Security exceptions)");
+        let access = find("host access (RDMA devices, Pod Security exceptions)");
         assert_eq!(
             (access.before.as_deref(), access.after.as_deref()),
             (Some("denied"), Some("granted"))

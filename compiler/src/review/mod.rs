@@ -123,6 +123,9 @@ pub struct CellAccess {
     /// The pools the cell reserves for it (`owner`), in pool order: closed to every other
     /// tenant, and the only pools where it can get host access.
     pub owned_pools: Vec<String>,
+    /// Whether its pods may use RDMA devices and its Pod Security exceptions' capabilities
+    /// (`plan/host.rs`), and why; the host's network, PID and IPC are never granted.
+    pub host_access: String,
     /// Its namespaces, sorted by workload kind.
     pub namespaces: Vec<NamespaceAccess>,
     /// Where its pods may connect to, one line per NetworkPolicy peer.
@@ -133,11 +136,6 @@ pub struct CellAccess {
     pub runtime_classes: Vec<RuntimeAccess>,
     /// Its object-storage grants per namespace, where the cell declares storage.
     pub storage: Vec<StorageAccess>,
-    /// Whether its pods may use the host network, RDMA devices and its Pod Security exceptions
-    /// here (`plan/host.rs`).
-    pub host_access: bool,
-    /// Why host access is granted or denied, in words.
-    pub host_access_why: String,
     /// Its admission params in the cell, exactly as `lower::admission::params` emits them: what
     /// the tenant floor judges its requests by; `diff.rs` names every key.
     pub admission: BTreeMap<String, String>,
@@ -217,7 +215,8 @@ pub struct StorageAccess {
     pub identity: String,
     /// The buckets the grants apply to.
     pub buckets: Vec<String>,
-    /// Object prefixes it may read.
+    /// Object prefixes it may read: a prefix read in every bucket as is, one read in some
+    /// buckets only (a shared base granted there) as `<prefix> in <bucket>, <bucket>`.
     pub read: Vec<String>,
     /// Object prefixes it may write.
     pub write: Vec<String>,
@@ -437,7 +436,7 @@ fn cell_access(cell: &CellPlan, tenant: &TenantPlan) -> CellAccess {
                         }
                     },
                     buckets: storage.buckets.clone(),
-                    read: read_prefixes(tenant, namespace.workload),
+                    read: read_by_bucket(tenant, namespace.workload, &storage.buckets),
                     write: write_prefixes(tenant, namespace.workload),
                 })
                 .collect()
@@ -463,6 +462,15 @@ fn cell_access(cell: &CellPlan, tenant: &TenantPlan) -> CellAccess {
             .filter(|pool| pool.owner.as_deref() == Some(tenant.name.as_str()))
             .map(|pool| pool.name.clone())
             .collect(),
+        host_access: format!(
+            "{} ({})",
+            if tenant.cell_host_access.granted {
+                "granted"
+            } else {
+                "not granted"
+            },
+            tenant.cell_host_access.why
+        ),
         namespaces: tenant
             .namespaces
             .iter()
@@ -493,8 +501,6 @@ fn cell_access(cell: &CellPlan, tenant: &TenantPlan) -> CellAccess {
         ingress,
         runtime_classes,
         storage,
-        host_access: tenant.cell_host_access.granted,
-        host_access_why: tenant.cell_host_access.why.clone(),
         admission: crate::lower::admission::params(tenant, cell),
     }
 }
@@ -626,23 +632,11 @@ pub fn render(summary: &AccessSummary) -> String {
                 list(&cell.owned_pools)
             ));
         }
-        let host_nodes: Vec<String> = cell
-            .admission
-            .get("hostPools")
-            .filter(|pools| !pools.is_empty())
-            .map(|pools| pools.split(',').map(str::to_string).collect())
-            .unwrap_or_default();
-        line(if cell.host_access {
-            format!(
-                "  host access (host network, RDMA devices, Pod Security exceptions): granted on nodes {}",
-                list(&host_nodes)
-            )
-        } else {
-            format!(
-                "  host access (host network, RDMA devices, Pod Security exceptions): denied: {}",
-                cell.host_access_why
-            )
-        });
+        line(format!(
+            "  RDMA devices and Pod Security exceptions: {}",
+            cell.host_access
+        ));
+        line("  host network, PID and IPC: never granted".to_string());
         line("  namespaces".to_string());
         for namespace in &cell.namespaces {
             line(format!(
@@ -692,6 +686,32 @@ pub fn render(summary: &AccessSummary) -> String {
         }
     }
     out
+}
+
+/// What a workload reads over `buckets`, as [`StorageAccess::read`] lists it.
+fn read_by_bucket(tenant: &TenantPlan, kind: &str, buckets: &[String]) -> Vec<String> {
+    let per_bucket: Vec<(&String, Vec<String>)> = buckets
+        .iter()
+        .map(|bucket| (bucket, read_prefixes(tenant, kind, bucket)))
+        .collect();
+    let mut prefixes: Vec<&String> = per_bucket.iter().flat_map(|(_, read)| read).collect();
+    prefixes.sort();
+    prefixes.dedup();
+    prefixes
+        .into_iter()
+        .map(|prefix| {
+            let holding: Vec<&str> = per_bucket
+                .iter()
+                .filter(|(_, read)| read.contains(prefix))
+                .map(|(bucket, _)| bucket.as_str())
+                .collect();
+            if holding.len() == per_bucket.len() {
+                prefix.clone()
+            } else {
+                format!("{prefix} in {}", holding.join(", "))
+            }
+        })
+        .collect()
 }
 
 /// The items joined by `, `, or `none`.

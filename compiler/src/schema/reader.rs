@@ -9,16 +9,17 @@
 
 use std::cell::RefCell;
 
-use crate::diag::{Code, Diagnostic, did_you_mean, list_names};
+use crate::diag::{Code, Diagnostic, FileFindings, did_you_mean, list_names};
 use crate::model::Spanned;
 use crate::parse::{Entry, Format, Map, Node, Value};
 use crate::quantity::Quantity;
 use crate::source::Span;
 
-/// Collects diagnostics while objects are read.
+/// Collects diagnostics while objects are read, through the file's cap as they are recorded
+/// (a declaration with a finding per field holds what one file shows, and counts the rest).
 #[derive(Debug, Default)]
 pub struct Ctx {
-    diagnostics: RefCell<Vec<Diagnostic>>,
+    diagnostics: RefCell<FileFindings>,
 }
 
 impl Ctx {
@@ -27,15 +28,15 @@ impl Ctx {
         self.diagnostics.borrow_mut().push(diagnostic);
     }
 
-    /// How many diagnostics were recorded so far: a reader compares counts to tell whether a
-    /// field it read was present but refused, and so avoid a follow-on finding.
+    /// How many diagnostics were recorded so far, shown or not: a reader compares counts to
+    /// tell whether a field it read was present but refused, and so avoid a follow-on finding.
     pub fn count(&self) -> usize {
-        self.diagnostics.borrow().len()
+        self.diagnostics.borrow().reported()
     }
 
-    /// Takes every diagnostic recorded so far.
+    /// Takes every diagnostic recorded so far, capped, sorted by position.
     pub fn take(&self) -> Vec<Diagnostic> {
-        std::mem::take(&mut *self.diagnostics.borrow_mut())
+        std::mem::take(&mut *self.diagnostics.borrow_mut()).finish()
     }
 }
 

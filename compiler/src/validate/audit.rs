@@ -64,6 +64,7 @@ pub fn audit(tree: &OutputTree, plan: &Plan, fleet: &Fleet) -> Vec<Diagnostic> {
             cell,
             storage,
             tenant,
+            fleet,
         };
         context.file(file, contents, &mut problems);
         for problem in problems {
@@ -108,6 +109,8 @@ struct Context<'a> {
     cell: &'a CellPlan,
     storage: &'a StoragePlan,
     tenant: &'a TenantPlan,
+    /// The declarations, whose shared-base grants the audit reads itself.
+    fleet: &'a Fleet,
 }
 
 impl Context<'_> {
@@ -166,8 +169,14 @@ impl Context<'_> {
             .then(|| format!("`{root}/{owner}/` of another tenant"))
     }
 
-    /// Why a prefix may not be granted for reading (`write` false) or writing.
-    fn prefix_problem(&self, kind: &str, prefix: &str, write: bool) -> Option<String> {
+    /// Why a prefix may not be granted in `bucket` for reading (`write` false) or writing.
+    fn prefix_problem(
+        &self,
+        kind: &str,
+        bucket: &str,
+        prefix: &str,
+        write: bool,
+    ) -> Option<String> {
         if prefix.contains(['*', '?', '$']) {
             return Some(format!(
                 "the resource `{prefix}` holds a wildcard or variable"
@@ -195,10 +204,63 @@ impl Context<'_> {
                 format!("writes `{prefix}`, outside `{}`", writable.join("`, `"))
             });
         }
-        let readable = prefix == models_prefix(&self.tenant.name)
-            || self.tenant.shared_bases.iter().any(|base| base == prefix)
-            || (kind == WRITER && prefix == own_checkpoints);
-        (!readable).then(|| format!("reads `{prefix}`, which the `{kind}` identity may not read"))
+        if prefix == models_prefix(&self.tenant.name)
+            || (kind == WRITER && prefix == own_checkpoints)
+        {
+            return None;
+        }
+        if !self.declares_shared_base(prefix) {
+            return Some(format!(
+                "reads `{prefix}`, which the `{kind}` identity may not read"
+            ));
+        }
+        (!self.base_granted_on(bucket, prefix)).then(|| {
+            format!("reads the shared base `{prefix}` in bucket `{bucket}`, where no grant names the tenant")
+        })
+    }
+
+    /// Whether the tenant itself declares `prefix` as a shared base.
+    fn declares_shared_base(&self, prefix: &str) -> bool {
+        self.fleet
+            .tenants
+            .iter()
+            .filter(|declared| declared.name.value == self.tenant.name)
+            .flat_map(|declared| &declared.shared_bases)
+            .any(|base| base.value == prefix)
+    }
+
+    /// The audit's own reading of the grants: a bucket is its cloud and name; its grants are
+    /// those of every cell whose storage, on that cloud, declares it; a base is granted on it
+    /// when it has no grants, or when one names the tenant and holds the base.
+    fn base_granted_on(&self, bucket: &str, base: &str) -> bool {
+        let cloud = match self.storage.identity {
+            IdentityPlan::AwsPodIdentity { .. } | IdentityPlan::AwsIrsa { .. } => "aws",
+            IdentityPlan::Gcp { .. } => "gcp",
+        };
+        let mut grants = self
+            .fleet
+            .cells
+            .iter()
+            .filter_map(|cell| cell.storage.as_ref())
+            .filter(|storage| {
+                storage.identity.cloud() == cloud
+                    && storage
+                        .buckets
+                        .iter()
+                        .any(|declared| declared.value == bucket)
+            })
+            .flat_map(|storage| &storage.shared_bases)
+            .peekable();
+        if grants.peek().is_none() {
+            return true;
+        }
+        grants.any(|grant| {
+            base.starts_with(&grant.prefix.value)
+                && grant
+                    .tenants
+                    .iter()
+                    .any(|reader| reader.value == self.tenant.name)
+        })
     }
 
     fn permissions(&self, kind: &str, document: &PolicyDocument, problems: &mut Vec<String>) {
@@ -267,7 +329,7 @@ impl Context<'_> {
                             "statement `{sid}` lists an object resource `{resource}`"
                         ));
                     }
-                    if let Some(problem) = self.prefix_problem(kind, prefix, writes) {
+                    if let Some(problem) = self.prefix_problem(kind, bucket, prefix, writes) {
                         problems.push(format!("statement `{sid}` {problem}"));
                     }
                 }
@@ -284,10 +346,19 @@ impl Context<'_> {
                 && statement.condition.values().all(|keys| keys.len() == 1);
             match prefixes {
                 Some(values) if only_prefix && !values.is_empty() => {
-                    for value in values {
-                        let prefix = value.strip_suffix('*').unwrap_or(value);
-                        if let Some(problem) = self.prefix_problem(kind, prefix, false) {
-                            problems.push(format!("statement `{sid}` lists: {problem}"));
+                    // A listed prefix must be readable in every bucket the statement lists.
+                    let buckets = statement
+                        .resource
+                        .iter()
+                        .filter_map(|resource| resource.strip_prefix("arn:aws:s3:::"))
+                        .filter(|rest| !rest.contains('/'));
+                    for bucket in buckets {
+                        for value in values {
+                            let prefix = value.strip_suffix('*').unwrap_or(value);
+                            if let Some(problem) = self.prefix_problem(kind, bucket, prefix, false)
+                            {
+                                problems.push(format!("statement `{sid}` lists: {problem}"));
+                            }
                         }
                     }
                 }
@@ -425,7 +496,7 @@ impl Context<'_> {
             });
             match prefix {
                 Some(prefix) if !prefix.contains(['"', '\\', ')', '|', '&']) => {
-                    if let Some(problem) = self.prefix_problem(kind, prefix, write) {
+                    if let Some(problem) = self.prefix_problem(kind, bucket, prefix, write) {
                         problems.push(format!("`{role}` on `{bucket}` {problem}"));
                     }
                 }

@@ -11,6 +11,7 @@
 //! name a `models/` or `checkpoints/` prefix of any tenant.
 
 use crate::diag::{Code, Diagnostic};
+use crate::facts::storage::{buckets_of, granted_buckets, grants_on};
 use crate::model::{Cell, Fleet, SharedBaseGrant};
 
 /// The prefix of a tenant's model weights inside a bucket.
@@ -105,10 +106,10 @@ fn shared_base_problem(prefix: &str) -> Option<&'static str> {
     }
 }
 
-/// Where a cell's storage lists the shared bases it grants, every tenant with a quota in that
-/// cell, or in any cell that declares one of its buckets, reads only bases inside a grant that
-/// names it, and every grant names declared tenants with a plain prefix. A cell whose buckets
-/// no cell grants on leaves every base open.
+/// Every grant names declared tenants with a plain prefix, and every shared base of a tenant
+/// with a quota in a cell is granted to it on at least one of the cell's buckets
+/// (`facts::storage::granted_buckets`: per bucket, by cloud and name; a bucket no cell grants
+/// on leaves every base open). `plan` then grants each base only on those buckets.
 fn shared_base_grants(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
     for cell in &fleet.cells {
         let Some(storage) = &cell.storage else {
@@ -156,21 +157,11 @@ fn shared_base_grants(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
                 );
             }
         }
-        // A grant licenses a base in its cell's buckets, so it holds in every cell that
-        // declares one of those buckets too.
-        let grants: Vec<(&Cell, &SharedBaseGrant)> = fleet
-            .cells
-            .iter()
-            .filter_map(|other| other.storage.as_ref().map(|theirs| (other, theirs)))
-            .filter(|(_, theirs)| {
-                theirs.buckets.iter().any(|bucket| {
-                    storage
-                        .buckets
-                        .iter()
-                        .any(|mine| mine.value == bucket.value)
-                })
-            })
-            .flat_map(|(other, theirs)| theirs.shared_bases.iter().map(move |grant| (other, grant)))
+        // Grants are decided per bucket, keyed by cloud and name (`facts::storage`): a base
+        // is refused where the tenant may read it on none of the cell's buckets.
+        let grants: Vec<(&Cell, &SharedBaseGrant)> = buckets_of(cell)
+            .into_iter()
+            .flat_map(|bucket| grants_on(fleet, bucket))
             .collect();
         let Some((granting, _)) = grants.first() else {
             continue;
@@ -182,14 +173,7 @@ fn shared_base_grants(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
             .filter(|tenant| tenant.quota_in(cell_name).is_some())
         {
             for base in &tenant.shared_bases {
-                let granted = grants.iter().map(|(_, grant)| *grant).any(|grant| {
-                    base.value.starts_with(&grant.prefix.value)
-                        && grant
-                            .tenants
-                            .iter()
-                            .any(|reader| reader.value == tenant.name.value)
-                });
-                if granted {
+                if !granted_buckets(fleet, cell, &tenant.name.value, &base.value).is_empty() {
                     continue;
                 }
                 diagnostics.push(

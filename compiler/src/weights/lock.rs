@@ -4,15 +4,17 @@
 //! Produces: a [`LockFile`], or its canonical bytes.
 //!
 //! Invariants:
-//! - Reading refuses unknown fields, an unsupported `version`, a hashing method other than
-//!   `files` with `sha256`, malformed digests, unsafe paths, duplicate entries and file lists
-//!   that are not in model-signing's order, so a lock means exactly one thing.
+//! - Reading refuses a key written twice in any object (`crate::json_strict`), unknown fields,
+//!   an unsupported `version`, a hashing method other than `files` with `sha256`, malformed
+//!   digests, unsafe paths, duplicate entries and file lists that are not in model-signing's
+//!   order, so a lock means exactly one thing.
 //! - Writing is canonical: entries sorted by model name and version, files in model-signing's
 //!   order, two-space JSON with a final newline; writing what was read gives the same bytes.
 
 use serde::{Deserialize, Serialize};
 
 use super::digest::{FileDigest, hex, parse_hex, path_order};
+use crate::json_strict;
 
 /// The lock format version this build reads and writes.
 pub const LOCK_VERSION: u32 = 1;
@@ -127,8 +129,8 @@ pub fn manifest_path_ok(path: &str) -> bool {
 
 /// Reads a lock file, refusing anything that is not canonical in meaning.
 pub fn read(bytes: &[u8]) -> Result<LockFile, String> {
-    let lock: LockFile =
-        serde_json::from_slice(bytes).map_err(|error| format!("it is not a lock file: {error}"))?;
+    let lock: LockFile = json_strict::from_slice(bytes, json_strict::Root::file("lock"))
+        .map_err(|error| error.reason(|error| format!("it is not a lock file: {error}")))?;
     if lock.version != LOCK_VERSION {
         return Err(format!(
             "it has version {}; this tenantc reads version {LOCK_VERSION}",

@@ -15,6 +15,8 @@
 //! - A tenant's keys and trust roots live under `keys/<tenant>/`; its lock is
 //!   `weights/<tenant>.lock` and its signature files are under `weights/`; nothing of another
 //!   tenant is ever tried.
+//! - Every JSON document of the material (lock files, bundles, the statements inside them, trust
+//!   roots) is read with [`crate::json_strict`], so none with a key written twice verifies.
 //! - Pure: no IO (the CLI's `weights` commands hash folders with [`digest::hash_dir`]).
 
 pub mod digest;
@@ -27,6 +29,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::diag::{Code, Diagnostic};
+use crate::json_strict;
 use crate::model::{Fleet, KeylessSigner, ModelWeights, Signer, Spanned, Tenant};
 use digest::{FileDigest, hex, root_digest};
 use lock::{LockFile, LockedModel};
@@ -255,7 +258,7 @@ fn verify_model(
             .with_help("lock the model again with `tenantc weights lock` to pin the new signature"),
         ));
     }
-    let signature_failure = |reason: String| {
+    let failure_with_help = |reason: String, help: &str| {
         Box::new(
             Diagnostic::error(
                 Code::WeightsSignatureInvalid,
@@ -263,10 +266,21 @@ fn verify_model(
                 format!("{what} is not verified: {reason}"),
             )
             .with_label(format!("signature `{}`", entry.signature.path))
-            .with_help(
-                "sign the weights with one of the keys the model declares, or declare the key that signed them (under `keys/<tenant>/`)",
-            ),
+            .with_help(help),
         )
+    };
+    let signature_failure = |reason: String| {
+        failure_with_help(
+            reason,
+            "sign the weights with one of the keys the model declares, or declare the key that signed them (under `keys/<tenant>/`)",
+        )
+    };
+    let refused = |refusal: sig::Refusal| match refusal {
+        sig::Refusal::Duplicate(duplicate) => failure_with_help(
+            duplicate.to_string(),
+            "write every key once: restore the file the signing tool wrote, or sign the weights again, and lock the new signature with `tenantc weights lock`",
+        ),
+        sig::Refusal::Invalid(reason) => signature_failure(reason),
     };
     match entry.signature.format.as_str() {
         "cosign-blob" => {
@@ -279,7 +293,7 @@ fn verify_model(
             sig::verify_blob(blob.as_bytes(), signature, &keys).map_err(signature_failure)?;
         }
         _ => {
-            let dsse = sig::read_bundle(signature).map_err(signature_failure)?;
+            let dsse = sig::read_bundle(signature).map_err(refused)?;
             let payload = match (signer, dsse.kind) {
                 (Signer::Keys(_), BundleKind::Key) => {
                     sig::verify_key_bundle(&dsse, &keys).map_err(signature_failure)?
@@ -299,7 +313,7 @@ fn verify_model(
                     dsse.payload.as_slice()
                 }
             };
-            let signed = sig::read_statement(payload).map_err(signature_failure)?;
+            let signed = sig::read_statement(payload).map_err(refused)?;
             compare_manifests(model, &what, &signed, &manifest)?;
         }
     }
@@ -581,11 +595,30 @@ pub fn prepare_lock(
             "`{signature_path}` is not a file under `{WEIGHTS}/` of the project root"
         ))
     })?;
-    let is_bundle = serde_json::from_slice::<serde_json::Value>(signature)
-        .is_ok_and(|value| value.get("mediaType").is_some());
+    // A JSON document with a key written twice is read as a bundle, so that the reason the
+    // build would give (the duplicated key) is the one reported.
+    let is_bundle = match json_strict::from_slice::<serde_json::Value>(
+        signature,
+        json_strict::Root::file("bundle"),
+    ) {
+        Ok(value) => value.get("mediaType").is_some(),
+        Err(json_strict::Error::Duplicate(_)) => true,
+        Err(json_strict::Error::Json(_)) => false,
+    };
+    // The words of the build's finding for the same reason.
+    let not_verified = |reason: String| {
+        format!(
+            "model `{} {}` is not verified: {reason} ({})",
+            model.name.value,
+            model.version.value,
+            Code::WeightsSignatureInvalid.as_str()
+        )
+    };
     let (format, manifest) = if is_bundle {
-        let dsse = sig::read_bundle(signature)?;
-        let signed = sig::read_statement(&dsse.payload)?;
+        let dsse =
+            sig::read_bundle(signature).map_err(|refusal| not_verified(refusal.to_string()))?;
+        let signed = sig::read_statement(&dsse.payload)
+            .map_err(|refusal| not_verified(refusal.to_string()))?;
         match hashed {
             // A folder that is not the one the bundle signs is named, not the lock it would make.
             Some(hashed) => {
@@ -626,7 +659,10 @@ pub fn prepare_lock(
     let lock_file = lock_path(tenant_name);
     let mut lock = match material.get(&lock_file) {
         Some(bytes) => lock::read(bytes).map_err(|reason| {
-            format!("`{lock_file}` cannot be read: {reason}; fix or remove it first")
+            format!(
+                "`{lock_file}` cannot be read: {reason}; fix or remove it first ({})",
+                Code::WeightsLockInvalid.as_str()
+            )
         })?,
         None => LockFile {
             version: lock::LOCK_VERSION,
@@ -962,6 +998,18 @@ mod tests {
         assert!(!is_material("tenants/a.kdl"));
     }
 
+    /// Tenant `alpha` of a fleet and the fleet's signing material, as `tenantc weights lock`
+    /// reads them.
+    fn tenant_and_material(inputs: &[InputFile]) -> (Tenant, Material) {
+        let tenant = crate::read_tenant(inputs, "alpha").unwrap();
+        let material = inputs
+            .iter()
+            .filter(|input| is_material(&input.path))
+            .map(|input| (input.path.clone(), input.contents.clone()))
+            .collect();
+        (tenant, material)
+    }
+
     #[test]
     fn prepare_lock_writes_a_verified_entry_from_a_bundle_alone() {
         let inputs = fleet_files(
@@ -971,12 +1019,7 @@ mod tests {
             "model-signing",
             &signed_manifest(),
         );
-        let tenant = crate::read_tenant(&inputs, "alpha").unwrap();
-        let mut material: Material = inputs
-            .iter()
-            .filter(|input| is_material(&input.path))
-            .map(|input| (input.path.clone(), input.contents.clone()))
-            .collect();
+        let (tenant, mut material) = tenant_and_material(&inputs);
         let expected = material.remove("weights/alpha.lock").unwrap();
         let (entry, bytes) = prepare_lock(
             &tenant,
@@ -1016,5 +1059,242 @@ mod tests {
             error,
             LockError::Usage("tenant `alpha` declares no model `huge`; it declares `tiny`".into())
         );
+    }
+
+    /// Every diagnostic of a compile, as code and message.
+    fn findings(inputs: &[InputFile]) -> Vec<(&'static str, String)> {
+        compile(inputs)
+            .diagnostics
+            .iter()
+            .map(|diagnostic| (diagnostic.code.as_str(), diagnostic.message.clone()))
+            .collect()
+    }
+
+    const PREFIX: &str = "s3://acme-models/models/alpha/tiny/v3/";
+
+    /// `inputs` with the file at `path` holding `contents`.
+    fn replaced(mut inputs: Vec<InputFile>, path: &str, contents: &[u8]) -> Vec<InputFile> {
+        let file = inputs.iter_mut().find(|input| input.path == path).unwrap();
+        file.contents = contents.to_vec();
+        inputs
+    }
+
+    /// Checks that the fleet made of `document` re-written (`fleet`) verifies, that the fleet of
+    /// every duplicate of it, written under `root`, has the one finding `code` with `message`
+    /// after `prefix`, and that duplicates were written in each object of `levels`.
+    fn refuses_every_duplicate<S: AsRef<str>>(
+        (document, root, levels): (&[u8], &str, &[S]),
+        fleet: impl Fn(&[u8]) -> Vec<InputFile>,
+        (code, prefix, suffix): (&str, &str, &str),
+    ) {
+        use crate::json_strict::duplicates::{assert_reached, each_refused, rewritten};
+        assert_eq!(findings(&fleet(&rewritten(document))), []);
+        let paths = each_refused(document, root, |case| {
+            assert_eq!(
+                findings(&fleet(&case.text)),
+                [(code, format!("{prefix}{}{suffix}", case.reason()))]
+            );
+        });
+        assert_reached(&paths, levels);
+    }
+
+    #[test]
+    fn a_key_bundle_with_any_key_written_twice_does_not_verify() {
+        let levels = [
+            "bundle",
+            "bundle.verificationMaterial",
+            "bundle.verificationMaterial.publicKey",
+            "bundle.dsseEnvelope",
+            "bundle.dsseEnvelope.signatures[0]",
+        ];
+        refuses_every_duplicate(
+            (&fixture("model-signing/model.sig.json"), "bundle", &levels),
+            |bundle| {
+                let path = "weights/alpha/tiny.sig.json";
+                fleet_files(PREFIX, path, bundle, "model-signing", &signed_manifest())
+            },
+            (
+                "weights-signature-invalid",
+                "model `tiny v3` is not verified: ",
+                "",
+            ),
+        );
+    }
+
+    /// The model-signing bundle with `payload` signed by `key` in place of its own.
+    fn signed_bundle(payload: &[u8], key: &p256::ecdsa::SigningKey) -> Vec<u8> {
+        use base64::Engine as _;
+        use p256::ecdsa::signature::Signer as _;
+        let base64 = base64::engine::general_purpose::STANDARD;
+        let mut bundle: serde_json::Value =
+            serde_json::from_slice(&fixture("model-signing/model.sig.json")).unwrap();
+        let signature: p256::ecdsa::Signature = key.sign(&sig::pae(sig::PAYLOAD_TYPE, payload));
+        bundle["dsseEnvelope"]["payload"] = base64.encode(payload).into();
+        bundle["dsseEnvelope"]["signatures"][0]["sig"] =
+            base64.encode(signature.to_der().as_bytes()).into();
+        serde_json::to_vec(&bundle).unwrap()
+    }
+
+    #[test]
+    fn a_signed_statement_with_any_key_written_twice_does_not_verify() {
+        use p256::pkcs8::{EncodePublicKey as _, LineEnding};
+        const PAYLOAD: &str = "bundle.dsseEnvelope.payload";
+        let (signing, public) = sig::tests::other_p256(21);
+        let sig::PublicKey::P256(public) = public else {
+            unreachable!()
+        };
+        let pem = public.to_public_key_pem(LineEnding::LF).unwrap();
+        let fleet = |payload: &[u8]| {
+            let inputs = fleet_files(
+                PREFIX,
+                "weights/alpha/tiny.sig.json",
+                &signed_bundle(payload, &signing),
+                "model-signing",
+                &signed_manifest(),
+            );
+            replaced(inputs, "keys/alpha/release.pub.pem", pem.as_bytes())
+        };
+        let levels = [
+            PAYLOAD.to_string(),
+            format!("{PAYLOAD}.subject[0]"),
+            format!("{PAYLOAD}.subject[0].digest"),
+            format!("{PAYLOAD}.predicate"),
+            format!("{PAYLOAD}.predicate.serialization"),
+            format!("{PAYLOAD}.predicate.resources[4]"),
+        ];
+        refuses_every_duplicate(
+            (&fixture("model-signing/statement.json"), PAYLOAD, &levels),
+            fleet,
+            (
+                "weights-signature-invalid",
+                "model `tiny v3` is not verified: ",
+                &format!(" of the decoded `{PAYLOAD}`"),
+            ),
+        );
+    }
+
+    #[test]
+    fn a_lock_file_with_any_key_written_twice_is_invalid() {
+        let inputs = fleet_files(
+            PREFIX,
+            "weights/alpha/tiny.sig.json",
+            &fixture("model-signing/model.sig.json"),
+            "model-signing",
+            &signed_manifest(),
+        );
+        let lock = inputs
+            .iter()
+            .find(|input| input.path == "weights/alpha.lock")
+            .unwrap()
+            .contents
+            .clone();
+        let levels = [
+            "lock",
+            "lock.models[0]",
+            "lock.models[0].hashing",
+            "lock.models[0].files[4]",
+            "lock.models[0].signature",
+        ];
+        refuses_every_duplicate(
+            (&lock, "lock", &levels),
+            |lock| replaced(inputs.clone(), "weights/alpha.lock", lock),
+            (
+                "weights-lock-invalid",
+                "`weights/alpha.lock` cannot be read: ",
+                "",
+            ),
+        );
+    }
+
+    /// `fleet_files` with a keyless signer of the mock identity, pinned to the mock trust root,
+    /// and `bundle` locked as its signature.
+    fn keyless_fleet(bundle: &[u8]) -> Vec<InputFile> {
+        let mut inputs = fleet_files(
+            PREFIX,
+            "weights/alpha/tiny.keyless.json",
+            bundle,
+            "model-signing",
+            &signed_manifest(),
+        );
+        inputs.retain(|input| input.path != "keys/alpha/release.pub.pem");
+        let tenant = inputs
+            .iter()
+            .find(|input| input.path == "tenants/alpha.kdl")
+            .unwrap();
+        let text = String::from_utf8(tenant.contents.clone()).unwrap();
+        let keyless = text.replace(
+            "key \"keys/alpha/release.pub.pem\"",
+            "keyless san=\"https://ci.test.invalid/tenants/acme/release\" issuer=\"https://issuer.test.invalid\" trust-root=\"keys/alpha/trusted_root.json\"",
+        );
+        assert_ne!(keyless, text);
+        let mut inputs = replaced(inputs, "tenants/alpha.kdl", keyless.as_bytes());
+        inputs.push(InputFile {
+            path: "keys/alpha/trusted_root.json".to_string(),
+            contents: fixture("keyless-mock/trusted_root.json"),
+        });
+        inputs.sort_by(|a, b| a.path.cmp(&b.path));
+        inputs
+    }
+
+    /// The keyless DSSE fixture with its `integratedTime` written twice, the first outside the
+    /// leaf certificate's validity, and with its certificate's `rawBytes` written twice, the
+    /// first another bundle's leaf: the two bundles of issue 26, which a reader keeping the last
+    /// value verifies.
+    fn issue_26_bundles() -> [Vec<u8>; 2] {
+        let text = String::from_utf8(fixture("keyless-mock/model.keyless.sigstore.json")).unwrap();
+        let time = "\"integratedTime\": \"1795946624\",";
+        let raw = "\"certificate\": {\n      \"rawBytes\": ";
+        let other: serde_json::Value =
+            serde_json::from_slice(&fixture("keyless-mock/blob.sigstore.json")).unwrap();
+        let other = other
+            .pointer("/verificationMaterial/x509CertificateChain/certificates/0/rawBytes")
+            .unwrap()
+            .as_str()
+            .unwrap();
+        assert!(text.contains(time) && text.contains(raw));
+        [
+            text.replacen(
+                time,
+                &format!("\"integratedTime\": \"1795950000\",\n        {time}"),
+                1,
+            ),
+            text.replacen(raw, &format!("{raw}\"{other}\",\n      \"rawBytes\": "), 1),
+        ]
+        .map(String::into_bytes)
+    }
+
+    #[test]
+    fn the_keyless_bundles_of_issue_26_are_refused_by_the_build_and_by_weights_lock() {
+        let good = fixture("keyless-mock/model.keyless.sigstore.json");
+        assert_eq!(findings(&keyless_fleet(&good)), []);
+        let expected = [
+            "the key `integratedTime` appears twice in `bundle.verificationMaterial.tlogEntries[0]`, at line 18 column 9",
+            "the key `rawBytes` appears twice in `bundle.verificationMaterial.certificate`, at line 6 column 7",
+        ];
+        for (bundle, reason) in issue_26_bundles().iter().zip(expected) {
+            let inputs = keyless_fleet(bundle);
+            assert_eq!(
+                findings(&inputs),
+                [(
+                    "weights-signature-invalid",
+                    format!("model `tiny v3` is not verified: {reason}")
+                )]
+            );
+            let (tenant, mut material) = tenant_and_material(&inputs);
+            material.remove("weights/alpha.lock");
+            assert_eq!(
+                prepare_lock(
+                    &tenant,
+                    "tiny",
+                    None,
+                    "weights/alpha/tiny.keyless.json",
+                    &material
+                )
+                .unwrap_err(),
+                LockError::NotVerified(format!(
+                    "model `tiny v3` is not verified: {reason} (weights-signature-invalid)"
+                ))
+            );
+        }
     }
 }

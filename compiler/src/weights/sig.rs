@@ -12,6 +12,8 @@
 //!   are never read.
 //! - The DSSE signature is checked over the PAE encoding of the payload type and payload, and
 //!   the statement is parsed only from the payload bytes that were verified.
+//! - The bundle and the statement are read with `crate::json_strict`: a key written twice in any
+//!   object of either is refused, so no part of them means two things.
 //! - Errors are lowercase reasons without a final period, for a diagnostic's message.
 
 use base64::Engine as _;
@@ -20,6 +22,7 @@ use p256::pkcs8::DecodePublicKey as _;
 use serde::Deserialize;
 
 use super::digest::{FileDigest, parse_hex, sort_manifest};
+use crate::json_strict;
 
 /// The predicate type of a model-signing v1.0 statement.
 pub const PREDICATE_TYPE: &str = "https://model_signing/signature/v1.0";
@@ -29,6 +32,8 @@ pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
 pub const PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
 /// The media type of a sigstore bundle v0.3.
 pub const BUNDLE_V03: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+/// Where the signed statement sits in a bundle, for the paths of findings.
+const STATEMENT_PATH: &str = "bundle.dsseEnvelope.payload";
 
 /// An ECDSA public key of a tenant.
 #[derive(Debug, Clone)]
@@ -131,10 +136,47 @@ pub struct Dsse {
     pub signatures: Vec<Vec<u8>>,
 }
 
+/// Why a bundle or a signed statement was not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A key is written twice in one object, so the document could mean two things.
+    Duplicate(json_strict::Duplicate),
+    /// Any other reason, in words.
+    Invalid(String),
+}
+
+impl Refusal {
+    /// The refusal of a strict reading; `not_json` words what serde_json refused.
+    fn of(error: json_strict::Error, not_json: impl FnOnce(serde_json::Error) -> String) -> Self {
+        match error {
+            json_strict::Error::Duplicate(duplicate) => Refusal::Duplicate(duplicate),
+            json_strict::Error::Json(error) => Refusal::Invalid(not_json(error)),
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Duplicate(duplicate) => duplicate.fmt(formatter),
+            Refusal::Invalid(reason) => formatter.write_str(reason),
+        }
+    }
+}
+
 /// Reads the DSSE envelope of a sigstore bundle v0.3 without checking any signature.
-pub fn read_bundle(bytes: &[u8]) -> Result<Dsse, String> {
-    let bundle: Bundle = serde_json::from_slice(bytes)
-        .map_err(|error| format!("the bundle is not a sigstore bundle: {error}"))?;
+pub fn read_bundle(bytes: &[u8]) -> Result<Dsse, Refusal> {
+    let bundle: Bundle = json_strict::from_slice(bytes, json_strict::Root::file("bundle"))
+        .map_err(|error| {
+            Refusal::of(error, |error| {
+                format!("the bundle is not a sigstore bundle: {error}")
+            })
+        })?;
+    envelope(bundle).map_err(Refusal::Invalid)
+}
+
+/// The DSSE envelope of a read bundle.
+fn envelope(bundle: Bundle) -> Result<Dsse, String> {
     match bundle.media_type.as_deref() {
         Some(BUNDLE_V03) => {}
         Some(other) => {
@@ -278,10 +320,20 @@ pub struct SignedModel {
 }
 
 /// Reads a model-signing v1.0 statement (method `files`, sha256) from verified payload bytes.
-pub fn read_statement(payload: &[u8]) -> Result<SignedModel, String> {
-    let statement: Statement = serde_json::from_slice(payload).map_err(|error| {
-        format!("the signed statement is not a model-signing statement: {error}")
-    })?;
+pub fn read_statement(payload: &[u8]) -> Result<SignedModel, Refusal> {
+    let statement: Statement =
+        json_strict::from_slice(payload, json_strict::Root::decoded(STATEMENT_PATH)).map_err(
+            |error| {
+                Refusal::of(error, |error| {
+                    format!("the signed statement is not a model-signing statement: {error}")
+                })
+            },
+        )?;
+    signed_model(statement).map_err(Refusal::Invalid)
+}
+
+/// What a read statement signs.
+fn signed_model(statement: Statement) -> Result<SignedModel, String> {
     if statement.statement_type != STATEMENT_TYPE {
         return Err(format!(
             "the signed statement's type is `{}`, not `{STATEMENT_TYPE}`",

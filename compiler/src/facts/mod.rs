@@ -1,0 +1,8 @@
+//! Facts shared by the stages after `schema`: rules that `validate` checks, `plan` resolves
+//! and the audit re-derives, written once so that the stages cannot disagree about them.
+//!
+//! Consumes: the validated declarations (`model`). Produces: plain values.
+//! Invariant: a fact depends only on the model; no module here reads a later stage (`plan`,
+//! `lower`, `emit`), so every stage may read it.
+
+pub mod storage;
