@@ -23,12 +23,15 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// Every folder of the example fleet that the build reads.
+const FLEET_FOLDERS: [&str; 5] = ["tenants", "cells", "keys", "weights", "templates"];
+
 /// A git repository holding the example fleet under `fleet/` (a root below the repository's
 /// top, as in a monorepo), committed on `main`.
 fn repository() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("fleet");
-    for folder in ["tenants", "cells", "keys", "weights"] {
+    for folder in FLEET_FOLDERS {
         copy_dir(&support::repo().join(folder), &root.join(folder));
     }
     git(dir.path(), &["init", "-q"]);
@@ -264,6 +267,76 @@ fn no_change_says_so() {
             .unwrap()
             .contains("No tenant or cell changes what it reserves, may access or runs under.\n")
     );
+}
+
+/// Issue 18 item 2: the base is compiled from everything the build reads (templates, keys and
+/// weights too), so a clean work tree differs from its own commit in no format.
+#[test]
+fn a_clean_tree_gives_an_empty_diff_in_every_format() {
+    let (dir, root) = repository();
+    for folder in FLEET_FOLDERS {
+        assert!(
+            root.join(folder).is_dir(),
+            "the example fleet has no {folder}/"
+        );
+    }
+    let files = tenantc(&root, &["--base", "main", "--format", "files"]);
+    assert_eq!(files.status.code(), Some(0), "{files:?}");
+    assert_eq!(String::from_utf8(files.stdout).unwrap(), "");
+    let markdown = tenantc(&root, &["--base", "main"]);
+    assert_eq!(markdown.status.code(), Some(0), "{markdown:?}");
+    let markdown = redacted(dir.path(), &markdown);
+    assert!(
+        markdown
+            .contains("No tenant or cell changes what it reserves, may access or runs under.\n")
+            && !markdown.contains("| **security"),
+        "{markdown}"
+    );
+    let json = tenantc(&root, &["--base", "main", "--format", "json"]);
+    assert_eq!(json.status.code(), Some(0), "{json:?}");
+    let document: serde_json::Value = serde_json::from_str(&redacted(dir.path(), &json)).unwrap();
+    assert_eq!(document["tenants"], serde_json::json!([]), "{document:#}");
+    assert_eq!(document["cells"], serde_json::json!([]), "{document:#}");
+}
+
+/// Issue 18 item 7: a pool `owner` that turns the owner's `hostAccess` param to true names the
+/// host access, and the nodes it may be used on, as security-relevant, not only "owns pool".
+#[test]
+fn a_pool_owner_that_grants_host_access_names_the_host_access() {
+    let (dir, root) = repository();
+    edit(
+        &root,
+        "cells/eu-west-4b.kdl",
+        "        owner \"acme-research\"\n",
+        "",
+    );
+    git(
+        dir.path(),
+        &["commit", "-q", "-am", "the pool has no owner"],
+    );
+    git(
+        dir.path(),
+        &[
+            "checkout",
+            "-q",
+            "HEAD~1",
+            "--",
+            "fleet/cells/eu-west-4b.kdl",
+        ],
+    );
+    let output = tenantc(&root, &["--base", "main"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let markdown = redacted(dir.path(), &output);
+    for expected in [
+        "| **security: host access** | eu-west-4b | access | host access (RDMA devices, Pod Security exceptions) | denied | granted |",
+        "| **security: host access** | eu-west-4b | access | host use on nodes nvidia.com/device-plugin.config=a100-research&amp;nvidia.com/mig.config=all-disabled | — | allowed |",
+        "| **security: widened access** | eu-west-4b | access | owns pool a100-research | — | yes |",
+    ] {
+        assert!(
+            markdown.contains(expected),
+            "no `{expected}` in:\n{markdown}"
+        );
+    }
 }
 
 #[test]

@@ -1972,7 +1972,8 @@ fn every_json_output_of_the_cli_has_the_documented_envelope() {
             "fatal",
         ),
         (&allow, &["catalog", "--format", "json"], "catalog"),
-        (&allow, &["catalog", "H100", "--format", "json"], "fatal"),
+        (&allow, &["catalog", "H100", "--format", "json"], "catalog"),
+        (&allow, &["catalog", "Z100", "--format", "json"], "fatal"),
     ];
     for (dir, args, kind) in runs {
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_tenantc"))

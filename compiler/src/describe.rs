@@ -37,12 +37,19 @@ pub struct View<'a> {
 /// Why a tenant or a cell could not be found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LookupError {
-    /// No cell has a quota for the tenant.
-    UnknownTenant {
+    /// No declaration names the tenant.
+    UndeclaredTenant {
         /// The name asked for, escaped.
         tenant: String,
         /// A close name, if any.
         suggestion: Option<String>,
+        /// Every declared tenant, sorted.
+        tenants: Vec<String>,
+    },
+    /// The tenant is declared, but no cell has a quota for it, so nothing is planned for it.
+    WithoutQuota {
+        /// The tenant.
+        tenant: String,
         /// Every tenant with a quota somewhere, sorted.
         tenants: Vec<String>,
     },
@@ -76,12 +83,12 @@ impl LookupError {
                 .unwrap_or_default()
         };
         match self {
-            LookupError::UnknownTenant {
+            LookupError::UndeclaredTenant {
                 tenant, suggestion, ..
-            } => format!(
-                "no cell has a quota for tenant `{tenant}`{}",
-                hint(suggestion)
-            ),
+            } => format!("tenant `{tenant}` is not declared{}", hint(suggestion)),
+            LookupError::WithoutQuota { tenant, .. } => {
+                format!("tenant `{tenant}` has no quota in any cell")
+            }
             LookupError::UnknownCell {
                 cell, suggestion, ..
             } => format!("cell `{cell}` is not declared{}", hint(suggestion)),
@@ -94,12 +101,20 @@ impl LookupError {
     /// The help line: the names that exist.
     pub fn help(&self) -> String {
         match self {
-            LookupError::UnknownTenant { tenants, .. } if tenants.is_empty() => {
+            LookupError::UndeclaredTenant { tenants, .. } if tenants.is_empty() => {
+                "no tenant is declared; a tenant is a file `tenants/<name>.kdl` or `.yaml`"
+                    .to_string()
+            }
+            LookupError::UndeclaredTenant { tenants, .. } => format!(
+                "declared tenants are {}",
+                list_some(tenants.iter().map(String::as_str))
+            ),
+            LookupError::WithoutQuota { tenants, .. } if tenants.is_empty() => {
                 "no tenant has a quota in any cell; a tenant is described where it has a `quota`"
                     .to_string()
             }
-            LookupError::UnknownTenant { tenants, .. } => format!(
-                "tenants with a quota are {}",
+            LookupError::WithoutQuota { tenants, .. } => format!(
+                "a tenant is described where it has a `quota`; tenants with a quota are {}",
                 list_some(tenants.iter().map(String::as_str))
             ),
             LookupError::UnknownCell { cells, .. } => format!(
@@ -132,12 +147,24 @@ fn list_some<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
     )
 }
 
-/// Finds the tenant in every cell it has a quota in, or only in `cell`.
+/// Finds the tenant in every cell it has a quota in, or only in `cell`; `declared` names every
+/// declared tenant, so that a name nobody declared is not reported as a tenant without quota.
 pub fn lookup<'a>(
     plan: &'a Plan,
+    declared: &[&str],
     tenant: &str,
     cell: Option<&str>,
 ) -> Result<View<'a>, LookupError> {
+    if !declared.contains(&tenant) {
+        let mut tenants: Vec<String> = declared.iter().map(|name| name.to_string()).collect();
+        tenants.sort();
+        tenants.dedup();
+        return Err(LookupError::UndeclaredTenant {
+            tenant: escape_str(tenant),
+            suggestion: did_you_mean(tenant, declared.iter().copied()).map(str::to_string),
+            tenants,
+        });
+    }
     let found: Vec<(&CellPlan, &TenantPlan)> = plan
         .cells
         .iter()
@@ -155,10 +182,8 @@ pub fn lookup<'a>(
             .collect();
         tenants.sort();
         tenants.dedup();
-        return Err(LookupError::UnknownTenant {
+        return Err(LookupError::WithoutQuota {
             tenant: escape_str(tenant),
-            suggestion: did_you_mean(tenant, tenants.iter().map(String::as_str))
-                .map(str::to_string),
             tenants,
         });
     };
@@ -804,7 +829,7 @@ mod tests {
                 .map(|t| t.name.clone())
                 .collect();
             for tenant in tenants {
-                let view = lookup(&plan, &tenant, None).unwrap();
+                let view = lookup(&plan, &declared(&plan), &tenant, None).unwrap();
                 assert_marks_the_minimum(&view, &format!("seed {seed}, {tenant}"));
             }
         }
@@ -818,12 +843,25 @@ mod tests {
             for tenant in &mut plan.cells[0].tenants {
                 tenant.capacity = random_rows(&mut rng);
             }
+            let names = declared(&plan);
             for tenant in &plan.cells[0].tenants {
-                let view = lookup(&plan, &tenant.name, Some("c1")).unwrap();
+                let view = lookup(&plan, &names, &tenant.name, Some("c1")).unwrap();
                 assert_marks_the_minimum(&view, &format!("round {round}, {}", tenant.name));
             }
         }
     }
+
+    /// The names of the tenants the plan holds, as the declared tenants.
+    fn declared(plan: &Plan) -> Vec<&str> {
+        plan.cells
+            .iter()
+            .flat_map(|cell| &cell.tenants)
+            .map(|tenant| tenant.name.as_str())
+            .collect()
+    }
+
+    /// Declared tenants: those of [`fleet`], and `idle`, which has no quota anywhere.
+    const DECLARED: [&str; 3] = ["idle", "research", "serving"];
 
     fn fleet() -> Plan {
         // Each cell lists the members of the org `o` it has: an org listed anywhere is closed
@@ -875,46 +913,59 @@ mod tests {
                 .collect()
         };
         assert_eq!(
-            names(lookup(&plan, "research", None).unwrap()),
+            names(lookup(&plan, &DECLARED, "research", None).unwrap()),
             ["east", "west"]
         );
         assert_eq!(
-            names(lookup(&plan, "research", Some("west")).unwrap()),
+            names(lookup(&plan, &DECLARED, "research", Some("west")).unwrap()),
             ["west"]
         );
-        assert_eq!(names(lookup(&plan, "serving", None).unwrap()), ["west"]);
+        assert_eq!(
+            names(lookup(&plan, &DECLARED, "serving", None).unwrap()),
+            ["west"]
+        );
     }
 
+    /// Issue 18 item 5: a name no declaration has is "not declared", with the declared names;
+    /// a declared tenant without quota is said to have none.
     #[test]
-    fn an_unknown_tenant_suggests_a_close_name_and_lists_the_known_ones() {
+    fn an_undeclared_tenant_is_not_declared_and_suggests_a_close_name() {
         let plan = fleet();
-        let error = lookup(&plan, "reserch", None).unwrap_err();
+        let error = lookup(&plan, &DECLARED, "reserch", None).unwrap_err();
         assert_eq!(
             error.message(),
-            "no cell has a quota for tenant `reserch`; did you mean `research`?"
+            "tenant `reserch` is not declared; did you mean `research`?"
         );
         assert_eq!(
             error.help(),
-            "tenants with a quota are `research` and `serving`"
+            "declared tenants are `idle`, `research` and `serving`"
         );
-        let error = lookup(&plan, "zzz\u{1b}[2J", None).unwrap_err();
+        let error = lookup(&plan, &DECLARED, "zeta", None).unwrap_err();
+        assert_eq!(error.message(), "tenant `zeta` is not declared");
+        let error = lookup(&plan, &DECLARED, "zzz\u{1b}[2J", None).unwrap_err();
         assert_eq!(
             error.message(),
-            "no cell has a quota for tenant `zzz\\u{1b}[2J`",
+            "tenant `zzz\\u{1b}[2J` is not declared",
             "typed names are escaped"
+        );
+        let error = lookup(&plan, &DECLARED, "idle", None).unwrap_err();
+        assert_eq!(error.message(), "tenant `idle` has no quota in any cell");
+        assert_eq!(
+            error.help(),
+            "a tenant is described where it has a `quota`; tenants with a quota are `research` and `serving`"
         );
     }
 
     #[test]
     fn an_unknown_cell_and_a_cell_without_the_tenant_are_errors() {
         let plan = fleet();
-        let error = lookup(&plan, "serving", Some("wast")).unwrap_err();
+        let error = lookup(&plan, &DECLARED, "serving", Some("wast")).unwrap_err();
         assert_eq!(
             error.message(),
             "cell `wast` is not declared; did you mean `west`?"
         );
         assert_eq!(error.help(), "declared cells are `east` and `west`");
-        let error = lookup(&plan, "serving", Some("east")).unwrap_err();
+        let error = lookup(&plan, &DECLARED, "serving", Some("east")).unwrap_err();
         assert_eq!(
             error.message(),
             "tenant `serving` has no quota in cell `east`"

@@ -3,8 +3,9 @@
 //!
 //! Consumes: a project root inside a git work tree and a revision (a branch, tag or commit).
 //! Produces: the revision's commit id and a [`Loaded`], exactly as `load::load` would make it
-//! from a checkout of that revision: an [`InputFile`] for every file under `tenants/`, `cells/`,
-//! `keys/` and `weights/` (dotfiles skipped, sorted), and a [`Finding`] for what it refuses.
+//! from a checkout of that revision: an [`InputFile`] for every file under the folders the build
+//! reads ([`READ_FOLDERS`]: `tenants/`, `cells/`, `keys/`, `weights/` and `templates/`; dotfiles
+//! skipped, sorted), and a [`Finding`] for what it refuses.
 //!
 //! Invariants:
 //! - Read only: it runs `git rev-parse`, `git ls-tree` and `git cat-file`, which never touch the
@@ -12,7 +13,7 @@
 //! - The same refusals as `load`: a name that [`name_problem`] refuses, a folder deeper than
 //!   [`MAX_FOLDER_DEPTH`], a declaration larger than [`MAX_FILE_BYTES`] (by the size git records,
 //!   before anything is read) and a symbolic link (which a checkout could point anywhere) are
-//!   findings; files that are not declarations or signing material are passed on unread.
+//!   findings; files the build does not open ([`is_read`]) are passed on unread.
 //! - A revision is never read as an option: one that starts with `-` is unknown.
 
 use std::io::Write as _;
@@ -21,9 +22,7 @@ use std::process::{Command, Stdio};
 
 use crate::InputFile;
 use crate::limits::{MAX_FILE_BYTES, MAX_FOLDER_DEPTH};
-use crate::load::{
-    FOLDERS, Finding, Loaded, MATERIAL_FOLDERS, Problem, escape_bytes, name_problem,
-};
+use crate::load::{Finding, Loaded, Problem, READ_FOLDERS, escape_bytes, is_read, name_problem};
 
 /// Why a revision could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,9 +136,10 @@ pub fn load_revision(root: &Path, revision: &str) -> Result<(String, Loaded), Gi
         commit.as_str(),
         "--",
     ];
-    let pathspecs: Vec<String> = FOLDERS
+    // Everything the build reads: a base compiled without its templates (or keys, or weights)
+    // differs from the same tree on disk.
+    let pathspecs: Vec<String> = READ_FOLDERS
         .iter()
-        .chain(MATERIAL_FOLDERS.iter())
         .map(|folder| format!("{prefix}{folder}"))
         .collect();
     args.extend(pathspecs.iter().map(String::as_str));
@@ -203,9 +203,7 @@ pub fn load_revision(root: &Path, revision: &str) -> Result<(String, Loaded), Gi
             });
             continue;
         }
-        let is_declaration = crate::classify(&shown).is_some_and(|(_, format)| format.is_some())
-            || crate::weights::is_material(&shown);
-        if !is_declaration {
+        if !is_read(&shown) {
             loaded.inputs.push(InputFile {
                 path: shown,
                 contents: Vec::new(),

@@ -38,6 +38,24 @@ pub const FOLDERS: [&str; 2] = ["cells", "tenants"];
 /// read with the same care as declarations when they exist, and never required.
 pub const MATERIAL_FOLDERS: [&str; 2] = [crate::weights::KEYS, crate::weights::WEIGHTS];
 
+/// Every folder the build reads, sorted: the declarations, the signing material and the
+/// platform templates. `git.rs` reads a revision's copy of exactly these.
+pub const READ_FOLDERS: [&str; 5] = [
+    "cells",
+    crate::weights::KEYS,
+    crate::template::FOLDER,
+    "tenants",
+    crate::weights::WEIGHTS,
+];
+
+/// Whether the build opens the file at `path` (relative, `/`-separated): a declaration, signing
+/// material or a template. Other files under [`READ_FOLDERS`] are passed on unread.
+pub fn is_read(path: &str) -> bool {
+    crate::classify(path).is_some_and(|(_, format)| format.is_some())
+        || crate::weights::is_material(path)
+        || crate::template::scope_of(path).is_some()
+}
+
 /// What [`load`] found under a root.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Loaded {
@@ -221,9 +239,10 @@ pub fn load(root: &Path) -> io::Result<Loaded> {
         root: canonical_root,
         loaded: Loaded::default(),
     };
-    for folder in MATERIAL_FOLDERS
+    // The optional folders: signing material and templates.
+    for folder in READ_FOLDERS
         .into_iter()
-        .chain([crate::template::FOLDER])
+        .filter(|folder| !FOLDERS.contains(folder))
     {
         match fs::symlink_metadata(root.join(folder)) {
             Ok(_) => present.push(folder),
@@ -362,10 +381,7 @@ impl Walker {
 
     /// Reads the regular file `real`, shown as `relative`, of `len` bytes by its metadata.
     fn file(&mut self, real: &Path, relative: String, len: u64) {
-        let is_declaration = crate::classify(&relative).is_some_and(|(_, format)| format.is_some())
-            || crate::weights::is_material(&relative)
-            || crate::template::scope_of(&relative).is_some();
-        if !is_declaration {
+        if !is_read(&relative) {
             // Skipped files are never opened: their contents cannot reach a diagnostic.
             self.loaded.inputs.push(InputFile {
                 path: relative,
@@ -526,6 +542,20 @@ fn push_escaped(out: &mut String, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_folders_read_are_the_declarations_the_material_and_the_templates() {
+        let mut expected: Vec<&str> = FOLDERS
+            .into_iter()
+            .chain(MATERIAL_FOLDERS)
+            .chain([crate::template::FOLDER])
+            .collect();
+        expected.sort_unstable();
+        assert_eq!(READ_FOLDERS.to_vec(), expected);
+        assert!(is_read("templates/tenant/chargeback.yaml.j2"));
+        assert!(is_read("weights/a.lock") && is_read("tenants/a.kdl"));
+        assert!(!is_read("templates/README.md") && !is_read("tenants/notes.txt"));
+    }
 
     fn paths(loaded: &Loaded) -> Vec<&str> {
         loaded.inputs.iter().map(|i| i.path.as_str()).collect()

@@ -135,10 +135,11 @@ docs/diagnostics.md), or the list of every code when no code is given.",
 every GPU model key a pool's `gpu` may name, with its product family (the key's first part), \
 product name, the sharing modes it supports and its MIG table. With a GPU model key, print that \
 model in full: PCI ids and every MIG profile with its slices, memory, maximum count, minimum \
-driver branch and whether the facts are inferred. A misspelt key gets a suggestion of the same \
-family.",
+driver branch and whether the facts are inferred. Keys are compared without case, and the start \
+of a key (`A100`, `H100-80GB`) lists the models it names. A misspelt key gets a suggestion of \
+the same family.",
         after_help = "Examples:\n  tenantc catalog\n  tenantc catalog H100-80GB-SXM\n  \
-tenantc catalog --format json\n\n\
+tenantc catalog a100          the four A100 models\n  tenantc catalog --format json\n\n\
 Exit codes: 0 listed, 2 an unknown GPU model key or usage errors."
     )]
     Catalog {
@@ -326,7 +327,7 @@ SOURCE is either a local copy of the weights folder (hashed here; pass the signa
   tenantc weights lock acme-research llama-tiny ./llama-tiny --signature weights/acme-research/llama-tiny-v3.sig.json
   tenantc weights lock acme-research llama-tiny ./llama-tiny --signature weights/acme-research/llama-tiny-v3.sig
 
-Exit codes: 0 written, 1 the entry does not verify, 2 usage or IO errors."
+Exit codes: 0 written, 1 the entry does not verify or the tenant's declaration has errors, 2 an undeclared tenant or model, a signature that is not a file under weights/, usage or IO errors."
     )]
     Lock {
         /// The tenant, as named in its declaration.
@@ -894,7 +895,14 @@ fn describe(args: &DescribeArgs) -> ExitCode {
             None,
         );
     };
-    let view = match tenantc::describe::lookup(plan, &args.tenant, args.cell.as_deref()) {
+    let declared: Vec<&str> = compilation
+        .fleet
+        .tenants
+        .iter()
+        .map(|tenant| tenant.name.value.as_str())
+        .collect();
+    let view = match tenantc::describe::lookup(plan, &declared, &args.tenant, args.cell.as_deref())
+    {
         Ok(view) => view,
         Err(error) => return fatal(&error.message(), Some(error.help())),
     };
@@ -1055,9 +1063,9 @@ fn catalog(gpu: Option<&str>, format: DescribeFormat) -> ExitCode {
     let json = format == DescribeFormat::Json;
     let skus: Vec<&tenantc::catalog::GpuSku> = match gpu {
         None => catalog.skus().collect(),
-        Some(key) => match catalog.sku(key) {
-            Some(sku) => vec![sku],
-            None => {
+        Some(key) => {
+            let found = matching_skus(catalog, key);
+            if found.is_empty() {
                 let hint = catalog
                     .suggest_sku(key)
                     .map(|close| format!("; did you mean `{close}`?"))
@@ -1074,8 +1082,11 @@ fn catalog(gpu: Option<&str>, format: DescribeFormat) -> ExitCode {
                 }
                 return ExitCode::from(EXIT_FAILURE);
             }
-        },
+            found
+        }
     };
+    // One model is shown in full; no key, or one that starts several keys, lists them.
+    let listing = gpu.is_none() || skus.len() > 1;
     let family = |key: &str| key.split('-').next().unwrap_or(key).to_string();
     let sharing = |sku: &tenantc::catalog::GpuSku| -> Vec<&'static str> {
         sku.sharing.iter().map(|mode| mode.as_str()).collect()
@@ -1130,7 +1141,7 @@ fn catalog(gpu: Option<&str>, format: DescribeFormat) -> ExitCode {
         return print_out(&text);
     }
     let mut text = String::new();
-    if gpu.is_none() {
+    if listing {
         text.push_str(&format!(
             "{:<30} {:<8} {:<44} {:<28} {}\n",
             "GPU MODEL", "FAMILY", "SHARING", "MIG TABLE", "MIG PROFILES"
@@ -1158,7 +1169,14 @@ fn catalog(gpu: Option<&str>, format: DescribeFormat) -> ExitCode {
                 }
             ));
         }
-        text.push_str("\n`tenantc catalog <GPU>` shows one model's PCI ids and MIG profiles; docs/catalog.md explains the sources.\n");
+        match gpu {
+            None => text.push_str("\n`tenantc catalog <GPU>` shows one model's PCI ids and MIG profiles; docs/catalog.md explains the sources.\n"),
+            Some(key) => text.push_str(&format!(
+                "\n`{}` starts the keys of {} models; `tenantc catalog <GPU>` shows one in full.\n",
+                escape(key),
+                skus.len()
+            )),
+        }
         return print_out(&text);
     }
     for sku in &skus {
@@ -1202,6 +1220,36 @@ fn catalog(gpu: Option<&str>, format: DescribeFormat) -> ExitCode {
         }
     }
     print_out(&text)
+}
+
+/// The catalog models `wanted` names, compared without case: the model whose key it is, else
+/// every model whose key it starts at a `-` (`H20` names `H20-96GB`, not the H200 models),
+/// else every model whose key it starts at all.
+fn matching_skus<'a>(
+    catalog: &'a tenantc::catalog::Catalog,
+    wanted: &str,
+) -> Vec<&'a tenantc::catalog::GpuSku> {
+    let wanted = wanted.to_ascii_lowercase();
+    let keyed = |sku: &&tenantc::catalog::GpuSku| sku.key.to_ascii_lowercase();
+    let exact: Vec<_> = catalog.skus().filter(|sku| keyed(sku) == wanted).collect();
+    if !exact.is_empty() {
+        return exact;
+    }
+    let at_part: Vec<_> = catalog
+        .skus()
+        .filter(|sku| {
+            keyed(sku)
+                .strip_prefix(&wanted)
+                .is_some_and(|rest| rest.starts_with('-'))
+        })
+        .collect();
+    if !at_part.is_empty() || wanted.is_empty() {
+        return at_part;
+    }
+    catalog
+        .skus()
+        .filter(|sku| keyed(sku).starts_with(&wanted))
+        .collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1334,12 +1382,7 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
             Ok(changes) => {
                 report(args, mode, &compilation, &[]);
                 if args.format == FormatArg::Human {
-                    eprintln!(
-                        "wrote {} to {} ({} changed)",
-                        files(tree.len()),
-                        out_dir.display(),
-                        changes.len()
-                    );
+                    eprintln!("{}", written(&out_dir, tree.len(), &changes));
                 }
                 ExitCode::SUCCESS
             }
@@ -1380,6 +1423,35 @@ fn run(args: &CommonArgs, mode: Mode) -> ExitCode {
             }
         }
     }
+}
+
+/// What a build wrote: the files it wrote and removed, never the files it left as they were.
+fn written(out_dir: &Path, total: usize, changes: &[Change]) -> String {
+    let removed = changes
+        .iter()
+        .filter(|change| matches!(change, Change::Extra(_)))
+        .count();
+    let wrote = changes.len().saturating_sub(removed);
+    if changes.is_empty() {
+        return format!(
+            "{} is up to date ({}); nothing written",
+            out_dir.display(),
+            files(total)
+        );
+    }
+    let mut parts = Vec::new();
+    if total > wrote {
+        parts.push(format!("{} unchanged", total.saturating_sub(wrote)));
+    }
+    if removed > 0 {
+        parts.push(format!("{removed} removed"));
+    }
+    let detail = if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    };
+    format!("wrote {} to {}{detail}", files(wrote), out_dir.display())
 }
 
 /// `1 file`, `2 files`.
@@ -1635,7 +1707,7 @@ fn weights(command: WeightsCommand) -> ExitCode {
                 ));
                 print_out(&text)
             }
-            Err(error) => fatal(&format!("cannot hash {}: {error}", dir.display())),
+            Err(error) => fatal(&hash_failure(&dir, &error)),
         },
         WeightsCommand::Lock {
             tenant,
@@ -1649,8 +1721,11 @@ fn weights(command: WeightsCommand) -> ExitCode {
                 Err(error) => return fatal(&format!("cannot read {}: {error}", root.display())),
             };
             let Some(declared) = tenantc::read_tenant(&loaded.inputs, &tenant) else {
+                if has_tenant_file(&loaded, &tenant) {
+                    return tenant_file_errors(&loaded, &tenant, &model);
+                }
                 return fatal(&format!(
-                    "no readable declaration of tenant `{}` under {}",
+                    "tenant `{}` is not declared under {}",
                     load::escape_str(&tenant),
                     root.join("tenants").display()
                 ));
@@ -1669,9 +1744,7 @@ fn weights(command: WeightsCommand) -> ExitCode {
                 };
                 match hash_weights(&source, None) {
                     Ok(manifest) => (Some(manifest), signature),
-                    Err(error) => {
-                        return fatal(&format!("cannot hash {}: {error}", source.display()));
-                    }
+                    Err(error) => return fatal(&hash_failure(&source, &error)),
                 }
             } else {
                 if signature.is_some() {
@@ -1681,6 +1754,12 @@ fn weights(command: WeightsCommand) -> ExitCode {
                 }
                 (None, source)
             };
+            if !signature_file.exists() {
+                return fatal(&format!(
+                    "{} does not exist; paths are read from the current folder, not from --root",
+                    load::escape_str(&signature_file.display().to_string())
+                ));
+            }
             let Some(relative) = relative_to_root(&root, &signature_file) else {
                 return fatal(&format!(
                     "{} is not inside the project root {}; commit it under weights/",
@@ -1688,6 +1767,11 @@ fn weights(command: WeightsCommand) -> ExitCode {
                     root.display()
                 ));
             };
+            if !declared.complete && !declared.models.iter().any(|m| m.name.value == model) {
+                // The model may be declared with a mistake that left it out: show the tenant
+                // file's diagnostics rather than say it declares no such model.
+                return tenant_file_errors(&loaded, &tenant, &model);
+            }
             match tenantc::weights::prepare_lock(&declared, &model, hashed, &relative, &material) {
                 Ok((entry, bytes)) => {
                     let lock_file = root.join(tenantc::weights::lock_path(&tenant));
@@ -1704,13 +1788,86 @@ fn weights(command: WeightsCommand) -> ExitCode {
                         tenantc::weights::lock_path(&tenant)
                     ))
                 }
-                Err(reason) => {
-                    eprintln!("error: {}", load::escape_str(&reason));
-                    ExitCode::from(EXIT_ERRORS)
+                Err(error) => {
+                    eprintln!("error: {}", load::escape_str(error.message()));
+                    match error {
+                        tenantc::weights::LockError::Usage(_) => ExitCode::from(EXIT_FAILURE),
+                        tenantc::weights::LockError::NotVerified(_) => ExitCode::from(EXIT_ERRORS),
+                    }
                 }
             }
         }
     }
+}
+
+/// Whether `path` is a declaration file of `tenant`, `tenants/<tenant>.<ext>`.
+fn is_file_of(path: &str, tenant: &str) -> bool {
+    path.strip_prefix("tenants/")
+        .and_then(|name| name.rsplit_once('.'))
+        .is_some_and(|(stem, _)| stem == tenant)
+        && tenantc::classify(path).is_some_and(|(_, format)| format.is_some())
+}
+
+/// Whether the root holds a declaration file of `tenant`, readable or not.
+fn has_tenant_file(loaded: &load::Loaded, tenant: &str) -> bool {
+    loaded
+        .inputs
+        .iter()
+        .any(|input| is_file_of(&input.path, tenant))
+}
+
+/// `weights lock` of a model that the tenant's declaration may hold with a mistake: prints the
+/// diagnostics of the tenant's files and exits 1, as `check` would for them.
+fn tenant_file_errors(loaded: &load::Loaded, tenant: &str, model: &str) -> ExitCode {
+    let compilation = compile_loaded(loaded);
+    let is_tenant_file = |path: &str| is_file_of(path, tenant);
+    let diagnostics: Vec<tenantc::diag::Diagnostic> = compilation
+        .diagnostics
+        .iter()
+        .filter(|diagnostic| {
+            diagnostic.is_error()
+                && diagnostic
+                    .primary_span()
+                    .is_some_and(|span| is_tenant_file(compilation.sources.path(span.file)))
+        })
+        .cloned()
+        .collect();
+    eprint!(
+        "{}",
+        render::human(&diagnostics, &compilation.sources, color(ColorArg::Auto))
+    );
+    eprintln!(
+        "error: the declaration of tenant `{}` has errors and holds no readable model `{}`; fix {} first",
+        load::escape_str(tenant),
+        load::escape_str(model),
+        if diagnostics.is_empty() {
+            "what `tenantc check` reports"
+        } else {
+            "the errors above"
+        }
+    );
+    ExitCode::from(EXIT_ERRORS)
+}
+
+/// Why a weights folder could not be hashed, naming the folder once: an error about the folder
+/// itself is told as such, one about a file inside it names the file.
+fn hash_failure(dir: &Path, error: &digest::HashError) -> String {
+    let shown = load::escape_str(&dir.display().to_string());
+    let about_dir = |path: &str| Path::new(path) == dir;
+    let reason = match error {
+        digest::HashError::Io(path, io_error) if path == dir => match io_error.kind() {
+            std::io::ErrorKind::NotFound => "no such folder".to_string(),
+            std::io::ErrorKind::NotADirectory => {
+                "not a folder; pass the folder that holds the weights".to_string()
+            }
+            _ => io_error.to_string(),
+        },
+        digest::HashError::Symlink(path) if about_dir(path) => {
+            "it is a symbolic link; pass the folder it points to".to_string()
+        }
+        other => load::escape_str(&other.to_string()),
+    };
+    format!("cannot hash {shown}: {reason}")
 }
 
 /// Hashes a weights folder, with progress on a terminal for folders over 256 MiB.

@@ -101,8 +101,9 @@ pub struct Tenant {
     pub org: Spanned<String>,
     /// The team within the organisation.
     pub team: Spanned<String>,
-    /// Isolation class.
-    pub trust: Spanned<Trust>,
+    /// Isolation class; `None` when the value could not be read (the tenant is then incomplete,
+    /// and no check that depends on the class runs).
+    pub trust: Option<Spanned<Trust>>,
     /// Identity groups bound to Kubernetes roles.
     pub groups: Groups,
     /// Default container requests for the tenant's namespaces.
@@ -349,14 +350,17 @@ pub struct Cell {
     pub file: FileId,
     /// The cell name (a DNS label).
     pub name: Spanned<String>,
-    /// Cloud provider.
+    /// Cloud provider; empty when it could not be read (the cell is then incomplete, and the
+    /// one check of it, the storage identity's cloud, skips an empty one).
     pub cloud: Spanned<String>,
-    /// Cloud region.
+    /// Cloud region; empty when it could not be read.
     pub region: Spanned<String>,
-    /// Kubernetes minor version, such as `(1, 33)`.
-    pub kubernetes: Spanned<(u32, u32)>,
-    /// NVIDIA driver branch, such as 570.
-    pub driver: Spanned<u32>,
+    /// Kubernetes minor version, such as `(1, 33)`; `None` when it could not be read (the cell
+    /// is then incomplete, and is never planned).
+    pub kubernetes: Option<Spanned<(u32, u32)>>,
+    /// NVIDIA driver branch, such as 570; `None` when it could not be read (the cell is then
+    /// incomplete, and no driver check runs).
+    pub driver: Option<Spanned<u32>>,
     /// Where cluster DNS runs (for network policies).
     pub dns: Dns,
     /// The platform metrics scraper that may reach tenant pods (for network policies).

@@ -38,6 +38,7 @@ fn parse_counting(file: FileId, text: &str) -> ((Document, Vec<Diagnostic>), u64
     let positions = CharOffsets::new(text);
     let mut reader = Reader {
         file,
+        text,
         positions: &positions,
         parser: Parser::new_from_str(text),
         diagnostics: Vec::new(),
@@ -110,6 +111,7 @@ pub fn parse_stream(file: FileId, text: &str) -> (Vec<Node>, Vec<Diagnostic>) {
     let positions = CharOffsets::new(text);
     let mut reader = Reader {
         file,
+        text,
         positions: &positions,
         parser: Parser::new_from_str(text),
         diagnostics: Vec::new(),
@@ -151,6 +153,8 @@ fn disallowed_code_points(file: FileId, text: &str) -> Vec<Diagnostic> {
 
 struct Reader<'a> {
     file: FileId,
+    /// The text parsed, to find the tab a tab error is about.
+    text: &'a str,
     positions: &'a CharOffsets<'a>,
     parser: Parser<'a, saphyr_parser::StrInput<'a>>,
     diagnostics: Vec<Diagnostic>,
@@ -183,13 +187,14 @@ impl<'a> Reader<'a> {
 
     fn syntax(&mut self, error: &ScanError) {
         let offset = self.offset(error.marker());
+        let info = error.info().to_lowercase();
+        if let Some(diagnostic) = tab_error(self.file, self.text, offset, &info) {
+            self.diagnostics.push(diagnostic);
+            return;
+        }
         self.diagnostics.push(
-            Diagnostic::error(
-                Code::YamlSyntax,
-                Span::new(self.file, offset..offset),
-                error.info().to_lowercase(),
-            )
-            .with_help("check the indentation and quoting near this point"),
+            Diagnostic::error(Code::YamlSyntax, Span::new(self.file, offset..offset), info)
+                .with_help("check the indentation and quoting near this point"),
         );
     }
 
@@ -400,6 +405,77 @@ fn scalar(text: &str, style: ScalarStyle) -> Value {
     Value::Str(text.to_string())
 }
 
+/// The diagnostic of a syntax error about a tab, at the tab itself: the parser reports some of
+/// them where the value before the tab starts, a line or more above it, and in words that never
+/// say what is wrong. `None` when the error is not about a tab or no tab is near.
+fn tab_error(file: FileId, text: &str, offset: usize, info: &str) -> Option<Diagnostic> {
+    // The parser refuses a tab after `:` with a message about whitespace in general, just
+    // after the tab.
+    let about_tab = info.contains("tab")
+        || info.contains("valid yaml whitespace")
+            && (text.get(offset..)?.starts_with('\t') || text.get(..offset)?.ends_with('\t'));
+    if !about_tab {
+        return None;
+    }
+    let at = find_tab(text, offset)?;
+    let line_start = text.get(..at)?.rfind(['\n', '\r']).map_or(0, |idx| idx + 1);
+    let indents = text
+        .get(line_start..at)?
+        .chars()
+        .all(|ch| ch == ' ' || ch == '\t');
+    let span = Span::new(file, at..at + 1);
+    Some(if indents {
+        Diagnostic::error(Code::YamlSyntax, span, "tabs cannot indent YAML")
+            .with_label("a tab in the indentation")
+            .with_help(
+                "indent with spaces only: replace the tab with the spaces the lines around it use",
+            )
+    } else {
+        Diagnostic::error(
+            Code::YamlSyntax,
+            span,
+            "a tab cannot separate a YAML value here",
+        )
+        .with_label("a tab")
+        .with_help("write a space instead of the tab")
+    })
+}
+
+/// The tab a tab error at `offset` is about: the character at `offset`, else the first tab of
+/// the blanks just before it on its line, else the first tab in the indentation of a later line.
+fn find_tab(text: &str, offset: usize) -> Option<usize> {
+    let rest = text.get(offset..)?;
+    if rest.starts_with('\t') {
+        return Some(offset);
+    }
+    let before = text.get(..offset)?;
+    let blanks = before.len() - before.trim_end_matches([' ', '\t']).len();
+    if let Some(idx) = before.get(before.len() - blanks..)?.find('\t') {
+        return Some(before.len() - blanks + idx);
+    }
+    // A later line: the first that holds something and has a tab in its indentation (a tab on a
+    // line of blanks only is allowed).
+    let mut at = offset + rest.find(['\n', '\r'])?;
+    loop {
+        let line = text.get(at..)?.trim_start_matches(['\n', '\r']);
+        let start = text.len() - line.len();
+        let end = line
+            .find(['\n', '\r'])
+            .map_or(text.len(), |idx| start + idx);
+        let content = text.get(start..end)?;
+        let indent = content.len() - content.trim_start_matches([' ', '\t']).len();
+        if indent < content.len()
+            && let Some(idx) = content.get(..indent)?.find('\t')
+        {
+            return Some(start + idx);
+        }
+        if end >= text.len() {
+            return None;
+        }
+        at = end;
+    }
+}
+
 fn parse_int(text: &str) -> Option<i128> {
     let (negative, digits) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -492,6 +568,42 @@ mod tests {
         assert!(root.is_none());
         assert_eq!(diagnostics.len(), 1);
         assert_eq!(diagnostics[0].code, Code::YamlSyntax);
+    }
+
+    /// Issue 18 item 3: a tab error points at the tab, and says that tabs cannot indent YAML,
+    /// wherever the parser noticed it (at the value above, or after the tab).
+    #[test]
+    fn a_tab_error_points_at_the_tab_and_says_tabs_cannot_indent() {
+        for text in [
+            // The parser stops at the start of `t`, a line above the tab.
+            "name: t\nworkloads:\n  - kind: train\n    service-account: t\n\tpriority: x\n",
+            // The parser stops after the tab.
+            "name: t\ngroups:\n\tadmin: x\n",
+            // A tab after spaces, in a nested mapping.
+            "name: t\ngroups:\n  admin:\n  \t member: x\n",
+        ] {
+            let (parsed, diagnostics) = root(text);
+            assert!(parsed.is_none());
+            assert_eq!(diagnostics.len(), 1, "{text:?}: {diagnostics:?}");
+            let diagnostic = &diagnostics[0];
+            assert_eq!(diagnostic.code, Code::YamlSyntax);
+            assert_eq!(diagnostic.message, "tabs cannot indent YAML", "{text:?}");
+            let span = diagnostic.primary_span().unwrap();
+            assert_eq!(&text[span.range()], "\t", "{text:?}");
+            assert!(diagnostic.help.contains("spaces"), "{}", diagnostic.help);
+        }
+        // A tab on a line of blanks only is allowed, and is never blamed for a later error.
+        let (blank, diagnostics) = root("name: t\n\t\ngroups:\n  admin: x\n");
+        assert!(blank.is_some(), "{diagnostics:?}");
+        // A tab after `:`, which this parser refuses, is named as such.
+        let text = "name: t\norg:\tacme\n";
+        let (_, diagnostics) = root(text);
+        assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+        assert_eq!(&text[diagnostics[0].primary_span().unwrap().range()], "\t");
+        assert_eq!(
+            diagnostics[0].message,
+            "a tab cannot separate a YAML value here"
+        );
     }
 
     #[test]

@@ -505,8 +505,13 @@ pub fn resolve(
     let mut diagnostics = Vec::new();
     let mut cells = Vec::new();
     for cell in &fleet.cells {
+        // A version that could not be read left the cell incomplete, which is an error, and
+        // resolve runs only on a fleet without errors: such a cell is never planned.
+        let Some(kubernetes) = cell.kubernetes.as_ref().map(|version| version.value) else {
+            continue;
+        };
         let catalog = hardware::cell_catalog(cell, base_catalog);
-        let mut plan = cell_plan(cell, fleet, sources, catalog.as_ref());
+        let mut plan = cell_plan(cell, kubernetes, fleet, sources, catalog.as_ref());
         diagnostics.extend(pinning::check(cell, fleet, &plan, catalog.as_ref()));
         diagnostics.extend(host::grant(cell, fleet, sources, &mut plan));
         let (runtime_classes, runtime_findings) = runtime::resolve(cell, &plan.pools);
@@ -529,11 +534,20 @@ pub fn org_cohort(org: &str) -> String {
     format!("org-{org}")
 }
 
-fn cell_plan(cell: &Cell, fleet: &Fleet, sources: &SourceMap, catalog: &Catalog) -> CellPlan {
+fn cell_plan(
+    cell: &Cell,
+    kubernetes: (u32, u32),
+    fleet: &Fleet,
+    sources: &SourceMap,
+    catalog: &Catalog,
+) -> CellPlan {
     let groups = crate::lower::gpu::node_groups(cell, catalog);
+    // A tenant whose trust class could not be read is incomplete, an error: it is never
+    // planned, as resolve runs only on a fleet without errors.
     let tenants_here: Vec<(&Tenant, &crate::model::Quota)> = fleet
         .tenants
         .iter()
+        .filter(|tenant| tenant.trust.is_some())
         .filter_map(|tenant| Some((tenant, tenant.quota_in(&cell.name.value)?)))
         .collect();
     let mut pools = Vec::new();
@@ -646,10 +660,11 @@ fn cell_plan(cell: &Cell, fleet: &Fleet, sources: &SourceMap, catalog: &Catalog)
 
     let mut tenants: Vec<TenantPlan> = tenants_here
         .iter()
-        .map(|(tenant, quota)| {
-            tenant_plan(
+        .filter_map(|(tenant, quota)| {
+            Some(tenant_plan(
                 fleet,
                 tenant,
+                tenant.trust.as_ref()?.value,
                 quota,
                 cell,
                 &pools,
@@ -657,7 +672,7 @@ fn cell_plan(cell: &Cell, fleet: &Fleet, sources: &SourceMap, catalog: &Catalog)
                 &priorities,
                 sources,
                 catalog,
-            )
+            ))
         })
         .collect();
     tenants.sort_by(|left, right| left.name.cmp(&right.name));
@@ -684,7 +699,7 @@ fn cell_plan(cell: &Cell, fleet: &Fleet, sources: &SourceMap, catalog: &Catalog)
     CellPlan {
         name: cell.name.value.clone(),
         source: sources.path(cell.file).to_string(),
-        kubernetes: cell.kubernetes.value,
+        kubernetes,
         pools,
         priorities,
         orgs: orgs.into_values().collect(),
@@ -768,6 +783,7 @@ pub const FLUX_NAMESPACE: &str = "flux-system";
 fn tenant_plan(
     fleet: &Fleet,
     tenant: &Tenant,
+    trust: Trust,
     quota: &crate::model::Quota,
     cell: &Cell,
     pools: &[PoolPlan],
@@ -961,7 +977,7 @@ fn tenant_plan(
         source: sources.path(tenant.file).to_string(),
         org: tenant.org.value.clone(),
         team: tenant.team.value.clone(),
-        trust: tenant.trust.value.as_str(),
+        trust: trust.as_str(),
         groups,
         container_defaults: (
             defaults.cpu.as_ref().map_or_else(
@@ -1062,7 +1078,10 @@ pub(crate) fn forbidden(tenant: &Tenant, pool: &PoolPlan) -> Option<String> {
         "time-slice" => Sharing::TimeSlice,
         _ => Sharing::Mps,
     };
-    let trust = tenant.trust.value;
+    // Fails closed: a tenant without a trust class (never planned) reaches no pool.
+    let Some(trust) = tenant.trust.as_ref().map(|trust| trust.value) else {
+        return Some("its trust class could not be read".to_string());
+    };
     let by_trust = match trust {
         Trust::Hard => sharing != Sharing::Exclusive,
         Trust::Mig => sharing.is_shared(),

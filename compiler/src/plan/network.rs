@@ -127,7 +127,12 @@ pub fn network(cell: &Cell) -> NetworkPlan {
 /// The DRA device classes whose devices tenant quotas deny in the cell: none before Kubernetes
 /// 1.34; the cell's, or NVIDIA's by default; sorted and without repeats.
 pub fn dra_device_classes(cell: &Cell) -> Vec<String> {
-    if cell.kubernetes.value.1 < DRA_MINOR {
+    // A cell whose version could not be read is never planned (it is incomplete, an error).
+    if cell
+        .kubernetes
+        .as_ref()
+        .is_none_or(|version| version.value.1 < DRA_MINOR)
+    {
         return Vec::new();
     }
     let mut classes: Vec<String> = if cell.dra_device_classes.is_empty() {

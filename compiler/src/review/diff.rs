@@ -3,8 +3,9 @@
 //! Consumes: the [`Review`] of a base and of a head compilation (and, for the file diff, their
 //! output trees).
 //! Produces: a [`ReviewDiff`]: per tenant and per cell, every fact that was added, removed or
-//! changed, each marked as an entitlement, access or policy change, with the reason it matters
-//! for security when it widens what a tenant gets, and whether the API server must replace the
+//! changed (every key of the tenants' admission params among them), each marked as an
+//! entitlement, access or policy change, with the reason it matters for security when it widens
+//! what a tenant gets, and whether the API server must replace the
 //! object (an immutable field: PriorityClass `value` and `preemptionPolicy`, RuntimeClass
 //! `handler`, and a topology ResourceFlavor's node labels, tolerations and topology name and
 //! its Topology's levels, as Kueue's CRD rules hold them); rendered as Markdown ([`markdown`], for a pull-request comment)
@@ -135,6 +136,8 @@ enum Widen {
     Rank(&'static str),
     /// Security-relevant on any change.
     Any(&'static str),
+    /// Security-relevant when removed: a rule of the floor that keeps something out.
+    Removal(&'static str),
 }
 
 /// One fact of a review.
@@ -198,6 +201,138 @@ const WIDER: &str = "widened access";
 const NEW_EGRESS: &str = "new egress";
 const NEW_INGRESS: &str = "new ingress";
 const EXCEPTION: &str = "Pod Security exception";
+const HOST_ACCESS: &str = "host access";
+const TOLERATION: &str = "toleration allowed";
+const LABEL_KEY: &str = "label key allowed";
+const RUNTIME_CLASS: &str = "runtime class no longer required";
+const GRACE_PERIOD: &str = "longer grace period";
+
+/// The items of a comma-separated param, without empty ones.
+fn param_list<'a>(params: &'a BTreeMap<String, String>, key: &str) -> Vec<&'a str> {
+    params
+        .get(key)
+        .map(|value| value.split(',').filter(|item| !item.is_empty()).collect())
+        .unwrap_or_default()
+}
+
+/// A list param, named by one fact per item: its key, the fact's words before the item, its
+/// area, its value and how a change of it is judged.
+type ListParam = (&'static str, &'static str, Area, &'static str, Widen);
+
+/// The list params of a tenant in a cell that no other fact names.
+const TENANT_LIST_PARAMS: [ListParam; 4] = [
+    (
+        "hostPools",
+        "host use on nodes",
+        Area::Access,
+        "allowed",
+        Widen::Presence(HOST_ACCESS),
+    ),
+    (
+        "forbiddenTaints",
+        "may not tolerate",
+        Area::Policy,
+        "denied",
+        Widen::Removal(TOLERATION),
+    ),
+    (
+        "countedResources",
+        "counted resource",
+        Area::Entitlement,
+        "counted",
+        Widen::Never,
+    ),
+    (
+        "gpuModels",
+        "chargeback sku",
+        Area::Policy,
+        "allowed",
+        Widen::Never,
+    ),
+];
+
+/// The list params that are the same for every tenant of a cell.
+const CELL_LIST_PARAMS: [ListParam; 3] = [
+    (
+        "forbiddenLabelKeys",
+        "forbidden label key",
+        Area::Policy,
+        "denied",
+        Widen::Removal(LABEL_KEY),
+    ),
+    (
+        "poolTaints",
+        "pods without GPUs may not tolerate",
+        Area::Policy,
+        "denied",
+        Widen::Removal(TOLERATION),
+    ),
+    (
+        "queues",
+        "LocalQueue of every namespace:",
+        Area::Access,
+        "allowed",
+        Widen::Presence(WIDER),
+    ),
+];
+
+/// One fact per item of each list param of `table`.
+fn list_param_facts(
+    params: &BTreeMap<String, String>,
+    table: &[ListParam],
+    put: &mut impl FnMut(String, Fact),
+) {
+    for (key, words, area, value, widen) in table {
+        for item in param_list(params, key) {
+            put(format!("{words} {item}"), fact(*area, *value, *widen));
+        }
+    }
+}
+
+/// The facts of a tenant's admission params in one cell that no other fact names.
+fn param_facts(params: &BTreeMap<String, String>, put: &mut impl FnMut(String, Fact)) {
+    let granted = params
+        .get("hostAccess")
+        .is_some_and(|value| value == "true");
+    put(
+        "host access (RDMA devices, Pod Security exceptions)".to_string(),
+        ranked(
+            Area::Access,
+            if granted { "granted" } else { "denied" },
+            Some(i128::from(granted)),
+            HOST_ACCESS,
+        ),
+    );
+    list_param_facts(params, &TENANT_LIST_PARAMS, put);
+}
+
+/// The facts of the admission params that are the same for every tenant of a cell.
+fn cell_param_facts(params: &BTreeMap<String, String>, put: &mut impl FnMut(String, Fact)) {
+    list_param_facts(params, &CELL_LIST_PARAMS, put);
+    if let Some(required) = params.get("runtimeClassRequired") {
+        let required = required == "true";
+        put(
+            "GPU pods must name a runtime class".to_string(),
+            ranked(
+                Area::Policy,
+                if required { "yes" } else { "no" },
+                Some(i128::from(!required)),
+                RUNTIME_CLASS,
+            ),
+        );
+    }
+    if let Some(seconds) = params.get("maxGracePeriodSeconds") {
+        put(
+            "longest termination grace period".to_string(),
+            ranked(
+                Area::Policy,
+                format!("{seconds}s"),
+                seconds.parse().ok(),
+                GRACE_PERIOD,
+            ),
+        );
+    }
+}
 
 fn tenant_facts(summary: &AccessSummary) -> Facts {
     let mut facts = Facts::new();
@@ -412,15 +547,27 @@ fn tenant_facts(summary: &AccessSummary) -> Facts {
                 }
             }
         }
+        param_facts(&cell.admission, &mut |item, fact| put(at, item, fact));
     }
     facts
 }
 
-fn cell_facts(summary: &CellSummary) -> Facts {
+/// The facts of a cell: its own objects, and the admission params every tenant of it shares,
+/// read from the first tenant in `review` with a quota there (a cell without tenants emits none).
+fn cell_facts(summary: &CellSummary, review: &Review) -> Facts {
     let mut facts = Facts::new();
     let mut put = |item: String, fact: Fact| {
         facts.insert((Some(summary.cell.clone()), item), fact);
     };
+    if let Some(params) = review
+        .tenants
+        .iter()
+        .flat_map(|tenant| &tenant.cells)
+        .find(|access| access.cell == summary.cell)
+        .map(|access| &access.admission)
+    {
+        cell_param_facts(params, &mut put);
+    }
     for priority in &summary.priorities {
         put(
             format!("priority class {} value", priority.name),
@@ -540,6 +687,9 @@ fn cell_facts(summary: &CellSummary) -> Facts {
 /// The changes from `base` to `head`, sorted by key.
 fn compare(base: &Facts, head: &Facts) -> Vec<Change> {
     let keys: BTreeSet<&(Option<String>, String)> = base.keys().chain(head.keys()).collect();
+    // A floor rule that goes with its tenant or cell keeps nothing out any more: it widens only
+    // where head still has facts in that cell.
+    let head_cells: BTreeSet<&Option<String>> = head.keys().map(|(cell, _)| cell).collect();
     let mut changes = Vec::new();
     for key in keys {
         let (before, after) = (base.get(key), head.get(key));
@@ -550,7 +700,8 @@ fn compare(base: &Facts, head: &Facts) -> Vec<Change> {
             continue;
         };
         let security = match (judged.widen, before, after) {
-            (Widen::Never, _, _) | (_, Some(_), None) => None,
+            (Widen::Removal(reason), Some(_), None) if head_cells.contains(&key.0) => Some(reason),
+            (Widen::Never | Widen::Removal(_), _, _) | (_, Some(_), None) => None,
             (Widen::Any(reason), _, _) | (Widen::Presence(reason), _, Some(_)) => Some(reason),
             (Widen::Rank(reason), None, Some(new)) => match new.rank {
                 Some(rank) if rank <= 0 => None,
@@ -624,12 +775,12 @@ pub fn diff(base: &Review, head: &Review, base_name: &str, head_name: &str) -> R
     let base_cells: BTreeMap<&str, Facts> = base
         .cells
         .iter()
-        .map(|summary| (summary.cell.as_str(), cell_facts(summary)))
+        .map(|summary| (summary.cell.as_str(), cell_facts(summary, base)))
         .collect();
     let head_cells: BTreeMap<&str, Facts> = head
         .cells
         .iter()
-        .map(|summary| (summary.cell.as_str(), cell_facts(summary)))
+        .map(|summary| (summary.cell.as_str(), cell_facts(summary, head)))
         .collect();
     let names: BTreeSet<&str> = base_cells
         .keys()
@@ -858,6 +1009,167 @@ mod tests {
     use crate::InputFile;
     use crate::testing::Rng;
 
+    /// The keys of a tenant's admission params (`lower::admission::params`) that other facts of the
+    /// view name, with the facts that do; every other key is named by [`param_facts`] for the
+    /// tenant or [`cell_param_facts`] for the cell, and a test holds the three lists to every key
+    /// the params carry.
+    const PARAMS_NAMED_ELSEWHERE: &[(&str, &str)] = &[
+        ("cell", "the cell of every fact"),
+        ("tenant", "the tenant of every fact"),
+        ("groups", "`<role> group`"),
+        ("registries", "`image registry <registry>`"),
+        ("weightDigests", "`model <name> <version>`"),
+        ("namespaces", "`namespace <namespace>`"),
+        (
+            "inferenceNamespaces",
+            "`namespace <namespace>` (its workload)",
+        ),
+        (
+            "trainingServiceAccounts",
+            "`namespace <namespace>` (its service account)",
+        ),
+        ("priorities", "`namespace <namespace>` (its priority)"),
+        ("runtimeClasses", "`runtime class <name>` of the tenant"),
+        (
+            "gpuRuntimeClasses",
+            "`runtime class <name> handler` of the cell",
+        ),
+    ];
+
+    /// The keys [`param_facts`] names per tenant and cell: `hostAccess` and the list params.
+    fn tenant_params() -> Vec<&'static str> {
+        std::iter::once("hostAccess")
+            .chain(TENANT_LIST_PARAMS.iter().map(|(key, ..)| *key))
+            .collect()
+    }
+
+    /// The keys [`cell_param_facts`] names once per cell: the same for every tenant of the cell.
+    fn cell_params() -> Vec<&'static str> {
+        ["runtimeClassRequired", "maxGracePeriodSeconds"]
+            .into_iter()
+            .chain(CELL_LIST_PARAMS.iter().map(|(key, ..)| *key))
+            .collect()
+    }
+
+    /// Issue 18 item 7: every key of the admission params is named by a fact of the diff, so
+    /// a param that changes (host access above all) is never missing from the summary.
+    #[test]
+    fn every_admission_param_is_named_by_a_fact() {
+        let review = example();
+        let mut listed: Vec<&str> = PARAMS_NAMED_ELSEWHERE
+            .iter()
+            .map(|(key, _)| *key)
+            .chain(tenant_params())
+            .chain(cell_params())
+            .collect();
+        listed.sort_unstable();
+        for tenant in &review.tenants {
+            for cell in &tenant.cells {
+                let keys: Vec<&str> = cell.admission.keys().map(String::as_str).collect();
+                assert_eq!(keys, listed, "{} in {}", tenant.tenant, cell.cell);
+            }
+        }
+        // Each named key gives a fact where its value is not empty.
+        let facts = tenant_facts(&review.tenants[0]);
+        let cell = &review.tenants[0].cells[0];
+        for key in tenant_params() {
+            if cell.admission[key].is_empty() {
+                continue;
+            }
+            let value = if key == "hostAccess" {
+                "host access".to_string()
+            } else {
+                cell.admission[key].split(',').next().unwrap().to_string()
+            };
+            assert!(
+                facts
+                    .keys()
+                    .any(|(at, item)| at.as_deref() == Some(cell.cell.as_str())
+                        && item.contains(&value)),
+                "no fact names {key} = {value}: {:#?}",
+                facts.keys()
+            );
+        }
+        let summary = review.cells.iter().find(|c| c.cell == cell.cell).unwrap();
+        let facts = cell_facts(summary, &review);
+        for key in cell_params() {
+            let value = cell.admission[key].split(',').next().unwrap().to_string();
+            let named = facts.iter().any(|((_, item), fact)| {
+                item.contains(&value) || fact.value.contains(&value) || fact.value == "yes"
+            });
+            assert!(named, "no cell fact names {key} = {value}");
+        }
+    }
+
+    /// Issue 18 item 7: host access granted by a pool `owner` is named and marked, with the
+    /// nodes it may be used on, and a floor rule that keeps something out is marked when it goes.
+    #[test]
+    fn host_access_and_withdrawn_floor_rules_are_marked() {
+        let base = example();
+        let mut head = base.clone();
+        let tenant = head
+            .tenants
+            .iter_mut()
+            .find(|tenant| {
+                tenant
+                    .cells
+                    .iter()
+                    .all(|cell| cell.admission["hostAccess"] == "false")
+            })
+            .unwrap();
+        let name = tenant.tenant.clone();
+        let cell = &mut tenant.cells[0];
+        let at = cell.cell.clone();
+        cell.admission.insert("hostAccess".into(), "true".into());
+        cell.admission
+            .insert("hostPools".into(), "pool=mine".into());
+        let taint = cell.admission["poolTaints"]
+            .split(',')
+            .next()
+            .unwrap()
+            .to_string();
+        cell.admission
+            .insert("forbiddenTaints".into(), String::new());
+        let changes = diff(&base, &head, "b", "h");
+        let of_tenant: Vec<&Change> = changes
+            .tenants
+            .iter()
+            .filter(|diff| diff.tenant == name)
+            .flat_map(|diff| &diff.changes)
+            .collect();
+        let find = |item: &str| {
+            of_tenant
+                .iter()
+                .find(|change| change.item == item && change.cell.as_deref() == Some(&at))
+                .unwrap_or_else(|| panic!("no `{item}` in {of_tenant:#?}"))
+        };
+        let access = find("host access (RDMA devices, Pod Security exceptions)");
+        assert_eq!(
+            (access.before.as_deref(), access.after.as_deref()),
+            (Some("denied"), Some("granted"))
+        );
+        assert_eq!(access.security.as_deref(), Some(HOST_ACCESS));
+        assert_eq!(
+            find("host use on nodes pool=mine").security.as_deref(),
+            Some(HOST_ACCESS)
+        );
+        assert!(
+            of_tenant
+                .iter()
+                .filter(|change| change.item.starts_with("may not tolerate "))
+                .all(|change| change.after.is_none()
+                    && change.security.as_deref() == Some(TOLERATION)),
+            "{of_tenant:#?}"
+        );
+        assert!(!taint.is_empty());
+        // The way back is listed, and marked only where it widens.
+        let back = diff(&head, &base, "h", "b");
+        assert!(
+            back.changes()
+                .all(|change| change.security.as_deref() != Some(HOST_ACCESS))
+        );
+    }
+
     /// A change as `(cell, item, before, after)`.
     type Row = (Option<String>, String, Option<String>, Option<String>);
 
@@ -944,8 +1256,8 @@ mod tests {
             back.sort();
             assert_eq!(there, back);
             for change in forward.changes() {
-                // Removing something never widens access, and a number that falls never raises
-                // a quota.
+                // Removing something never widens access (these reviews keep every floor rule),
+                // and a number that falls never raises a quota.
                 if change.after.is_none() {
                     assert_eq!(change.security, None, "{change:?}");
                 }

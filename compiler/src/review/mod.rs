@@ -10,9 +10,10 @@
 //! Invariants:
 //! - Pure and deterministic: tenants, cells, pools, namespaces, prefixes and rules are sorted or
 //!   in the plan's own stable order, so the same plan renders the same bytes.
-//! - Every fact is read from the plan or from the tables the lowering itself uses
-//!   (`lower::rbac::ACCESS`, `lower::iam::read_prefixes`, `lower::iam::write_prefixes`), so the
-//!   view cannot claim other access than what is emitted.
+//! - Every fact is read from the plan or from the tables and functions the lowering itself uses
+//!   (`lower::rbac::ACCESS`, `lower::iam::read_prefixes`, `lower::iam::write_prefixes`,
+//!   `lower::admission::params` for each tenant's admission params), so the view cannot claim
+//!   other access than what is emitted.
 //! - A tenant with no quota in any cell has no plan and so no summary: it is granted nothing.
 
 pub mod diff;
@@ -135,6 +136,9 @@ pub struct CellAccess {
     pub runtime_classes: Vec<RuntimeAccess>,
     /// Its object-storage grants per namespace, where the cell declares storage.
     pub storage: Vec<StorageAccess>,
+    /// Its admission params in the cell, exactly as `lower::admission::params` emits them: what
+    /// the tenant floor judges its requests by; `diff.rs` names every key.
+    pub admission: BTreeMap<String, String>,
 }
 
 /// A reservation on one pool resource.
@@ -497,6 +501,7 @@ fn cell_access(cell: &CellPlan, tenant: &TenantPlan) -> CellAccess {
         ingress,
         runtime_classes,
         storage,
+        admission: crate::lower::admission::params(tenant, cell),
     }
 }
 

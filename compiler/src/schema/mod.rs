@@ -6,9 +6,11 @@
 //! place that knows the field names of the declaration language; `schema/*.schema.json`
 //! describes the same model for YAML editors, and a test keeps the two in step.
 //!
-//! Invariant: a declaration with a shape error still yields as much of the model as could be
-//! read only when every required field was readable; otherwise it yields `None`, so later stages
-//! never see half-read objects, while every shape error of the run is still reported.
+//! Invariant: a declaration whose name could be read yields what else could be read; a part that
+//! could not be read (a value outside its closed set, a field of the wrong type) is left out, as
+//! `None` or a missing item, never replaced by a default, and the declaration is marked
+//! incomplete (`complete: false`), so no later check runs on a value nobody wrote and nothing is
+//! emitted, while every shape error of the run is still reported.
 
 pub mod reader;
 
@@ -225,10 +227,8 @@ fn tenant(ctx: &Ctx, node: &Node, document: &Document) -> Option<Tenant> {
             None
         }
     };
-    let container_defaults = obj
-        .field("container-defaults")
-        .and_then(|node| container_defaults(ctx, node))
-        .unwrap_or_default();
+    let container_defaults_node = obj.field("container-defaults");
+    let container_defaults = container_defaults_node.and_then(|node| container_defaults(ctx, node));
     let quotas: Vec<Option<Quota>> = obj
         .items("quota", "quotas")
         .into_iter()
@@ -289,11 +289,15 @@ fn tenant(ctx: &Ctx, node: &Node, document: &Document) -> Option<Tenant> {
     };
     let org = org.unwrap_or_else(|| placeholder(&mut complete));
     let team = team.unwrap_or_else(|| placeholder(&mut complete));
-    let trust = trust.unwrap_or_else(|| {
+    // An unreadable trust class is left out, never guessed: the checks of a class skip it.
+    if trust.is_none() {
         complete = false;
-        // The most permissive class: an unreadable trust class never adds findings.
-        Spanned::new(Trust::Soft, name.span)
-    });
+    }
+    // Unreadable container defaults are not replaced by the defaults of absent ones.
+    if container_defaults_node.is_some() && container_defaults.is_none() {
+        complete = false;
+    }
+    let container_defaults = container_defaults.unwrap_or_default();
     let groups = groups.unwrap_or_else(|| {
         complete = false;
         Groups::default()
@@ -455,12 +459,15 @@ fn check_group_name(ctx: &Ctx, group: &Spanned<String>) -> bool {
 
 fn container_defaults(ctx: &Ctx, node: &Node) -> Option<ContainerDefaults> {
     let mut obj = Obj::new(ctx, node, "container-defaults")?;
+    let before = ctx.count();
     let defaults = ContainerDefaults {
         cpu: obj.opt_quantity("cpu"),
         memory: obj.opt_quantity("memory"),
     };
+    // A default that was written but refused leaves the defaults out.
+    let read = ctx.count() == before;
     obj.finish();
-    Some(defaults)
+    read.then_some(defaults)
 }
 
 fn quota(ctx: &Ctx, node: &Node) -> Option<Quota> {
@@ -646,9 +653,8 @@ fn pool_quota(ctx: &Ctx, node: &Node) -> Option<PoolQuota> {
     let profile = obj.opt_str("profile");
     let reserved = obj.req_int("reserved", 0..=MAX_DEVICES, "reserved=8");
     let burst = obj.opt_int("burst", 0..=MAX_DEVICES);
-    let workload = obj
-        .field("workload")
-        .and_then(|node| choice(ctx, node, "workload", WORKLOAD));
+    let workload_node = obj.field("workload");
+    let workload = workload_node.and_then(|node| choice(ctx, node, "workload", WORKLOAD));
     let lend_node = obj.field("lend");
     let lend = lend_node.and_then(|node| integer(ctx, node, "lend", 0..=MAX_DEVICES));
     let gang_node = obj.field("gang");
@@ -669,7 +675,9 @@ fn pool_quota(ctx: &Ctx, node: &Node) -> Option<PoolQuota> {
         Some(within) => check_label(ctx, within, names::qualified_name, "topology level"),
         None => within_node.is_none(),
     };
-    let kueue_read = (lend_node.is_none() || lend.is_some())
+    // Nor on one whose workload was refused: it would be read as naming none.
+    let kueue_read = (workload_node.is_none() || workload.is_some())
+        && (lend_node.is_none() || lend.is_some())
         && (gang_node.is_none() || gang.is_some())
         && within_ok
         && (cpu_node.is_none() || cpu.is_some())
@@ -973,10 +981,17 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         .into_iter()
         .map(|node| gpu_model(ctx, node))
         .collect();
-    let pools: Vec<Option<Pool>> = obj
+    let pools: Vec<Option<(Pool, bool)>> = obj
         .items("pool", "pools")
         .into_iter()
         .map(|node| pool(ctx, node))
+        .collect();
+    // A pool kept without a part that could not be read (a label, a taint, its owner or price)
+    // leaves the cell incomplete.
+    let pool_parts_read = pools.iter().flatten().all(|(_, read)| *read);
+    let pools: Vec<Option<Pool>> = pools
+        .into_iter()
+        .map(|read| read.map(|(pool, _)| pool))
         .collect();
     let priorities: Vec<Option<Priority>> = obj
         .items("priority", "priorities")
@@ -1009,8 +1024,9 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
         .into_iter()
         .map(|node| runtime_class(ctx, node))
         .collect();
-    let forbidden_label_keys: Vec<Option<Spanned<String>>> = obj
-        .values("forbidden-label-keys")
+    let forbidden_label_nodes = obj.values("forbidden-label-keys");
+    let forbidden_label_keys_read = forbidden_label_nodes.is_some();
+    let forbidden_label_keys: Vec<Option<Spanned<String>>> = forbidden_label_nodes
         .unwrap_or_default()
         .into_iter()
         .map(|node| {
@@ -1047,18 +1063,16 @@ fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> {
             Spanned::new(String::new(), name.span),
         )
     });
-    let kubernetes = kubernetes.unwrap_or_else(|| {
+    // An unreadable version or driver branch is left out, never guessed: no check runs on it.
+    if kubernetes.is_none() || driver.is_none() {
         complete = false;
-        Spanned::new((1, *KUBERNETES_MINORS.end()), name.span)
-    });
-    let driver = driver.unwrap_or_else(|| {
-        complete = false;
-        // The newest branch: an unreadable driver never adds driver findings.
-        Spanned::new(u32::MAX, name.span)
-    });
+    }
     let gpu_models_complete = gpu_models.iter().all(Option::is_some);
     let gpu_models = keep_read(gpu_models, &mut complete);
     let pools = keep_read(pools, &mut complete);
+    if !pool_parts_read || !forbidden_label_keys_read {
+        complete = false;
+    }
     let priorities = keep_read(priorities, &mut complete);
     let allow_groups = keep_read(allow_groups, &mut complete);
     let orgs = keep_read(orgs, &mut complete);
@@ -1651,23 +1665,28 @@ fn runtime_class(ctx: &Ctx, node: &Node) -> Option<RuntimeClassDecl> {
     let mut obj = Obj::new(ctx, node, "runtime-class")?;
     let name = obj.req_arg_str(0, "name", example);
     let handler = obj.req_str("handler", "handler=\"nvidia\"");
-    let trust: Vec<Option<Spanned<Trust>>> = obj
-        .values("trust")
+    // A list that is not one is reported as such, never also as missing.
+    let trust_nodes = obj.values("trust");
+    let trust: Vec<Option<Spanned<Trust>>> = trust_nodes
+        .clone()
         .unwrap_or_default()
         .into_iter()
         .map(|node| choice(ctx, node, "trust", TRUST))
         .collect();
-    if trust.is_empty() {
+    if trust_nodes.as_ref().is_some_and(Vec::is_empty) {
         obj.missing("trust", "trust", "trust \"hard\"");
     }
-    let pools: Vec<Option<Spanned<String>>> = obj
-        .values("pools")
+    let pool_nodes = obj.values("pools");
+    let pools: Vec<Option<Spanned<String>>> = pool_nodes
+        .clone()
         .unwrap_or_default()
         .into_iter()
         .map(|node| string(ctx, node, "pools"))
         .collect();
     let span = obj.span;
     obj.finish();
+    // A list that could not be read leaves the class out, not applied to every pool.
+    pool_nodes?;
     let name = name?;
     let handler = handler?;
     let name_ok = check_name(ctx, &name, "runtime class", names::dns_subdomain);
@@ -1970,7 +1989,10 @@ fn dra_device_class_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
+/// Reads a pool, and whether every part of it was read: a pool whose label, taint, owner or
+/// price could not be read is kept without it (so references to the pool resolve) and leaves
+/// its cell incomplete.
+fn pool(ctx: &Ctx, node: &Node) -> Option<(Pool, bool)> {
     let mut obj = Obj::new(ctx, node, "pool")?;
     let name = obj.req_arg_str(0, "name", "pool \"<name>\" { … }");
     let gpu = obj.req_str("gpu", "gpu \"H100-80GB-SXM\"");
@@ -1988,7 +2010,8 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
             None
         }
     };
-    let nvlink_domain = obj.field("nvlink-domain").and_then(|node| {
+    let nvlink_node = obj.field("nvlink-domain");
+    let nvlink_domain = nvlink_node.and_then(|node| {
         let mut inner = Obj::new(ctx, node, "nvlink-domain")?;
         let gpus = inner.req_int("gpus", 1..=1024, "nvlink-domain gpus=8");
         inner.finish();
@@ -2021,7 +2044,8 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
         .into_iter()
         .map(|node| taint(ctx, node))
         .collect();
-    let price = obj.field("price").and_then(|node| {
+    let price_node = obj.field("price");
+    let price = price_node.and_then(|node| {
         let mut inner = Obj::new(ctx, node, "price")?;
         let value = match inner.field("per-gpu-hour") {
             Some(node) => number(ctx, node, "per-gpu-hour", 0.0..=10_000.0),
@@ -2033,7 +2057,8 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
         inner.finish();
         value
     });
-    let replicas = obj.opt_int("replicas", 2..=64);
+    let replicas_node = obj.field("replicas");
+    let replicas = replicas_node.and_then(|node| integer(ctx, node, "replicas", 2..=64));
     let mig_layouts: Vec<Option<MigLayout>> = obj
         .items("mig-layout", "mig-layouts")
         .into_iter()
@@ -2041,19 +2066,28 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
         .collect();
     let topology_node = obj.field("topology");
     let topology = topology_node.and_then(|node| topology(ctx, node));
-    let owner = obj.opt_str("owner");
+    let owner_node = obj.field("owner");
+    let owner = owner_node.and_then(|node| string(ctx, node, "owner"));
     let span = obj.span;
     obj.finish();
     let name = name?;
     if !check_name(ctx, &name, "pool", names::dns_label) {
         return None;
     }
-    if topology_node.is_some() && topology.is_none() {
-        // Like a MIG layout: a pool whose topology could not be read is left out, so no gang
-        // is checked against levels its author did not mean.
+    if topology_node.is_some() && topology.is_none()
+        || nvlink_node.is_some() && nvlink_domain.is_none()
+        || replicas_node.is_some() && replicas.is_none()
+    {
+        // Like a MIG layout: a pool whose topology, NVLink domain or replicas could not be read
+        // is left out, so no gang or capacity is checked against a shape its author did not
+        // mean, and no check reports the part as missing.
         return None;
     }
-    // A bad label or taint is reported and left out; the pool stays, so references to it resolve.
+    // A bad label or taint is reported and left out; the pool stays, so references to it
+    // resolve, and the cell is incomplete.
+    let mut parts_read = labels.iter().all(Option::is_some)
+        && taints.iter().all(Option::is_some)
+        && (price_node.is_none() || price.is_some());
     let mut labels: Vec<_> = labels.into_iter().flatten().collect();
     labels.sort_by(|left: &(Spanned<String>, Spanned<String>), right| {
         left.0.value.cmp(&right.0.value)
@@ -2061,8 +2095,9 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
     // An owner that is not a tenant name is reported and left out; the pool stays without one,
     // so it grants no host access.
     let owner = owner.filter(|owner| check_name(ctx, owner, "pool owner", names::dns_label));
+    parts_read &= owner.is_some() || owner_node.is_none();
     let (nodes, gpus_per_node) = nodes?;
-    Some(Pool {
+    let pool = Pool {
         span,
         name,
         gpu: gpu?,
@@ -2077,7 +2112,8 @@ fn pool(ctx: &Ctx, node: &Node) -> Option<Pool> {
         mig_layouts: mig_layouts.into_iter().collect::<Option<_>>()?,
         topology,
         owner,
-    })
+    };
+    Some((pool, parts_read))
 }
 
 fn topology(ctx: &Ctx, node: &Node) -> Option<Topology> {
@@ -2226,11 +2262,14 @@ fn gpu_model(ctx: &Ctx, node: &Node) -> Option<GpuModelDecl> {
         .into_iter()
         .map(|node| string(ctx, node, "pci-ids"))
         .collect();
-    let sharing_nodes = obj.values("sharing").unwrap_or_default();
-    if sharing_nodes.is_empty() {
+    // `None`: not a list, already reported (and the model is left out); empty: missing.
+    let sharing_nodes = obj.values("sharing");
+    if sharing_nodes.as_ref().is_some_and(Vec::is_empty) {
         obj.missing("sharing", "sharing", "sharing \"exclusive\" \"time-slice\"");
     }
+    let sharing_read = sharing_nodes.is_some();
     let sharing: Vec<Option<Spanned<Sharing>>> = sharing_nodes
+        .unwrap_or_default()
         .into_iter()
         .map(|node| choice(ctx, node, "sharing", SHARING))
         .collect();
@@ -2238,6 +2277,9 @@ fn gpu_model(ctx: &Ctx, node: &Node) -> Option<GpuModelDecl> {
     let span = obj.span;
     obj.finish();
     let name = name?;
+    if !sharing_read {
+        return None;
+    }
     // Invalid ids are reported and dropped; the model stays, so the cell's other checks still
     // run in this compilation.
     let pci_ids: Vec<Spanned<String>> = pci_ids
@@ -2323,17 +2365,22 @@ fn mig_profile(ctx: &Ctx, node: &Node) -> Option<MigProfileDecl> {
     let memory = obj.req_int("memory", 1..=16, "memory=1");
     let max = obj.req_int("max", 1..=16, "max=7");
     let size = obj.req_int("size", 1..=32, "size=1");
-    let start_nodes = obj.values("starts").unwrap_or_default();
-    if start_nodes.is_empty() {
+    let start_nodes = obj.values("starts");
+    if start_nodes.as_ref().is_some_and(Vec::is_empty) {
         obj.missing("starts", "starts", "starts 0 1 2 3 4 5 6");
     }
+    let starts_read = start_nodes.is_some();
     let starts: Vec<Option<Spanned<i64>>> = start_nodes
+        .unwrap_or_default()
         .into_iter()
         .map(|node| integer(ctx, node, "starts", 0..=31))
         .collect();
     let span = obj.span;
     obj.finish();
     let name = name?;
+    if !starts_read {
+        return None;
+    }
     if !crate::catalog::is_profile_name(&name.value) {
         ctx.push(
             Diagnostic::error(
@@ -2363,13 +2410,19 @@ fn priority(ctx: &Ctx, node: &Node) -> Option<Priority> {
     let name = obj.req_arg_str(0, "name", "priority \"<name>\" value=1000");
     // PriorityClass values users may set (HighestUserDefinablePriority).
     let value = obj.req_int("value", -2_147_483_648..=1_000_000_000, "value=1000");
-    let preempt = obj
-        .field("preempt")
-        .and_then(|node| boolean(ctx, node, "preempt"));
-    let description = obj.opt_str("description");
+    let preempt_node = obj.field("preempt");
+    let preempt = preempt_node.and_then(|node| boolean(ctx, node, "preempt"));
+    let description_node = obj.field("description");
+    let description = description_node.and_then(|node| string(ctx, node, "description"));
     let span = obj.span;
     obj.finish();
     let name = name?;
+    if preempt_node.is_some() && preempt.is_none()
+        || description_node.is_some() && description.is_none()
+    {
+        // Left out rather than read as the default `preempt` or no description.
+        return None;
+    }
     if !check_name(ctx, &name, "priority", names::dns_subdomain) {
         return None;
     }
@@ -2486,6 +2539,179 @@ mod tests {
             }
         }
         lines
+    }
+
+    /// Issue 18 item 1: a value outside its closed set, or one that cannot be read, leaves its
+    /// part out and its declaration incomplete; the value's own finding is the only one, since
+    /// no check runs on a value nobody wrote.
+    #[test]
+    fn an_unreadable_value_is_the_only_finding_and_leaves_its_declaration_incomplete() {
+        use crate::diag::Code;
+        use crate::validate::test_support::{CELL, codes, tenant};
+        // A cell whose only runtime class is for `hard` tenants on `train`.
+        let cell = CELL.replacen(
+            "    priority \"batch\" value=1000\n",
+            "    priority \"batch\" value=1000\n    runtime-class \"kata\" handler=\"kata\" { trust \"hard\"; pools \"train\"; }\n",
+            1,
+        );
+        let exception = "workload \"train\" service-account=\"trainer\" priority=\"batch\" {\n        exception \"rdma\" capabilities=\"IPC_LOCK\" reason=\"r\" approved-by=\"x\"\n    }";
+        let hard = tenant("a", "hard", "pool \"train\" reserved=8").replace(
+            "workload \"train\" service-account=\"trainer\" priority=\"batch\"",
+            exception,
+        );
+        let two_workloads = tenant("a", "hard", "pool \"train\" reserved=8 workload=\"trian\"")
+            .replace(
+                "    workload \"train\"",
+                "    workload \"infer\" service-account=\"server\" priority=\"batch\"\n    workload \"train\"",
+            );
+        let shared_pool = "    pool \"shared\" {\n        gpu \"L4\"\n        nodes 1 gpus-per-node=8\n        sharing \"time-slice\"\n        replicas 1\n        taint \"tenantc.io/pool\" \"shared\" effect=\"NoSchedule\"\n    }\n";
+        let tenant_file = |text: &str| ("tenants/a.kdl".to_string(), text.to_string());
+        let cell_file = |text: &str| ("cells/c1.kdl".to_string(), text.to_string());
+        /// What is wrong, the files, the one finding, and whether the cell and the tenant stay
+        /// complete.
+        type Case<'a> = (&'a str, Vec<(String, String)>, Code, bool, bool);
+        let cases: Vec<Case<'_>> = vec![
+            (
+                "trust \"hadr\"",
+                vec![
+                    cell_file(&cell),
+                    tenant_file(&hard.replace("trust \"hard\"", "trust \"hadr\"")),
+                ],
+                Code::ValueUnknown,
+                true,
+                false,
+            ),
+            (
+                "a reservation's workload=\"trian\"",
+                vec![cell_file(&cell), tenant_file(&two_workloads)],
+                Code::ValueUnknown,
+                true,
+                false,
+            ),
+            (
+                "a taint's effect=\"NoSchedul\"",
+                vec![
+                    cell_file(&cell.replace("effect=\"NoSchedule\"", "effect=\"NoSchedul\"")),
+                    tenant_file(&hard),
+                ],
+                Code::ValueUnknown,
+                false,
+                true,
+            ),
+            (
+                "a priority's preempt=\"yes\"",
+                vec![
+                    cell_file(&cell.replace("value=1000\n", "value=1000 preempt=\"yes\"\n")),
+                    tenant_file(&hard),
+                ],
+                Code::TypeMismatch,
+                false,
+                true,
+            ),
+            (
+                "kubernetes \"1.99\"",
+                vec![
+                    cell_file(&cell.replace("\"1.33\"", "\"1.99\"")),
+                    tenant_file(&hard),
+                ],
+                Code::KubernetesVersionUnsupported,
+                false,
+                true,
+            ),
+            (
+                "driver \"57x\"",
+                vec![
+                    cell_file(&cell.replace("driver \"570\"", "driver \"57x\"")),
+                    tenant_file(&hard),
+                ],
+                Code::ValueUnknown,
+                false,
+                true,
+            ),
+            (
+                "a runtime class's trust that is not a list",
+                vec![
+                    cell_file(&cell.replace("trust \"hard\"; pools", "trust { hard 1; }; pools")),
+                    tenant_file(&hard),
+                ],
+                Code::TypeMismatch,
+                false,
+                true,
+            ),
+            (
+                "a time-slice pool's replicas 1",
+                vec![
+                    cell_file(&cell.replacen(
+                        "    pool \"train\" {",
+                        &format!("{shared_pool}    pool \"train\" {{"),
+                        1,
+                    )),
+                    tenant_file(&hard),
+                ],
+                Code::NumberOutOfRange,
+                false,
+                true,
+            ),
+            (
+                "forbidden-label-keys that is not a list",
+                vec![
+                    cell_file(&cell.replacen(
+                        "    driver \"570\"\n",
+                        "    driver \"570\"\n    forbidden-label-keys { a 1; }\n",
+                        1,
+                    )),
+                    tenant_file(&hard),
+                ],
+                Code::TypeMismatch,
+                false,
+                true,
+            ),
+            (
+                "container-defaults cpu=\"lots\"",
+                vec![
+                    cell_file(&cell),
+                    tenant_file(&hard.replace(
+                        "    groups admin",
+                        "    container-defaults cpu=\"lots\"\n    groups admin",
+                    )),
+                ],
+                Code::QuantityInvalid,
+                true,
+                false,
+            ),
+        ];
+        for (what, files, code, cell_complete, tenant_complete) in cases {
+            let files: Vec<(&str, &str)> = files
+                .iter()
+                .map(|(path, text)| (path.as_str(), text.as_str()))
+                .collect();
+            assert_eq!(codes(&files), [code], "{what}");
+            let read = fleet(&files);
+            assert_eq!(read.cells.len(), 1, "{what}: the cell is read");
+            assert_eq!(read.tenants.len(), 1, "{what}: the tenant is read");
+            assert_eq!(read.cells[0].complete, cell_complete, "{what}: cell");
+            assert_eq!(read.tenants[0].complete, tenant_complete, "{what}: tenant");
+        }
+        // The value is left out, not replaced by a guess.
+        let files = [
+            (
+                "cells/c1.kdl",
+                cell.replace("\"1.33\"", "\"1.99\"")
+                    .replace("driver \"570\"", "driver \"57x\""),
+            ),
+            (
+                "tenants/a.kdl",
+                hard.replace("trust \"hard\"", "trust \"hadr\""),
+            ),
+        ];
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(path, text)| (*path, text.as_str()))
+            .collect();
+        let read = fleet(&files);
+        assert_eq!(read.tenants[0].trust, None);
+        assert_eq!(read.cells[0].kubernetes, None);
+        assert_eq!(read.cells[0].driver, None);
     }
 
     #[test]

@@ -190,7 +190,11 @@ pub(super) fn check_driver(
     table: &MigTable,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    let driver = cell.driver.value;
+    // A driver branch that could not be read is not checked against.
+    let Some(driver_decl) = &cell.driver else {
+        return;
+    };
+    let driver = driver_decl.value;
     for (name, _) in &layout.profiles {
         let Some(min) = table.profile(&name.value).and_then(|p| p.min_driver) else {
             continue;
@@ -206,7 +210,7 @@ pub(super) fn check_driver(
                     ),
                 )
                 .with_label(format!("the cell runs R{driver}"))
-                .with_secondary(cell.driver.span, "driver branch set here")
+                .with_secondary(driver_decl.span, "driver branch set here")
                 .with_help(format!(
                     "upgrade the cell's driver to R{min}+, or use another profile"
                 )),
@@ -232,7 +236,7 @@ pub(super) fn check_driver(
                     ),
                 )
                 .with_label(format!("the cell runs R{driver}"))
-                .with_secondary(cell.driver.span, "driver branch set here")
+                .with_secondary(driver_decl.span, "driver branch set here")
                 .with_note(rule.source.clone())
                 .with_help(format!(
                     "upgrade the cell's driver to R{}+, or split the layout",

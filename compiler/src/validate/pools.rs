@@ -198,7 +198,7 @@ fn not_closed(cell: &Cell, pool: &Pool) -> Option<Diagnostic> {
 /// allows, as `trust-sharing-mismatch` judges it).
 fn other_pools_help(cell: &Cell, pool: &Pool, tenant: &Tenant) -> String {
     let owner = pool.owner.as_ref().map_or("", |owner| owner.value.as_str());
-    let trust = tenant.trust.value;
+    let trust = tenant.trust.as_ref().map(|trust| trust.value);
     let tenant = tenant.name.value.as_str();
     let open: Vec<&str> = cell
         .pools
@@ -208,7 +208,8 @@ fn other_pools_help(cell: &Cell, pool: &Pool, tenant: &Tenant) -> String {
                 .owner
                 .as_ref()
                 .is_none_or(|owner| owner.value == tenant)
-                && super::tenants::trust_allows(trust, other.sharing.value)
+                && trust
+                    .is_none_or(|trust| super::tenants::trust_allows(trust, other.sharing.value))
         })
         .map(|other| other.name.value.as_str())
         .collect();

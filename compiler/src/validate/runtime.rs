@@ -22,6 +22,10 @@ pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
             "runtime class",
             diagnostics,
         );
+        if !cell.complete {
+            // A pool that could not be read is left out; a class naming it is not reported.
+            continue;
+        }
         let pool_names = cell.pools.iter().map(|pool| pool.name.value.as_str());
         for class in &cell.runtime_classes {
             for pool in &class.pools {
@@ -51,7 +55,10 @@ pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
             if cell.runtime_classes.is_empty() || !cell.complete {
                 continue;
             }
-            let trust = tenant.trust.value;
+            // A trust class that could not be read needs no runtime class of its own.
+            let Some(trust) = tenant.trust.as_ref().map(|trust| trust.value) else {
+                continue;
+            };
             let allowed = cell
                 .runtime_classes
                 .iter()

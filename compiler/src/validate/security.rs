@@ -30,7 +30,11 @@ pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
         for workload in &tenant.workloads {
             let kind = workload.kind.value;
             for exception in &workload.exceptions {
-                if tenant.trust.value != Trust::Hard {
+                // A trust class that could not be read is not judged: its error is the finding.
+                let Some(trust) = &tenant.trust else {
+                    continue;
+                };
+                if trust.value != Trust::Hard {
                     diagnostics.push(
                         Diagnostic::error(
                             Code::PodSecurityExceptionNotAllowed,
@@ -42,10 +46,10 @@ pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
                         )
                         .with_label("capabilities act on the node's kernel")
                         .with_secondary(
-                            tenant.trust.span,
+                            trust.span,
                             format!(
                                 "trust `{}` shares nodes with other tenants",
-                                tenant.trust.value.as_str()
+                                trust.value.as_str()
                             ),
                         )
                         .with_help(

@@ -247,6 +247,54 @@ pub(super) fn unknown_reference<'a>(
     }
 }
 
+/// `pool-unknown` for a reservation: a pool that offers the profile asked for is suggested
+/// before one that is only spelled closer (`a100-inf` with `profile="3g.40gb"` means the MIG
+/// pool, not the exclusive `a100-train`), and the only pool that offers it is suggested even
+/// when no name is close.
+fn unknown_pool(cell: &Cell, reservation: &PoolQuota, catalog: &Catalog) -> Diagnostic {
+    let names = cell.pools.iter().map(|p| p.name.value.as_str());
+    let fallback = format!("declare the pool in cell `{}`", cell.name.value);
+    let Some(profile) = &reservation.profile else {
+        return unknown_reference("pool", &reservation.pool, names, &fallback);
+    };
+    let offering: Vec<&str> = cell
+        .pools
+        .iter()
+        .filter(|pool| {
+            pool.sharing.value == Sharing::Mig
+                && crate::hardware::offers(pool, catalog)
+                    .iter()
+                    .any(|offer| offer.profile.as_deref() == Some(profile.value.as_str()))
+        })
+        .map(|pool| pool.name.value.as_str())
+        .collect();
+    let label = match (
+        did_you_mean(&reservation.pool.value, offering.iter().copied()),
+        offering.as_slice(),
+    ) {
+        (Some(close), _) => format!("did you mean `{close}`?"),
+        (None, [only]) => format!("did you mean `{only}`, which offers `{}`?", profile.value),
+        (None, _) => return unknown_reference("pool", &reservation.pool, names, &fallback),
+    };
+    let offer_names = list_names(offering.iter().copied());
+    Diagnostic::error(
+        Code::PoolUnknown,
+        reservation.pool.span,
+        format!("pool `{}` is not declared", reservation.pool.value),
+    )
+    .with_label(label)
+    .with_help(format!(
+        "declared pools are {}; {offer_names} {} `{}`",
+        list_names(names),
+        if offering.len() == 1 {
+            "offers"
+        } else {
+            "offer"
+        },
+        profile.value
+    ))
+}
+
 fn check_priorities(
     tenant: &Tenant,
     cell: &Cell,
@@ -316,34 +364,32 @@ fn check_reservation(
         .iter()
         .find(|p| p.name.value == reservation.pool.value)
     else {
-        diagnostics.push(unknown_reference(
-            "pool",
-            &reservation.pool,
-            cell.pools.iter().map(|p| p.name.value.as_str()),
-            &format!("declare the pool in cell `{}`", cell.name.value),
-        ));
+        diagnostics.push(unknown_pool(cell, reservation, catalog));
         return None;
     };
     let sharing = pool.sharing.value;
-    if !trust_allows(tenant.trust.value, sharing) {
+    // A trust class that could not be read is not checked against the pool.
+    if let Some(trust) = &tenant.trust
+        && !trust_allows(trust.value, sharing)
+    {
         diagnostics.push(
             Diagnostic::error(
                 Code::TrustSharingMismatch,
                 reservation.pool.span,
                 format!(
                     "`{}` tenant `{}` reserves in `{}` pool `{}`",
-                    tenant.trust.value.as_str(),
+                    trust.value.as_str(),
                     tenant.name.value,
                     sharing.as_str(),
                     pool.name.value
                 ),
             )
-            .with_label(match tenant.trust.value {
+            .with_label(match trust.value {
                 Trust::Hard => "hard tenants get whole GPUs only",
                 _ => "time-slicing and MPS share memory and faults between pods",
             })
-            .with_secondary(tenant.trust.span, "trust class set here")
-            .with_help(match tenant.trust.value {
+            .with_secondary(trust.span, "trust class set here")
+            .with_help(match trust.value {
                 Trust::Hard => "reserve in an `exclusive` pool, or lower the trust class",
                 _ => "reserve in a `mig` or `exclusive` pool, or set `trust \"soft\"`",
             }),
@@ -621,6 +667,46 @@ mod tests {
             codes(&[("cells/c1.kdl", CELL), ("tenants/a.kdl", &unknown_cell)]),
             [Code::CellUnknown]
         );
+    }
+
+    /// Issue 18 item 4: an unknown pool asked for with a profile is answered with a pool that
+    /// offers the profile, before a pool that is only spelled closer.
+    #[test]
+    fn an_unknown_pool_suggests_the_pool_that_offers_the_profile_asked_for() {
+        let cell = CELL
+            .replace("pool \"train\"", "pool \"a100-train\"")
+            .replace("pool \"infer\"", "pool \"a100-mig\"")
+            .replace(
+                "\"tenantc.io/pool\" \"infer\"",
+                "\"tenantc.io/pool\" \"a100-mig\"",
+            );
+        let suggestion = |reservation: &str| {
+            let a = tenant("a", "mig", reservation);
+            let compilation = crate::validate::test_support::compile_files(&[
+                ("cells/c1.kdl", &cell),
+                ("tenants/a.kdl", &a),
+            ]);
+            let found: Vec<_> = compilation
+                .diagnostics
+                .iter()
+                .filter(|diagnostic| diagnostic.code == Code::PoolUnknown)
+                .collect();
+            assert_eq!(found.len(), 1, "{:?}", compilation.diagnostics);
+            (found[0].labels[0].message.clone(), found[0].help.clone())
+        };
+        let (label, help) = suggestion("pool \"a100-inf\" profile=\"3g.40gb\" reserved=1");
+        assert_eq!(label, "did you mean `a100-mig`?");
+        assert_eq!(
+            help,
+            "declared pools are `a100-train` and `a100-mig`; `a100-mig` offers `3g.40gb`"
+        );
+        // A name close to no pool still gets the one pool that offers the profile.
+        let (label, _) = suggestion("pool \"inference\" profile=\"3g.40gb\" reserved=1");
+        assert_eq!(label, "did you mean `a100-mig`, which offers `3g.40gb`?");
+        // Without a profile, spelling decides.
+        let (label, help) = suggestion("pool \"a100-trian\" reserved=1");
+        assert_eq!(label, "did you mean `a100-train`?");
+        assert_eq!(help, "declared pools are `a100-train` and `a100-mig`");
     }
 
     #[test]

@@ -426,6 +426,40 @@ fn read_material<'a>(
     })
 }
 
+/// The first difference between the signed files and `other` (the locked files, or a folder's),
+/// in words: a file signed but not `where_other` (`locked`, `in the folder`), a file there but
+/// not signed, or a file with another sha256.
+fn manifest_difference(
+    signed: &[FileDigest],
+    other: &[FileDigest],
+    where_other: &str,
+) -> Option<String> {
+    let signed_by_path: BTreeMap<&str, &[u8; 32]> = signed
+        .iter()
+        .map(|file| (file.path.as_str(), &file.sha256))
+        .collect();
+    let other_by_path: BTreeMap<&str, &[u8; 32]> = other
+        .iter()
+        .map(|file| (file.path.as_str(), &file.sha256))
+        .collect();
+    if let Some(path) = signed_by_path
+        .keys()
+        .find(|path| !other_by_path.contains_key(*path))
+    {
+        return Some(format!("`{path}` is signed but not {where_other}"));
+    }
+    if let Some(path) = other_by_path
+        .keys()
+        .find(|path| !signed_by_path.contains_key(*path))
+    {
+        return Some(format!("`{path}` is {where_other} but not signed"));
+    }
+    other_by_path
+        .iter()
+        .find(|(path, digest)| signed_by_path.get(*path) != Some(*digest))
+        .map(|(path, _)| format!("`{path}` has a different sha256"))
+}
+
 /// Compares the signed manifest with the locked one, and the signed root with both.
 fn compare_manifests(
     model: &ModelWeights,
@@ -446,32 +480,8 @@ fn compare_manifests(
             ),
         )
     };
-    let signed_by_path: BTreeMap<&str, &[u8; 32]> = signed
-        .files
-        .iter()
-        .map(|file| (file.path.as_str(), &file.sha256))
-        .collect();
-    let locked_by_path: BTreeMap<&str, &[u8; 32]> = locked
-        .iter()
-        .map(|file| (file.path.as_str(), &file.sha256))
-        .collect();
-    if let Some(path) = signed_by_path
-        .keys()
-        .find(|path| !locked_by_path.contains_key(*path))
-    {
-        return Err(mismatch(format!("`{path}` is signed but not locked")));
-    }
-    if let Some(path) = locked_by_path
-        .keys()
-        .find(|path| !signed_by_path.contains_key(*path))
-    {
-        return Err(mismatch(format!("`{path}` is locked but not signed")));
-    }
-    if let Some((path, _)) = locked_by_path
-        .iter()
-        .find(|(path, digest)| signed_by_path.get(*path) != Some(*digest))
-    {
-        return Err(mismatch(format!("`{path}` has a different sha256")));
+    if let Some(reason) = manifest_difference(&signed.files, locked, "locked") {
+        return Err(mismatch(reason));
     }
     if signed.files.len() != locked.len() {
         return Err(mismatch("a file is listed twice".to_string()));
@@ -527,7 +537,29 @@ fn verify_keyless(
 }
 
 /// Why `tenantc weights lock` could not make an entry.
-pub type LockError = String;
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockError {
+    /// The request names something that is not there: a model the tenant does not declare, a
+    /// signature that is not a file under `weights/`, a detached signature without its folder.
+    Usage(String),
+    /// The entry would not verify as the build verifies it, or the present lock cannot be read.
+    NotVerified(String),
+}
+
+impl LockError {
+    /// The reason, as one line without a final period.
+    pub fn message(&self) -> &str {
+        match self {
+            LockError::Usage(message) | LockError::NotVerified(message) => message,
+        }
+    }
+}
+
+impl From<String> for LockError {
+    fn from(reason: String) -> Self {
+        LockError::NotVerified(reason)
+    }
+}
 
 /// Builds the lock entry of `model_name` for `tenant` from a signature file and, when the
 /// weights folder was hashed, its manifest; the entry is verified exactly as the build
@@ -549,17 +581,19 @@ pub fn prepare_lock(
         .find(|model| model.name.value == model_name)
         .ok_or_else(|| {
             let declared: Vec<&str> = tenant.models.iter().map(|m| m.name.as_str()).collect();
-            if declared.is_empty() {
+            LockError::Usage(if declared.is_empty() {
                 format!("tenant `{tenant_name}` declares no model")
             } else {
                 format!(
                     "tenant `{tenant_name}` declares no model `{model_name}`; it declares {}",
                     crate::diag::list_names(declared.iter().copied())
                 )
-            }
+            })
         })?;
     let signature = material.get(signature_path).ok_or_else(|| {
-        format!("`{signature_path}` is not a file under `{WEIGHTS}/` of the project root")
+        LockError::Usage(format!(
+            "`{signature_path}` is not a file under `{WEIGHTS}/` of the project root"
+        ))
     })?;
     // A JSON document with a key written twice is read as a bundle, so that the reason the
     // build would give (the duplicated key) is the one reported.
@@ -585,11 +619,25 @@ pub fn prepare_lock(
             sig::read_bundle(signature).map_err(|refusal| not_verified(refusal.to_string()))?;
         let signed = sig::read_statement(&dsse.payload)
             .map_err(|refusal| not_verified(refusal.to_string()))?;
-        ("model-signing", hashed.unwrap_or(signed.files))
+        match hashed {
+            // A folder that is not the one the bundle signs is named, not the lock it would make.
+            Some(hashed) => {
+                if let Some(reason) = manifest_difference(&signed.files, &hashed, "in the folder") {
+                    return Err(LockError::NotVerified(format!(
+                        "the weights folder does not hold the files the bundle signs: {reason}; pass the folder the bundle was made from, or the bundle alone, which lists its files"
+                    )));
+                }
+                ("model-signing", hashed)
+            }
+            None => ("model-signing", signed.files),
+        }
     } else {
-        let manifest = hashed.ok_or(
-            "a detached signature lists no files: pass the weights folder and `--signature`",
-        )?;
+        let manifest = hashed.ok_or_else(|| {
+            LockError::Usage(
+                "a detached signature lists no files: pass the weights folder and `--signature`"
+                    .to_string(),
+            )
+        })?;
         ("cosign-blob", manifest)
     };
     let mut manifest = manifest;
@@ -635,11 +683,22 @@ pub fn prepare_lock(
     };
     let (_, diagnostics) = verify(&fleet, &checked);
     if let Some(diagnostic) = diagnostics.first() {
-        return Err(format!(
-            "{} ({})",
+        // A detached signature signs the folder's root digest: one that does not verify may
+        // sign another folder as well as come from another key.
+        let folder = if format == "cosign-blob" && diagnostic.code == Code::WeightsSignatureInvalid
+        {
+            format!(
+                "; it must sign the root digest of the folder passed, sha256:{}: check that this is the folder that was signed",
+                hex(&root)
+            )
+        } else {
+            String::new()
+        };
+        return Err(LockError::NotVerified(format!(
+            "{} ({}){folder}",
             diagnostic.message,
             diagnostic.code.as_str()
-        ));
+        )));
     }
     Ok((entry, bytes))
 }
@@ -984,7 +1043,10 @@ mod tests {
             &material,
         )
         .unwrap_err();
-        assert!(error.contains("weights-signature-invalid"), "{error}");
+        assert!(
+            error.message().contains("weights-signature-invalid"),
+            "{error:?}"
+        );
         let error = prepare_lock(
             &tenant,
             "huge",
@@ -995,7 +1057,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             error,
-            "tenant `alpha` declares no model `huge`; it declares `tiny`"
+            LockError::Usage("tenant `alpha` declares no model `huge`; it declares `tiny`".into())
         );
     }
 
@@ -1229,7 +1291,9 @@ mod tests {
                     &material
                 )
                 .unwrap_err(),
-                format!("model `tiny v3` is not verified: {reason} (weights-signature-invalid)")
+                LockError::NotVerified(format!(
+                    "model `tiny v3` is not verified: {reason} (weights-signature-invalid)"
+                ))
             );
         }
     }
