@@ -220,7 +220,14 @@ fn param_list<'a>(params: &'a BTreeMap<String, String>, key: &str) -> Vec<&'a st
 type ListParam = (&'static str, &'static str, Area, &'static str, Widen);
 
 /// The list params of a tenant in a cell that no other fact names.
-const TENANT_LIST_PARAMS: [ListParam; 4] = [
+const TENANT_LIST_PARAMS: [ListParam; 5] = [
+    (
+        "claimNamespaces",
+        "claim templates in namespace",
+        Area::Entitlement,
+        "allowed",
+        Widen::Never,
+    ),
     (
         "hostPools",
         "host use on nodes",
