@@ -12,7 +12,7 @@
 use saphyr_parser::{Event, Marker, Parser, ScalarStyle, ScanError, Span as YamlSpan};
 
 use super::{Document, Entry, Format, Map, Node, Root, Value};
-use crate::diag::{Code, Diagnostic};
+use crate::diag::{Code, Diagnostic, FileFindings, Severity};
 use crate::limits::MAX_NESTING;
 use crate::source::{CharOffsets, FileId, Span};
 
@@ -41,7 +41,7 @@ fn parse_counting(file: FileId, text: &str) -> ((Document, Vec<Diagnostic>), u64
         text,
         positions: &positions,
         parser: Parser::new_from_str(text),
-        diagnostics: Vec::new(),
+        diagnostics: FileFindings::new(),
         peeked: None,
         depth: 0,
     };
@@ -73,7 +73,7 @@ fn parse_counting(file: FileId, text: &str) -> ((Document, Vec<Diagnostic>), u64
             None
         }
         None => {
-            if diagnostics.is_empty() {
+            if diagnostics.reported() == 0 {
                 diagnostics.push(
                     Diagnostic::error(
                         Code::DocumentShape,
@@ -93,7 +93,7 @@ fn parse_counting(file: FileId, text: &str) -> ((Document, Vec<Diagnostic>), u64
                 format: Format::Yaml,
                 root,
             },
-            diagnostics,
+            diagnostics.finish(),
         ),
         positions.steps(),
     )
@@ -114,12 +114,12 @@ pub fn parse_stream(file: FileId, text: &str) -> (Vec<Node>, Vec<Diagnostic>) {
         text,
         positions: &positions,
         parser: Parser::new_from_str(text),
-        diagnostics: Vec::new(),
+        diagnostics: FileFindings::new(),
         peeked: None,
         depth: 0,
     };
     let nodes = reader.documents(true).unwrap_or_default();
-    (nodes, reader.diagnostics)
+    (nodes, reader.diagnostics.finish())
 }
 
 /// Every character outside YAML 1.2's printable set (`c-printable`: tab, line feed, carriage
@@ -157,7 +157,8 @@ struct Reader<'a> {
     text: &'a str,
     positions: &'a CharOffsets<'a>,
     parser: Parser<'a, saphyr_parser::StrInput<'a>>,
-    diagnostics: Vec<Diagnostic>,
+    /// Capped as they are reported, like every parse finding (`diag::FileFindings`).
+    diagnostics: FileFindings,
     peeked: Option<(Event<'a>, YamlSpan)>,
     depth: usize,
 }
@@ -199,14 +200,15 @@ impl<'a> Reader<'a> {
     }
 
     fn unsupported(&mut self, span: Span, what: &str) {
-        self.diagnostics.push(
-            Diagnostic::error(
-                Code::YamlUnsupported,
-                span,
-                format!("{what} are not allowed in declarations"),
-            )
-            .with_help("write every value out in full; declarations use plain YAML only"),
-        );
+        self.diagnostics
+            .report(Code::YamlUnsupported, Severity::Error, span, || {
+                Diagnostic::error(
+                    Code::YamlUnsupported,
+                    span,
+                    format!("{what} are not allowed in declarations"),
+                )
+                .with_help("write every value out in full; declarations use plain YAML only")
+            });
     }
 
     /// Reads the stream: at most one document unless `multi`; an empty stream has none.
@@ -496,6 +498,37 @@ fn parse_int(text: &str) -> Option<i128> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_finding_is_capped_as_it_is_reported() {
+        // Issue 24: the YAML reader caps its findings as the KDL reader does, so a file with a
+        // tag on every line keeps a few hundred findings and counts the rest exactly.
+        let tagged = format!(
+            "name: a\n{}",
+            (0..100_000)
+                .map(|idx| format!("k{idx}: !t &a{idx} v\n"))
+                .collect::<String>()
+        );
+        let (_, diagnostics) = parse(FileId(0), &tagged);
+        assert!(
+            diagnostics.len() <= crate::limits::MAX_DIAGNOSTICS_PER_FILE + 1,
+            "{} diagnostics",
+            diagnostics.len()
+        );
+        let shown = diagnostics
+            .iter()
+            .filter(|d| d.code == Code::YamlUnsupported)
+            .count();
+        let hidden: usize = diagnostics
+            .iter()
+            .filter(|d| d.code == Code::DiagnosticsTruncated)
+            .flat_map(|d| d.hidden.iter())
+            .filter(|h| h.code == Code::YamlUnsupported)
+            .map(|h| h.errors)
+            .sum();
+        // A tag and an anchor on each of the 100,000 values.
+        assert_eq!(shown + hidden, 200_000, "{shown} shown, {hidden} hidden");
+    }
 
     #[test]
     fn characters_yaml_does_not_allow_are_named_at_their_position() {
