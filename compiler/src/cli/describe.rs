@@ -10,7 +10,6 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use tenantc::Compilation;
 
 use super::error::{Exit, Fatal};
 use super::output::{print_json, print_out};
@@ -76,26 +75,6 @@ pub fn run(args: &DescribeArgs) -> Result<Exit, Fatal> {
     }
     let mut document = tenantc::describe::json(&view)
         .map_err(|error| Fatal::bug(format!("the plan cannot be written as JSON: {error}")))?;
-    with_diagnostics(&mut document, &compilation);
+    report::add_envelope(&mut document, "describe", &compilation);
     Ok(print_json(&document))
-}
-
-/// Adds the envelope and the warnings of the compilation to the tenant's JSON document, as
-/// `check --format json` lists them.
-fn with_diagnostics(document: &mut serde_json::Value, compilation: &Compilation) {
-    let report: serde_json::Value =
-        serde_json::from_str(&report::json("describe", compilation, &[])).unwrap_or_default();
-    if let serde_json::Value::Object(fields) = document {
-        for key in [
-            "tenantc",
-            "kind",
-            "diagnostics",
-            "warnings",
-            "silenced",
-            "suppressed",
-        ] {
-            let value = report.get(key).cloned().unwrap_or_default();
-            fields.insert(key.to_string(), value);
-        }
-    }
 }
