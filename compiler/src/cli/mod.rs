@@ -63,7 +63,7 @@ outside the root.",
 tenantc check                  fail if out/ is stale or any rule fails (for CI)\n  \
 tenantc build --format json    diagnostics as JSON on stdout\n  \
 tenantc describe <tenant>      a tenant's namespaces, queue, capacity and pools per cell\n  \
-tenantc what-if --drain us-east-1a/h100-train@rack   what tenants lose if a rack is drained\n  \
+tenantc what-if --drain <spec> what tenants lose if nodes are drained (or a cell is lost)\n  \
 tenantc catalog [GPU]          the GPU model keys, sharing modes and MIG profiles of the catalog\n  \
 tenantc check --deny warnings  fail on warnings too (an `allow` with a reason silences one)\n\n\
 Exit codes: 0 success, 1 errors in the declarations or a stale out/, 2 usage, IO or internal errors."

@@ -129,7 +129,7 @@ pub fn parse_drain(text: &str) -> Result<DrainSpec, SpecError> {
             .filter(|count| *count >= 1)
             .ok_or_else(|| bad("needs a whole number of at least 1 after `=`"))?,
         (None, Some(_)) => 1,
-        (None, None) => return Err(bad("says how many nodes nowhere")),
+        (None, None) => return Err(bad("does not say how many nodes")),
     };
     Ok(DrainSpec {
         cell: cell.to_string(),
@@ -522,7 +522,8 @@ fn unknown(what: &str, place: &str, name: &str, names: &[&str], listed: &str) ->
 /// What the changes do to the fleet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WhatIf {
-    /// The changes, in the order given.
+    /// The changes in the order given to [`what_if`] (the CLI gives drains, then lost cells,
+    /// then removed layouts, each in command-line order).
     pub changes: Vec<AppliedChange>,
     /// Whether every reservation is still backed: its devices and its reserved gangs.
     pub backed: bool,
@@ -939,9 +940,12 @@ fn gang_impact(
             ),
         }
     };
+    // The level whose domains hold exactly the gang's domain; one node's level is the NVLink
+    // domain's, which is how a gang without `within` is declared.
     let within = pool
         .levels
         .iter()
+        .filter(|level| level.label != crate::model::HOSTNAME_LABEL)
         .find(|level| level.nodes.saturating_mul(per_node) == domain)
         .map(|level| level.label.clone());
     GangImpact {

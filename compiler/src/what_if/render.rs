@@ -47,6 +47,15 @@ pub fn human(result: &WhatIf) -> String {
         }
     }
     for tenant in &result.tenants {
+        let shown: Vec<&ReservationImpact> = tenant
+            .reservations
+            .iter()
+            .filter(|row| row.capacity_after != row.capacity_before)
+            .collect();
+        // A tenant of a changed pool whose resources all kept their devices is only in the JSON.
+        if shown.is_empty() && tenant.gangs.is_empty() && tenant.fleet.is_empty() {
+            continue;
+        }
         let verdict = if tenant.backed {
             "every reservation still backed".to_string()
         } else if tenant.unbacked > 0 {
@@ -57,11 +66,7 @@ pub fn human(result: &WhatIf) -> String {
         let _ = writeln!(out, "\n{}: {verdict}", tenant.tenant);
         // The JSON lists every reservation in a changed pool; the text those whose resource
         // lost devices.
-        for row in tenant
-            .reservations
-            .iter()
-            .filter(|row| row.capacity_after != row.capacity_before)
-        {
+        for row in shown {
             let _ = writeln!(out, "  {}", reservation_text(row));
         }
         for gang in &tenant.gangs {
@@ -91,9 +96,13 @@ fn change_text(change: &AppliedChange) -> String {
     };
     match (change.change, &change.level, change.count) {
         ("lose-cell", _, _) => format!("lose cell {} ({} nodes)", change.cell, change.nodes),
-        ("remove-layout", _, _) => {
-            format!("remove the MIG layout of {place} ({} nodes)", change.nodes)
-        }
+        ("remove-layout", _, _) => format!(
+            "remove MIG layout {} of {}/{} ({} nodes)",
+            change.layout.as_deref().unwrap_or_default(),
+            change.cell,
+            change.pool.as_deref().unwrap_or_default(),
+            change.nodes
+        ),
         (_, Some(level), Some(count)) => format!(
             "drain {count} {} of {level} ({} nodes) in {place}",
             if count == 1 { "domain" } else { "domains" },
