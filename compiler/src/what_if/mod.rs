@@ -656,6 +656,10 @@ pub struct GangImpact {
     pub gangs_after: i64,
     /// Whether `gangs_after` is the worst case over where the drained nodes sit.
     pub worst_case: bool,
+    /// The nodes drained in each domain that `gangs_after` counts with, largest first (the
+    /// other domains keep all their nodes); the worst case when `worst_case`. Empty when the
+    /// pool is too large to list them.
+    pub drained_per_domain: Vec<i64>,
     /// Whether any domain still holds a whole gang.
     pub fits: bool,
 }
@@ -916,28 +920,36 @@ fn gang_impact(
     let domains = nodes / span.max(1);
     let before = domains * fit(span);
     let drained: i64 = record.groups.values().sum();
-    let (after, worst_case) = if capacity_after == 0 || drained >= nodes {
-        (0, false)
+    let whole_domains =
+        |count: i64| vec![span; usize::try_from(count.clamp(0, domains)).unwrap_or(0)];
+    let (after, worst_case, placement) = if capacity_after == 0 || drained >= nodes {
+        (0, false, whole_domains(domains))
     } else {
         match record.units {
             Some((unit, units)) if unit % span == 0 => {
                 let whole = (unit / span) * units;
-                ((domains - whole).max(0) * fit(span), false)
+                (
+                    (domains - whole).max(0) * fit(span),
+                    false,
+                    whole_domains(whole),
+                )
             }
-            Some((unit, units)) if span % unit == 0 => (
-                before
-                    - worst_loss(domains, span / unit, units, |taken| {
-                        fit(span) - fit(span - taken * unit)
-                    }),
-                units > 1,
-            ),
-            _ => (
-                before
-                    - worst_loss(domains, span, drained, |taken| {
-                        fit(span) - fit(span - taken)
-                    }),
-                drained > 1,
-            ),
+            Some((unit, units)) if span % unit == 0 => {
+                let (lost, placed) = worst_loss(domains, span / unit, units, |taken| {
+                    fit(span) - fit(span - taken * unit)
+                });
+                (
+                    before - lost,
+                    units > 1,
+                    placed.into_iter().map(|taken| taken * unit).collect(),
+                )
+            }
+            _ => {
+                let (lost, placed) = worst_loss(domains, span, drained, |taken| {
+                    fit(span) - fit(span - taken)
+                });
+                (before - lost, drained > 1, placed)
+            }
         }
     };
     // The level whose domains hold exactly the gang's domain; one node's level is the NVLink
@@ -959,6 +971,7 @@ fn gang_impact(
         gangs_before: before,
         gangs_after: after.max(0),
         worst_case,
+        drained_per_domain: placement,
         fits: after > 0,
     }
 }
@@ -966,20 +979,26 @@ fn gang_impact(
 /// The most gangs `units` drained units can cost, spread over `domains` domains of `slots`
 /// units each, where `loss(k)` is what a domain loses with `k` of its units drained: the exact
 /// maximum by dynamic programming over the domains (the domains are alike, so only how many
-/// units each takes matters).
-fn worst_loss(domains: i64, slots: i64, units: i64, loss: impl Fn(i64) -> i64) -> i64 {
+/// units each takes matters), with the units each affected domain takes in that worst case,
+/// largest first (empty when the table to find them would exceed [`PLACEMENT_CELLS`]).
+fn worst_loss(domains: i64, slots: i64, units: i64, loss: impl Fn(i64) -> i64) -> (i64, Vec<i64>) {
     let units = units.clamp(0, domains.saturating_mul(slots));
     let Ok(width) = usize::try_from(units) else {
-        return 0;
+        return (0, Vec::new());
     };
+    // A domain takes at least one unit, so more than `units` domains never help.
+    let rounds = usize::try_from(domains.min(units)).unwrap_or(0);
+    let keep_choices = rounds.saturating_mul(width + 1) <= PLACEMENT_CELLS;
     // best[k]: the most lost with k units placed in the domains seen so far; None: impossible.
     let mut best: Vec<Option<i64>> = vec![None; width + 1];
     if let Some(first) = best.first_mut() {
         *first = Some(0);
     }
-    // A domain takes at least one unit, so more than `units` domains never help.
-    for _ in 0..domains.min(units) {
+    // choices[round][k]: the units the round's domain takes in the best way to place k.
+    let mut choices: Vec<Vec<i64>> = Vec::new();
+    for _ in 0..rounds {
         let mut next = best.clone();
+        let mut taken_here = vec![0_i64; if keep_choices { width + 1 } else { 0 }];
         for (placed, value) in best.iter().enumerate() {
             let Some(value) = value else { continue };
             for taken in 1..=slots {
@@ -992,13 +1011,32 @@ fn worst_loss(domains: i64, slots: i64, units: i64, loss: impl Fn(i64) -> i64) -
                 let candidate = value + loss(taken);
                 if slot.is_none_or(|current| candidate > current) {
                     *slot = Some(candidate);
+                    if let Some(choice) = taken_here.get_mut(total) {
+                        *choice = taken;
+                    }
                 }
             }
         }
         best = next;
+        if keep_choices {
+            choices.push(taken_here);
+        }
     }
-    best.get(width).copied().flatten().unwrap_or(0)
+    let mut placement = Vec::new();
+    let mut left = width;
+    for round in choices.iter().rev() {
+        let taken = round.get(left).copied().unwrap_or(0);
+        if taken > 0 {
+            placement.push(taken);
+            left = left.saturating_sub(usize::try_from(taken).unwrap_or(0));
+        }
+    }
+    placement.sort_unstable_by(|left, right| right.cmp(left));
+    (best.get(width).copied().flatten().unwrap_or(0), placement)
 }
+
+/// The most entries of the table [`worst_loss`] keeps to say where the drained units sit.
+const PLACEMENT_CELLS: usize = 1 << 22;
 
 /// What a fleet contract loses, what its cells have spare, and whom re-homing would overcommit.
 fn contract_impact(

@@ -219,6 +219,7 @@ fn a_count_of_nodes_is_counted_where_it_hurts_gangs_most() {
     let result = run(&[drain("lab/train=2")]);
     let gang = &tenant(&result, "big").gangs[0];
     assert_eq!((gang.gangs_after, gang.worst_case), (2, true));
+    assert_eq!(gang.drained_per_domain, [1, 1]);
     assert!(result.backed);
     // Five nodes: 4 + 1 (or 3 + 2) leave one rack at most 24 GPUs and the other nothing (or 8):
     // one gang, fewer than the 2 reserved; and 24 GPUs for 32 reserved.
@@ -324,11 +325,11 @@ fn the_worst_loss_equals_a_search_of_every_placement() {
                 }
                 taken[idx] += 1;
             }
-            assert_eq!(
-                worst_loss(domains, 4, units, loss),
-                best,
-                "{domains} {units}"
-            );
+            let (lost, placed) = worst_loss(domains, 4, units, loss);
+            assert_eq!(lost, best, "{domains} {units}");
+            // The placement it returns is one that loses that much.
+            assert_eq!(placed.iter().sum::<i64>(), units, "{domains} {units}");
+            assert_eq!(placed.iter().map(|t| loss(*t)).sum::<i64>(), best);
         }
     }
 }
