@@ -16,7 +16,7 @@ use tenantc::what_if::{self, Change};
 
 use super::error::{Exit, Fatal};
 use super::output::{print_json, print_out};
-use super::project::load_declarations;
+use super::project::{PlanReader, unresolved};
 use super::{ColorArg, DescribeFormat, report};
 
 /// The arguments of `tenantc what-if`.
@@ -66,27 +66,16 @@ pub fn run(args: &WhatIfArgs) -> Result<Exit, Fatal> {
     for text in &args.remove_layout {
         changes.push(what_if::parse_remove_layout(text).map_err(spec_fatal)?);
     }
-    let loaded = load_declarations(&args.root)?;
-    let compilation = tenantc::compile_loaded(&loaded);
-    let show_diagnostics = || {
-        if json {
-            print!("{}", report::json("what-if", &compilation, &[]));
-        } else {
-            report::human(&compilation, args.color.choice());
-        }
+    let reader = PlanReader {
+        kind: "what-if",
+        json,
+        color: args.color.choice(),
     };
-    if let Some(error) = &compilation.internal_error {
-        show_diagnostics();
-        return Err(Fatal::bug(error));
-    }
-    if compilation.has_errors() {
-        show_diagnostics();
+    let Some(compilation) = reader.compile(&args.root)? else {
         return Ok(Exit::Errors);
-    }
+    };
     let Some(plan) = &compilation.plan else {
-        return Err(Fatal::bug(
-            "the declarations have no error but were not resolved",
-        ));
+        return Err(unresolved());
     };
     let result = what_if::query(plan, &compilation.fleet, &changes).map_err(spec_fatal)?;
     let exit = if result.backed {
@@ -95,7 +84,7 @@ pub fn run(args: &WhatIfArgs) -> Result<Exit, Fatal> {
         Exit::Errors
     };
     if !json {
-        show_diagnostics();
+        reader.show(&compilation);
         print_out(&what_if::human(&result));
         return Ok(exit);
     }
