@@ -2,7 +2,8 @@
 //!
 //! Consumes: a [`Pool`] of the model and the hardware catalog. Produces: [`Offer`]s, one per
 //! extended resource the device plugin will advertise on the pool's nodes, with the number of
-//! devices across the pool.
+//! devices across the pool, the sum over its node groups ([`NodeOffers`]: a MIG layout's nodes,
+//! or the whole pool) of their nodes times what one of them offers.
 //!
 //! Invariant: resource names follow the NVIDIA device plugin exactly: `nvidia.com/gpu` for whole
 //! GPUs, time-slicing, MPS and MIG's single strategy, `nvidia.com/mig-<profile>` with `+` written

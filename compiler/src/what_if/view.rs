@@ -10,9 +10,8 @@
 //! - Every figure of a reservation (reserved, burst, what the cell admits, what whole gangs use,
 //!   the effective capacity) is the plan's own (`TenantPlan::capacity`), never recomputed.
 //! - Each group's nodes times what one of its nodes offers, summed over the groups, is the
-//!   plan's offer of the pool (a unit test holds the example fleet to it); a pool whose groups
-//!   do not add up is left out of the view, so the query never works on figures the build
-//!   would not emit.
+//!   plan's offer of the pool (`hardware::offers` is that sum); a pool whose groups do not add
+//!   up is left out of the view, so the query never works on figures the build would not emit.
 //! - When the plan carries the node groups and level sizes itself (issue 19 moves them into
 //!   the resolve stage), only this file changes.
 
