@@ -1,5 +1,6 @@
 //! The documented examples, tested by running the commands they run: the CI examples of
-//! `docs/ci.md` (issue 10) and the tour of `README.md` (issue 18).
+//! `docs/ci.md` (issue 10), the tour of `README.md` (issue 18) and the examples of
+//! `docs/what-if.md` (issue 21).
 //!
 //! Consumes: `docs/ci.md` (the `run:` lines of the GitHub Actions workflow that call
 //! `tenantc`, and the `entry:` of the pre-commit hook), the README's "A five-minute tour" (its
@@ -396,4 +397,81 @@ fn the_readme_counts_the_conformance_checks_the_first_test_run_skips() {
         top.contains(&format!("skips the {count} conformance checks")),
         "the README says before its first section that the first test run skips them"
     );
+}
+
+/// Issue 21 item 3: every example of `docs/what-if.md` prints exactly what the document quotes
+/// when run on a copy of the example fleet, and exits with the code its prose states.
+#[test]
+fn the_what_if_examples_print_exactly_what_docs_what_if_md_quotes() {
+    let text = std::fs::read_to_string(support::repo().join("docs/what-if.md")).unwrap();
+    let fleet = tempfile::tempdir().unwrap();
+    copy_fleet(fleet.path());
+    // (prose before the block, language, body) for each fenced block, in order.
+    let mut blocks: Vec<(String, String, String)> = Vec::new();
+    let mut prose = String::new();
+    let mut open: Option<(String, String)> = None;
+    for line in text.lines() {
+        if let Some((language, body)) = open.as_mut() {
+            if line == "```" {
+                blocks.push((
+                    std::mem::take(&mut prose),
+                    language.clone(),
+                    std::mem::take(body),
+                ));
+                open = None;
+            } else {
+                body.push_str(line);
+                body.push('\n');
+            }
+        } else if let Some(language) = line.strip_prefix("```") {
+            open = Some((language.to_string(), String::new()));
+        } else {
+            prose.push_str(line);
+            prose.push('\n');
+        }
+    }
+    assert!(
+        open.is_none(),
+        "a code block of docs/what-if.md is never closed"
+    );
+    let mut compared = 0;
+    for pair in blocks.windows(2) {
+        let [(said, first, commands), (_, second, quoted)] = pair else {
+            continue;
+        };
+        if first != "sh" || second != "text" {
+            continue;
+        }
+        let mut printed = String::new();
+        let mut status = 0;
+        for command in commands.lines().filter(|line| !line.trim().is_empty()) {
+            let args: Vec<&str> = command
+                .strip_prefix("tenantc ")
+                .expect("an example runs tenantc")
+                .split_whitespace()
+                .collect();
+            let output = Command::new(env!("CARGO_BIN_EXE_tenantc"))
+                .args(&args)
+                .current_dir(fleet.path())
+                .output()
+                .unwrap();
+            printed.push_str(&String::from_utf8_lossy(&output.stdout));
+            printed.push_str(&String::from_utf8_lossy(&output.stderr));
+            status = output.status.code().unwrap_or(-1);
+        }
+        assert_eq!(
+            printed.trim_end(),
+            quoted.trim_end(),
+            "docs/what-if.md: `{}` prints other text than it quotes",
+            commands.trim()
+        );
+        const SAYS: &str = "exits with code ";
+        let code = said
+            .rfind(SAYS)
+            .and_then(|at| said.get(at + SAYS.len()..at + SAYS.len() + 1))
+            .expect("the prose before each example states its exit code");
+        assert_eq!(status.to_string(), code, "`{}`", commands.trim());
+        compared += 1;
+    }
+    assert!(compared >= 4, "docs/what-if.md quotes {compared} examples");
 }

@@ -1937,6 +1937,11 @@ fn every_json_output_of_the_cli_has_the_documented_envelope() {
         &Path::new(ROOT).join("tests/cli/allow-and-deny/root"),
         &allow,
     );
+    let what_if = scratch.path().join("what-if");
+    copy_dir(
+        &Path::new(ROOT).join("tests/cli/what-if-fixture/root"),
+        &what_if,
+    );
     let broken = scratch.path().join("broken");
     copy_dir(
         &Path::new(ROOT).join("tests/cases/err/117-issue-10-allow-without-reason/input"),
@@ -1974,6 +1979,26 @@ fn every_json_output_of_the_cli_has_the_documented_envelope() {
         (&allow, &["catalog", "--format", "json"], "catalog"),
         (&allow, &["catalog", "H100", "--format", "json"], "catalog"),
         (&allow, &["catalog", "Z100", "--format", "json"], "fatal"),
+        (
+            &what_if,
+            &["what-if", "--drain", "north/train@rack", "--format", "json"],
+            "what-if",
+        ),
+        (
+            &what_if,
+            &["what-if", "--lose-cell", "north", "--format", "json"],
+            "what-if",
+        ),
+        (
+            &what_if,
+            &["what-if", "--lose-cell", "nort", "--format", "json"],
+            "fatal",
+        ),
+        (
+            &broken,
+            &["what-if", "--lose-cell", "north", "--format", "json"],
+            "what-if",
+        ),
     ];
     for (dir, args, kind) in runs {
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_tenantc"))
@@ -2008,6 +2033,24 @@ fn every_json_output_of_the_cli_has_the_documented_envelope() {
     assert!(schema_errors(&validator, &enveloped).is_empty());
     enveloped.as_object_mut().unwrap().remove("suppressed");
     assert!(!schema_errors(&validator, &enveloped).is_empty());
+    // A what-if document that lost the verdict a pipeline gates on, or whose tenant row lost a
+    // figure, is refused too.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tenantc"))
+        .args(["what-if", "--lose-cell", "north", "--format", "json"])
+        .current_dir(&what_if)
+        .output()
+        .unwrap();
+    let answer: Json = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(schema_errors(&validator, &answer).is_empty());
+    let mut without_verdict = answer.clone();
+    without_verdict.as_object_mut().unwrap().remove("backed");
+    assert!(!schema_errors(&validator, &without_verdict).is_empty());
+    let mut without_figure = answer;
+    without_figure["tenants"][0]["reservations"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("unbacked");
+    assert!(!schema_errors(&validator, &without_figure).is_empty());
 }
 
 // ---------------------------------------------------------------------------------------------

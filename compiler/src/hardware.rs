@@ -2,7 +2,8 @@
 //!
 //! Consumes: a [`Pool`] of the model and the hardware catalog. Produces: [`Offer`]s, one per
 //! extended resource the device plugin will advertise on the pool's nodes, with the number of
-//! devices across the pool.
+//! devices across the pool, the sum over its node groups ([`NodeOffers`]: a MIG layout's nodes,
+//! or the whole pool) of their nodes times what one of them offers.
 //!
 //! Invariant: resource names follow the NVIDIA device plugin exactly: `nvidia.com/gpu` for whole
 //! GPUs, time-slicing, MPS and MIG's single strategy, `nvidia.com/mig-<profile>` with `+` written
@@ -45,29 +46,46 @@ pub fn layout_nodes(pool: &Pool, idx: usize) -> i64 {
     }
 }
 
-/// The resources a pool offers, sorted by resource name. Unknown GPU models and profiles
-/// contribute nothing (validation reports them).
-pub fn offers(pool: &Pool, catalog: &Catalog) -> Vec<Offer> {
-    let gpus = pool.gpus();
+/// A group of a pool's nodes with one GPU configuration (a MIG layout, or the whole pool), and
+/// what each of its nodes offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeOffers {
+    /// The MIG layout, for the node groups of a MIG pool.
+    pub layout: Option<String>,
+    /// Nodes in the group.
+    pub nodes: i64,
+    /// What one node of the group offers, sorted by resource name; `capacity` is per node.
+    pub per_node: Vec<Offer>,
+}
+
+/// The node groups of a pool with what each node offers: one group for a pool that is not
+/// shared by MIG, one per layout for a MIG pool. Unknown GPU models and profiles contribute
+/// nothing (validation reports them). [`offers`] is their sum.
+pub fn node_offers(pool: &Pool, catalog: &Catalog) -> Vec<NodeOffers> {
+    let per_node = pool.gpus_per_node.value;
+    let whole = |resource: &str, devices: i64| NodeOffers {
+        layout: None,
+        nodes: pool.nodes.value,
+        per_node: vec![Offer {
+            profile: None,
+            resource: resource.to_string(),
+            capacity: devices,
+        }],
+    };
     match pool.sharing.value {
-        Sharing::Exclusive => vec![Offer {
-            profile: None,
-            resource: GPU_RESOURCE.to_string(),
-            capacity: gpus,
-        }],
-        Sharing::TimeSlice | Sharing::Mps => vec![Offer {
-            profile: None,
-            resource: SHARED_GPU_RESOURCE.to_string(),
-            capacity: gpus.saturating_mul(pool.replicas.as_ref().map_or(1, |r| r.value)),
-        }],
+        Sharing::Exclusive => vec![whole(GPU_RESOURCE, per_node)],
+        Sharing::TimeSlice | Sharing::Mps => vec![whole(
+            SHARED_GPU_RESOURCE,
+            per_node.saturating_mul(pool.replicas.as_ref().map_or(1, |r| r.value)),
+        )],
         Sharing::Mig | Sharing::MigSingle => {
             let table = catalog
                 .sku(&pool.gpu.value)
                 .and_then(|sku| sku.mig_table.as_deref())
                 .and_then(|key| catalog.table(key));
-            let mut by_resource: BTreeMap<String, (Option<String>, i64)> = BTreeMap::new();
+            let mut groups = Vec::new();
             for (idx, layout) in pool.mig_layouts.iter().enumerate() {
-                let group_gpus = layout_nodes(pool, idx).saturating_mul(pool.gpus_per_node.value);
+                let mut by_resource: BTreeMap<String, (Option<String>, i64)> = BTreeMap::new();
                 for (profile, count) in &layout.profiles {
                     let Some(found) = table.and_then(|table| table.profile(&profile.value)) else {
                         continue;
@@ -83,21 +101,48 @@ pub fn offers(pool: &Pool, catalog: &Catalog) -> Vec<Offer> {
                         _ => (GPU_RESOURCE.to_string(), None),
                     };
                     let entry = by_resource.entry(resource).or_insert((profile_name, 0));
-                    entry.1 = entry
-                        .1
-                        .saturating_add(group_gpus.saturating_mul(count.value));
+                    entry.1 = entry.1.saturating_add(per_node.saturating_mul(count.value));
                 }
+                groups.push(NodeOffers {
+                    layout: Some(layout.name.value.clone()),
+                    nodes: layout_nodes(pool, idx),
+                    per_node: by_resource
+                        .into_iter()
+                        .map(|(resource, (profile, capacity))| Offer {
+                            profile,
+                            resource,
+                            capacity,
+                        })
+                        .collect(),
+                });
             }
-            by_resource
-                .into_iter()
-                .map(|(resource, (profile, capacity))| Offer {
-                    profile,
-                    resource,
-                    capacity,
-                })
-                .collect()
+            groups
         }
     }
+}
+
+/// The resources a pool offers, sorted by resource name: what its node groups offer, node by
+/// node, summed. Unknown GPU models and profiles contribute nothing (validation reports them).
+pub fn offers(pool: &Pool, catalog: &Catalog) -> Vec<Offer> {
+    let mut by_resource: BTreeMap<String, (Option<String>, i64)> = BTreeMap::new();
+    for group in node_offers(pool, catalog) {
+        for offer in group.per_node {
+            let entry = by_resource
+                .entry(offer.resource)
+                .or_insert((offer.profile, 0));
+            entry.1 = entry
+                .1
+                .saturating_add(group.nodes.saturating_mul(offer.capacity));
+        }
+    }
+    by_resource
+        .into_iter()
+        .map(|(resource, (profile, capacity))| Offer {
+            profile,
+            resource,
+            capacity,
+        })
+        .collect()
 }
 
 /// The offer a tenant's pool reservation draws on: the pool's only resource, or for a

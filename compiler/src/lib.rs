@@ -38,6 +38,7 @@ pub mod template;
 mod testing;
 pub mod validate;
 pub mod weights;
+pub mod what_if;
 
 use diag::{Code, Diagnostic};
 use emit::OutputTree;

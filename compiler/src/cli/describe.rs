@@ -10,11 +10,10 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use tenantc::Compilation;
 
 use super::error::{Exit, Fatal};
 use super::output::{print_json, print_out};
-use super::project::load_declarations;
+use super::project::{PlanReader, unresolved};
 use super::{ColorArg, DescribeFormat, report};
 
 /// The arguments of `tenantc describe`.
@@ -39,27 +38,16 @@ pub struct DescribeArgs {
 /// Runs `tenantc describe`.
 pub fn run(args: &DescribeArgs) -> Result<Exit, Fatal> {
     let json = args.format == DescribeFormat::Json;
-    let loaded = load_declarations(&args.root)?;
-    let compilation = tenantc::compile_loaded(&loaded);
-    let show_diagnostics = || {
-        if json {
-            print!("{}", report::json("describe", &compilation, &[]));
-        } else {
-            report::human(&compilation, args.color.choice());
-        }
+    let reader = PlanReader {
+        kind: "describe",
+        json,
+        color: args.color.choice(),
     };
-    if let Some(error) = &compilation.internal_error {
-        show_diagnostics();
-        return Err(Fatal::bug(error));
-    }
-    if compilation.has_errors() {
-        show_diagnostics();
+    let Some(compilation) = reader.compile(&args.root)? else {
         return Ok(Exit::Errors);
-    }
+    };
     let Some(plan) = &compilation.plan else {
-        return Err(Fatal::bug(
-            "the declarations have no error but were not resolved",
-        ));
+        return Err(unresolved());
     };
     let declared: Vec<&str> = compilation
         .fleet
@@ -71,31 +59,11 @@ pub fn run(args: &DescribeArgs) -> Result<Exit, Fatal> {
         .map_err(|error| Fatal::new(error.message()).with_help(error.help()))?;
     if !json {
         // Warnings still reach the user, on stderr.
-        show_diagnostics();
+        reader.show(&compilation);
         return Ok(print_out(&tenantc::describe::human(&view)));
     }
     let mut document = tenantc::describe::json(&view)
         .map_err(|error| Fatal::bug(format!("the plan cannot be written as JSON: {error}")))?;
-    with_diagnostics(&mut document, &compilation);
+    report::add_envelope(&mut document, "describe", &compilation);
     Ok(print_json(&document))
-}
-
-/// Adds the envelope and the warnings of the compilation to the tenant's JSON document, as
-/// `check --format json` lists them.
-fn with_diagnostics(document: &mut serde_json::Value, compilation: &Compilation) {
-    let report: serde_json::Value =
-        serde_json::from_str(&report::json("describe", compilation, &[])).unwrap_or_default();
-    if let serde_json::Value::Object(fields) = document {
-        for key in [
-            "tenantc",
-            "kind",
-            "diagnostics",
-            "warnings",
-            "silenced",
-            "suppressed",
-        ] {
-            let value = report.get(key).cloned().unwrap_or_default();
-            fields.insert(key.to_string(), value);
-        }
-    }
 }

@@ -30,6 +30,7 @@ mod project;
 mod report;
 mod test_policy;
 mod weights;
+mod what_if;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -43,6 +44,7 @@ use error::{Envelope, Exit, Fatal};
 use project::CommonArgs;
 use test_policy::TestPolicyArgs;
 use weights::WeightsCommand;
+use what_if::WhatIfArgs;
 
 /// Compile tenant and cell declarations into per-cell Kubernetes manifests.
 #[derive(Debug, Parser)]
@@ -61,6 +63,7 @@ outside the root.",
 tenantc check                  fail if out/ is stale or any rule fails (for CI)\n  \
 tenantc build --format json    diagnostics as JSON on stdout\n  \
 tenantc describe <tenant>      a tenant's namespaces, queue, capacity and pools per cell\n  \
+tenantc what-if --drain <spec> what tenants lose if nodes are drained (or a cell is lost)\n  \
 tenantc catalog [GPU]          the GPU model keys, sharing modes and MIG profiles of the catalog\n  \
 tenantc check --deny warnings  fail on warnings too (an `allow` with a reason silences one)\n\n\
 Exit codes: 0 success, 1 errors in the declarations or a stale out/, 2 usage, IO or internal errors."
@@ -197,6 +200,30 @@ Exit codes: 0 printed, 1 the work tree or the base does not compile, 2 not a git
 an unknown revision, usage, IO or internal errors."
     )]
     Diff(DiffArgs),
+    /// Say what tenants lose if nodes are drained, a cell is lost or a MIG layout removed.
+    #[command(
+        name = "what-if",
+        long_about = "Compile the declarations in memory and answer, from the plan and without \
+editing a declaration, what tenants lose if the platform drains nodes of a pool (a count of \
+nodes, the nodes of one MIG layout, or whole domains of a topology level such as a rack), loses \
+a whole cell, or removes a MIG layout. Per changed pool it prints the nodes and the devices of \
+each resource before and after; per tenant with a reservation there, the reserved devices (per \
+MIG profile) no longer backed by hardware, the burst no longer backed, the effective capacity \
+before and after, the gangs that fit at once before and after (for a count of nodes, the worst \
+case over where they sit), and for a fleet contract what it loses and which tenants re-homing \
+that part in the contract's cells would overcommit. Changes combine; each pool and layout is \
+changed once. See docs/what-if.md.",
+        after_help = "Examples:\n  tenantc what-if --drain us-east-1a/h100-train@rack                 one rack\n  \
+tenantc what-if --drain us-east-1a/h100-train=8                    8 nodes, wherever they are\n  \
+tenantc what-if --drain us-east-1a/h100-infer/small=2              the nodes of one MIG layout\n  \
+tenantc what-if --remove-layout us-east-1a/h100-infer/balanced\n  \
+tenantc what-if --lose-cell eu-west-4b --format json\n\n\
+Exit codes: 0 every reservation is still backed, 1 a reservation is no longer backed (its \
+devices or its reserved gangs) or the declarations have errors, 2 a change that names a cell, \
+pool, layout or level nobody declared, drains more than there is, or is malformed, usage, IO or \
+internal errors."
+    )]
+    WhatIf(WhatIfArgs),
 }
 
 impl Command {
@@ -209,6 +236,7 @@ impl Command {
             }
             Command::Describe(args) => Envelope::json_if(args.format == DescribeFormat::Json),
             Command::Diff(args) => Envelope::json_if(args.format == diff::DiffFormat::Json),
+            Command::WhatIf(args) => Envelope::json_if(args.format == DescribeFormat::Json),
             Command::TestPolicy(_) | Command::Weights(_) => Envelope::None,
         }
     }
@@ -224,6 +252,7 @@ impl Command {
             Command::TestPolicy(args) => test_policy::run(&args),
             Command::Weights(command) => weights::run(command),
             Command::Diff(args) => diff::run(&args),
+            Command::WhatIf(args) => what_if::run(&args),
         }
     }
 }

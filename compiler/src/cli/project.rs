@@ -155,6 +155,54 @@ pub fn load_declarations(root: &Path) -> Result<load::Loaded, Fatal> {
     load::load(root).map_err(|error| Fatal::new(format!("cannot read declarations: {error}")))
 }
 
+/// How a command that reads the plan (`describe`, `what-if`) shows the compilation's
+/// diagnostics: inside its `--format json` document, or on stderr for people.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanReader {
+    /// The command's JSON `kind`.
+    pub kind: &'static str,
+    /// Whether it prints JSON.
+    pub json: bool,
+    /// How to colour diagnostics for people.
+    pub color: Color,
+}
+
+impl PlanReader {
+    /// Loads and compiles the declarations under `root`. `None`, after the diagnostics are
+    /// printed, when a declaration has an error (the command exits 1); a compilation that
+    /// reaches the caller has a plan.
+    pub fn compile(self, root: &Path) -> Result<Option<Compilation>, Fatal> {
+        let loaded = load_declarations(root)?;
+        let compilation = compile_loaded(&loaded);
+        if let Some(error) = &compilation.internal_error {
+            self.show(&compilation);
+            return Err(Fatal::bug(error));
+        }
+        if compilation.has_errors() {
+            self.show(&compilation);
+            return Ok(None);
+        }
+        if compilation.plan.is_none() {
+            return Err(unresolved());
+        }
+        Ok(Some(compilation))
+    }
+
+    /// Prints the diagnostics: the JSON report on stdout, or for people on stderr.
+    pub fn show(self, compilation: &Compilation) {
+        if self.json {
+            print!("{}", report::json(self.kind, compilation, &[]));
+        } else {
+            report::human(compilation, self.color);
+        }
+    }
+}
+
+/// The bug of a compilation without errors and without a plan.
+pub fn unresolved() -> Fatal {
+    Fatal::bug("the declarations have no error but were not resolved")
+}
+
 /// Reads the `--deny` values: `warnings` or known codes.
 fn deny_rule(values: &[String]) -> Result<tenantc::diag::allow::Deny, String> {
     use tenantc::diag::Code;

@@ -1,7 +1,8 @@
 //! The diagnostics of a compilation, as every command that compiles prints them.
 //!
 //! Consumes: a [`Compilation`]. Produces: the rendered diagnostics with their summary line on
-//! stderr ([`human`]), or the JSON report of `docs/json.md` ([`json`]) for the command to print.
+//! stderr ([`human`]), or the JSON report of `docs/json.md` ([`json`]) for the command to print,
+//! or its envelope and diagnostics added to a command's own document ([`add_envelope`]).
 
 use tenantc::Compilation;
 use tenantc::diag::render::{self, Color};
@@ -29,4 +30,24 @@ pub fn json(kind: &str, compilation: &Compilation, stale: &[(String, String)]) -
         &compilation.sources,
         stale,
     )
+}
+
+/// Adds the envelope of `docs/json.md` (`tenantc`, `kind`) and the compilation's diagnostics,
+/// as `check --format json` lists them, to a command's JSON document.
+pub fn add_envelope(document: &mut serde_json::Value, kind: &str, compilation: &Compilation) {
+    let report: serde_json::Value =
+        serde_json::from_str(&json(kind, compilation, &[])).unwrap_or_default();
+    if let serde_json::Value::Object(fields) = document {
+        for key in [
+            "tenantc",
+            "kind",
+            "diagnostics",
+            "warnings",
+            "silenced",
+            "suppressed",
+        ] {
+            let value = report.get(key).cloned().unwrap_or_default();
+            fields.insert(key.to_string(), value);
+        }
+    }
 }
