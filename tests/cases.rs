@@ -2,6 +2,10 @@
 //! `expected/` tree; every folder under `tests/cases/err/` must report at least one error, and
 //! its rendered diagnostics (human, colour off, and JSON) are insta snapshots stored beside it.
 //!
+//! A case's input is its `input/` folder, plus the fixtures its `shared` file names (lines
+//! `<path in input/> = <file under tests/fixtures/>`), so that a fixture several cases use has
+//! one copy (`tests/tidy.rs` refuses a second).
+//!
 //! Adding a case means adding files only. `UPDATE_GOLDEN=1` rewrites `expected/` trees and
 //! `INSTA_UPDATE=always` (or `cargo insta review`) accepts new snapshots.
 
@@ -27,7 +31,7 @@ fn ok_cases_compile_to_their_expected_trees() {
     let cases = support::subdirs(&support::repo().join("tests/cases/ok"));
     assert!(!cases.is_empty(), "no ok cases found");
     for case in cases {
-        let compilation = support::compile_root(&case.join("input"));
+        let compilation = support::compile_root(&support::case_root(&case, "input"));
         let errors: Vec<_> = compilation
             .diagnostics
             .iter()
@@ -50,7 +54,7 @@ fn err_cases_report_errors_and_match_their_snapshots() {
     assert!(!cases.is_empty(), "no err cases found");
     for case in cases {
         let name = case_name(&case);
-        let compilation = support::compile_root(&case.join("input"));
+        let compilation = support::compile_root(&support::case_root(&case, "input"));
         assert!(
             compilation.has_errors(),
             "err case {name} compiled without errors"
