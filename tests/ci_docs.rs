@@ -498,12 +498,16 @@ fn run_tour_command(dir: &Path, command: &str) -> Option<(i32, String)> {
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    let printed = format!(
+    Some((output.status.code().unwrap_or(-1), printed(&output)))
+}
+
+/// What a command printed: its stdout, then its stderr.
+fn printed(output: &std::process::Output) -> String {
+    format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
-    );
-    Some((output.status.code().unwrap_or(-1), printed))
+    )
 }
 
 /// The test executables of this build, `(target name, path)`, as `cargo test --no-run` names
@@ -675,11 +679,7 @@ fn after_the_tours_edits_only_the_golden_test_fails() {
             .env("TENANTC_CONFORMANCE_DEFERRED", "1")
             .output()
             .unwrap();
-        let printed = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let printed = printed(&output);
         if name == "golden" {
             golden = Some((output.status.success(), printed));
         } else if !output.status.success() {
