@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fills fuzz/corpus/{kdl,yaml,compile}/ with seeds made from the repository's own declarations:
-# the example fleet (tenants/, cells/), the KDL/YAML twins (tests/twins/) and every fixture case
-# (tests/cases/*/*/input/). The seeds are derived, not committed; run this before fuzzing.
+# the example fleet (tenants/, cells/), the KDL/YAML twins (tests/twins/), the fixtures
+# (tests/fixtures/) and every fixture case (tests/cases/*/*/input/, with the fixtures its
+# `shared` file names). The seeds are derived, not committed; run this before fuzzing.
 # Usage: bash fuzz/seed.sh   (from anywhere; it is idempotent and only adds files)
 set -euo pipefail
 
@@ -20,7 +21,7 @@ while IFS= read -r -d '' file; do
         *.kdl) cp "$file" "$corpus/kdl/$(seed_name "$file")" ;;
         *.yaml | *.yml) cp "$file" "$corpus/yaml/$(seed_name "$file")" ;;
     esac
-done < <(find "$repo/tenants" "$repo/cells" "$repo/tests/twins" "$repo/tests/cases" \
+done < <(find "$repo/tenants" "$repo/cells" "$repo/tests/twins" "$repo/tests/fixtures" "$repo/tests/cases" \
     -type f \( -name '*.kdl' -o -name '*.yaml' -o -name '*.yml' \) -print0 | sort -z)
 
 # One bundle per fleet for the `compile` target: `=== <path>\n<contents>` per file, the format
@@ -43,9 +44,36 @@ bundle() {
 bundle "$repo" example-fleet
 bundle "$repo/tests/twins/kdl" twins--kdl
 bundle "$repo/tests/twins/yaml" twins--yaml
-for input in "$repo"/tests/cases/*/*/input; do
-    case_dir="$(dirname "$input")"
-    bundle "$input" "$(basename "$(dirname "$case_dir")")--$(basename "$case_dir")"
+# A case's root as tests/support/mod.rs (`case_root`) makes it: the fixtures its `shared` file
+# names (`<path in input/> = <file or folder under tests/fixtures/>`), then its own input/.
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+case_root() {
+    local case_dir="$1" root="$scratch/$(basename "$1")" line destination source
+    if [ ! -f "$case_dir/shared" ]; then
+        printf '%s' "$case_dir/input"
+        return
+    fi
+    mkdir -p "$root"
+    while IFS= read -r line; do
+        case "$line" in '' | '#'* | 'replace '*) continue ;; esac
+        destination="${line%% = *}"
+        source="$repo/tests/fixtures/${line#* = }"
+        if [ "$destination" = . ]; then
+            cp -R "$source/." "$root/"
+        else
+            mkdir -p "$(dirname "$root/$destination")"
+            cp -R "$source" "$root/$destination"
+        fi
+    done < "$case_dir/shared"
+    if [ -d "$case_dir/input" ]; then
+        cp -R "$case_dir/input/." "$root/"
+    fi
+    printf '%s' "$root"
+}
+for case_dir in "$repo"/tests/cases/*/*/; do
+    case_dir="${case_dir%/}"
+    bundle "$(case_root "$case_dir")" "$(basename "$(dirname "$case_dir")")--$(basename "$case_dir")"
 done
 
 for target in kdl yaml compile; do

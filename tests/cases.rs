@@ -2,6 +2,10 @@
 //! `expected/` tree; every folder under `tests/cases/err/` must report at least one error, and
 //! its rendered diagnostics (human, colour off, and JSON) are insta snapshots stored beside it.
 //!
+//! A case's input is its `input/` folder, plus the fixtures its `shared` file names (lines
+//! `<path in input/> = <file under tests/fixtures/>`), so that a fixture several cases use has
+//! one copy (`tests/tidy.rs` refuses a second).
+//!
 //! Adding a case means adding files only. `UPDATE_GOLDEN=1` rewrites `expected/` trees and
 //! `INSTA_UPDATE=always` (or `cargo insta review`) accepts new snapshots.
 
@@ -16,6 +20,7 @@ mod support;
 
 use std::path::Path;
 
+use tenantc::diag::Code;
 use tenantc::diag::render::{self, Color};
 
 fn case_name(dir: &Path) -> String {
@@ -27,7 +32,7 @@ fn ok_cases_compile_to_their_expected_trees() {
     let cases = support::subdirs(&support::repo().join("tests/cases/ok"));
     assert!(!cases.is_empty(), "no ok cases found");
     for case in cases {
-        let compilation = support::compile_root(&case.join("input"));
+        let compilation = support::compile_root(&support::case_root(&case, "input"));
         let errors: Vec<_> = compilation
             .diagnostics
             .iter()
@@ -50,7 +55,7 @@ fn err_cases_report_errors_and_match_their_snapshots() {
     assert!(!cases.is_empty(), "no err cases found");
     for case in cases {
         let name = case_name(&case);
-        let compilation = support::compile_root(&case.join("input"));
+        let compilation = support::compile_root(&support::case_root(&case, "input"));
         assert!(
             compilation.has_errors(),
             "err case {name} compiled without errors"
@@ -82,4 +87,71 @@ fn err_cases_report_errors_and_match_their_snapshots() {
             insta::assert_snapshot!("diagnostics-json", json);
         });
     }
+}
+
+/// The codes that no error case can show, each with the reason and the test that shows it
+/// instead. Every other code of the registry (`compiler/src/diag/code.rs`) is reported by at
+/// least one case under `tests/cases/err/`.
+const WITHOUT_ERROR_CASE: &[(&str, &str)] = &[
+    (
+        "allow-unused",
+        "reported only in a run without errors, which an error case is not; \
+         tests/cli/allow-and-deny shows it",
+    ),
+    (
+        "file-not-regular",
+        "needs a FIFO, socket or device under tenants/ or cells/, which git does not store; \
+         tests/cli.rs makes a FIFO, and tests/diff.rs a link in a git revision",
+    ),
+    (
+        "file-too-large",
+        "needs a declaration of more than 4 MiB, too large to commit; load.rs's unit tests and \
+         tests/diff.rs write one in a scratch folder",
+    ),
+    (
+        "file-unreadable",
+        "needs a file its user may not read, and git stores no permission but the executable \
+         bit; load.rs's unit tests make one",
+    ),
+    (
+        "iam-grant-too-broad",
+        "judges the IAM files tenantc wrote itself, which no declaration makes too broad; \
+         tests/iam.rs tampers with them",
+    ),
+    (
+        "mig-placement-too-complex",
+        "no declared MIG table is known to exhaust the placement search's step budget; \
+         validate/cells_placement.rs reaches it with a budget of 2 steps",
+    ),
+];
+
+#[test]
+fn every_diagnostic_code_has_an_error_case() {
+    let mut reported = std::collections::BTreeSet::new();
+    for case in support::subdirs(&support::repo().join("tests/cases/err")) {
+        let compilation = support::compile_root(&support::case_root(&case, "input"));
+        reported.extend(compilation.diagnostics.iter().map(|d| d.code.as_str()));
+    }
+    for (name, reason) in WITHOUT_ERROR_CASE {
+        assert!(
+            Code::ALL.iter().any(|code| code.as_str() == *name),
+            "`{name}` is listed without an error case but is not a registered code"
+        );
+        assert!(!reason.is_empty());
+        assert!(
+            !reported.contains(name),
+            "`{name}` has an error case now: take it off WITHOUT_ERROR_CASE"
+        );
+    }
+    let missing: Vec<&str> = Code::ALL
+        .iter()
+        .map(|code| code.as_str())
+        .filter(|name| !reported.contains(name))
+        .filter(|name| !WITHOUT_ERROR_CASE.iter().any(|(listed, _)| listed == name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "codes without an error case under tests/cases/err/ (add one, or list the code in \
+         WITHOUT_ERROR_CASE with the reason no declaration can show it): {missing:?}"
+    );
 }

@@ -1,13 +1,16 @@
 //! The documented examples, tested by running the commands they run: the CI examples of
-//! `docs/ci.md` (issue 10), the tour of `README.md` (issue 18) and the examples of
-//! `docs/what-if.md` (issue 21).
+//! `docs/ci.md` (issue 10), the tour of `README.md` (issues 18 and 19) and the examples of
+//! `docs/what-if.md` (issue 21, run on the fixture fleet, which the example fleet was frozen into).
 //!
 //! Consumes: `docs/ci.md` (the `run:` lines of the GitHub Actions workflow that call
-//! `tenantc`, and the `entry:` of the pre-commit hook), the README's "A five-minute tour" (its
-//! edits, commands and quoted output), the example fleet, the built binary, the vendored SARIF
-//! schema. Produces: nothing; fails when a documented command does not do what the document
-//! says on a clean fleet, a broken tenant file or a stale `out/`, or when a command of the tour
-//! prints other text than the README quotes, to the line number and the summary line.
+//! `tenantc`, and the `entry:` of the pre-commit hook), run on the frozen fixture fleet
+//! (`tests/fixtures/fleet/`); the README's "A five-minute tour" (its edits, commands and quoted
+//! output), run on the example fleet it is about; the built binary, the vendored SARIF schema,
+//! and for the last step of the tour every test binary of this build (found with
+//! `cargo test --no-run`). Produces: nothing; fails when a documented command does not do what
+//! the document says on a clean fleet, a broken tenant file or a stale `out/`, when a command of
+//! the tour prints other text than the README quotes, to the line number and the summary line,
+//! or when, after the tour's edits, any test but the golden test fails.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -56,17 +59,18 @@ fn run(dir: &Path, command: &str) -> (i32, String) {
     )
 }
 
+/// The fixture fleet with its `out/` built, as a fleet's repository holds it.
 fn copy_fleet(into: &Path) {
-    for folder in [
-        "tenants",
-        "cells",
-        "out",
-        "catalog",
-        "keys",
-        "weights",
-        "templates",
-    ] {
-        let from = support::repo().join(folder);
+    support::copy_fleet(into);
+    let (status, stderr) = run(into, "tenantc build");
+    assert_eq!(status, 0, "the fixture fleet builds: {stderr}");
+}
+
+/// The example fleet with its committed `out/`, as the README's reader has it: the folders the
+/// build reads, and `out/`.
+fn copy_example(into: &Path) {
+    for folder in support::FLEET_FOLDERS.iter().chain(&["out"]) {
+        let from = support::example().join(folder);
         if from.is_dir() {
             copy_dir(&from, &into.join(folder));
         }
@@ -245,6 +249,28 @@ fn tour_edits(prose: &str) -> Option<(String, Vec<(String, String)>)> {
     (!edits.is_empty()).then_some((file, edits))
 }
 
+/// Puts back, in the fleet at `root`, every edit of the tour that is found made: a reader
+/// halfway through the tour has made some of them (a `to` stands in its file, its `from` does
+/// not), and the tour starts from the example as it is without them, so what the replay prints
+/// never depends on how far the reader got. The last step's edits are undone first.
+fn undo_tour_edits(root: &Path, steps: &[TourStep]) {
+    for step in steps.iter().rev() {
+        let Some((file, edits)) = tour_edits(&step.prose) else {
+            continue;
+        };
+        let path = root.join(&file);
+        let Ok(mut text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        for (from, to) in edits.iter().rev() {
+            if text.contains(to.as_str()) && !text.contains(from.as_str()) {
+                text = text.replacen(to.as_str(), from, 1);
+            }
+        }
+        std::fs::write(&path, text).unwrap();
+    }
+}
+
 /// The output tree under `dir` as `check` reads it (the lock file left out).
 fn tree(dir: &Path) -> tenantc::emit::OutputTree {
     tenantc::emit::fs::read_tree(dir).unwrap()
@@ -267,7 +293,8 @@ fn the_readme_tour_prints_exactly_what_the_readme_quotes() {
                 continue;
             }
             let fleet = tempfile::tempdir().unwrap();
-            copy_fleet(fleet.path());
+            copy_example(fleet.path());
+            undo_tour_edits(fleet.path(), &steps);
             if let Some((file, edits)) = tour_edits(&step.prose) {
                 let path = fleet.path().join(&file);
                 let mut text = std::fs::read_to_string(&path).unwrap();
@@ -474,4 +501,294 @@ fn the_what_if_examples_print_exactly_what_docs_what_if_md_quotes() {
         compared += 1;
     }
     assert!(compared >= 4, "docs/what-if.md quotes {compared} examples");
+}
+
+/// The files of the repository at `repo`, relative: what git tracks and what it does not ignore
+/// (so a change not yet committed is part of it), or, outside a git checkout, every file but
+/// those under `target/` and `.git/`.
+fn repository_files(repo: &Path) -> Vec<std::path::PathBuf> {
+    let listed = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .output();
+    if let Ok(output) = listed
+        && output.status.success()
+    {
+        return output
+            .stdout
+            .split(|byte| *byte == 0)
+            .filter(|name| !name.is_empty())
+            .map(|name| std::path::PathBuf::from(String::from_utf8_lossy(name).into_owned()))
+            .collect();
+    }
+    let mut files = Vec::new();
+    let mut pending = vec![std::path::PathBuf::new()];
+    while let Some(relative) = pending.pop() {
+        for entry in std::fs::read_dir(repo.join(&relative)).unwrap() {
+            let entry = entry.unwrap();
+            let path = relative.join(entry.file_name());
+            if path == Path::new("target") || path == Path::new(".git") {
+                continue;
+            }
+            if entry.file_type().unwrap().is_dir() {
+                pending.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+/// A scratch copy of the repository at `repo` (see [`repository_files`]); symbolic links stay
+/// links.
+fn copy_repository(repo: &Path, into: &Path) {
+    for relative in repository_files(repo) {
+        let from = repo.join(&relative);
+        let Ok(meta) = std::fs::symlink_metadata(&from) else {
+            continue; // Deleted in the work tree, still in the index.
+        };
+        let to = into.join(&relative);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        if meta.file_type().is_symlink() {
+            support::copy_link(&from, &to);
+        } else if meta.is_file() {
+            std::fs::copy(&from, &to).unwrap();
+        }
+    }
+}
+
+/// Runs a command of the tour in `dir`: `cargo run --release -- <args>` is the binary under test
+/// with `<args>`; any other command (`git status`) only shows the reader something and is not
+/// run. Returns the exit code and what it printed.
+fn run_tour_command(dir: &Path, command: &str) -> Option<(i32, String)> {
+    let args = command.strip_prefix("cargo run --release -- ")?;
+    let output = Command::new(env!("CARGO_BIN_EXE_tenantc"))
+        .args(args.split_whitespace())
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    Some((output.status.code().unwrap_or(-1), printed(&output)))
+}
+
+/// What a command printed: its stdout, then its stderr.
+fn printed(output: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// The test executables of this build, `(target name, path)`, as `cargo test --no-run` names
+/// them: the library's unit tests and every test target. Cargo is asked for the profile and the
+/// target folder this binary was built in, so it finds everything fresh and builds nothing.
+fn test_executables() -> Vec<(String, std::path::PathBuf)> {
+    let exe = std::env::current_exe().unwrap();
+    let target = exe
+        .ancestors()
+        .find(|dir| dir.join("CACHEDIR.TAG").is_file())
+        .expect("the test binary lives in a cargo target folder")
+        .to_path_buf();
+    // `<target>/<profile>/deps/<name>-<hash>`: the profile folder holds `deps/`.
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::file_name);
+    let release = profile.is_some_and(|name| name == "release");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let mut command = Command::new(cargo);
+    command
+        .args([
+            "test",
+            "--no-run",
+            "--locked",
+            "--offline",
+            "--message-format=json",
+        ])
+        .arg("--manifest-path")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target);
+    if release {
+        command.arg("--release");
+    }
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "cargo test --no-run: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut executables = Vec::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if message["reason"] == "compiler-artifact"
+            && message["profile"]["test"] == true
+            && let Some(path) = message["executable"].as_str()
+        {
+            let name = message["target"]["name"].as_str().unwrap().to_string();
+            executables.push((name, std::path::PathBuf::from(path)));
+        }
+    }
+    executables.sort();
+    executables
+}
+
+/// The names of the tests that failed in the output of a libtest binary.
+fn failed_tests(output: &str) -> Vec<String> {
+    output
+        .lines()
+        .filter_map(|line| line.strip_prefix("test "))
+        .filter_map(|rest| rest.strip_suffix(" ... FAILED"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The test targets the last step of the tour does not run again, with the reason: they read no
+/// file of the repository (their fleets are made in scratch folders), which the test checks on
+/// their source, so the edited example cannot reach them, and running them twice would double
+/// the time of `cargo test`.
+const NOT_RERUN: &[(&str, &str)] = &[(
+    "crash",
+    "builds fleets it generates in scratch folders, for about four minutes",
+)];
+
+/// Issue 19 item 7: the README's tour, done as written, makes step 5's `cargo test` fail only in
+/// the golden test, which shows the difference. In a scratch copy of the repository (what git
+/// tracks, and new files), step 3's edits (read from the README) are made and its build run,
+/// and step 4's `check` passes; then every test executable of this build runs against that copy,
+/// with `TENANTC_TEST_REPO` (through which every test finds the repository: `tests/tidy.rs`
+/// holds them to it) and the copy as its working folder, as `cargo test` would run there. A test
+/// that read the example fleet's text, or its `out/`, would now see the edited fleet and fail.
+#[test]
+fn after_the_tours_edits_only_the_golden_test_fails() {
+    if std::env::var_os(support::REPO_OVERRIDE).is_some() {
+        // This run is the one this test starts: it does not start another.
+        return;
+    }
+    let steps = tour_steps();
+    let step = |number: usize| {
+        steps
+            .iter()
+            .find(|step| step.number == number)
+            .unwrap_or_else(|| panic!("the tour has no step {number}"))
+    };
+    let failing = step(5)
+        .prose
+        .split("fails on `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .expect("step 5 names the test that fails");
+
+    let scratch = tempfile::tempdir().unwrap();
+    let repo = scratch.path();
+    copy_repository(&support::repo(), repo);
+    undo_tour_edits(repo, &steps);
+    let (file, edits) = tour_edits(&step(3).prose).expect("step 3 edits a declaration");
+    let path = repo.join(&file);
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    for (from, to) in &edits {
+        assert_eq!(
+            text.matches(from.as_str()).count(),
+            1,
+            "step 3: `{from}` is not in {file} exactly once"
+        );
+        text = text.replacen(from.as_str(), to, 1);
+    }
+    std::fs::write(&path, text).unwrap();
+    for number in [3, 4] {
+        for (language, body) in &step(number).blocks {
+            if language != "sh" {
+                continue;
+            }
+            for command in body.lines().filter(|line| !line.trim().is_empty()) {
+                if let Some((status, printed)) = run_tour_command(repo, command) {
+                    assert_eq!(status, 0, "step {number}: `{command}`:\n{printed}");
+                }
+            }
+        }
+    }
+
+    let executables = test_executables();
+    assert!(
+        executables.iter().any(|(name, _)| name == "golden")
+            && executables.iter().any(|(name, _)| name == "tenantc")
+            && executables.len() >= 10,
+        "{executables:?}"
+    );
+    for (name, reason) in NOT_RERUN {
+        assert!(
+            executables.iter().any(|(built, _)| built == name),
+            "`{name}` is listed in NOT_RERUN but is not a test target"
+        );
+        let source = std::fs::read_to_string(support::repo().join(format!("tests/{name}.rs")))
+            .unwrap_or_else(|error| panic!("tests/{name}.rs: {error}"));
+        assert!(
+            !source.contains("mod support") && !source.contains("CARGO_MANIFEST_DIR"),
+            "tests/{name}.rs reaches the repository now, so it no longer only {reason}: take it \
+             off NOT_RERUN"
+        );
+    }
+    let mut unexpected = Vec::new();
+    let mut golden = None;
+    for (name, exe) in &executables {
+        if NOT_RERUN.iter().any(|(skipped, _)| skipped == name) {
+            continue;
+        }
+        let output = Command::new(exe)
+            .current_dir(repo)
+            .env(support::REPO_OVERRIDE, repo)
+            // Nothing of the copy is rewritten, and no snapshot of the repository.
+            .env("INSTA_UPDATE", "no")
+            .env_remove("UPDATE_GOLDEN")
+            .env_remove("UPDATE_SCHEMA")
+            // The conformance binary runs its offline checks only, here as in CI's test step.
+            .env_remove("TENANTC_CONFORMANCE")
+            .env("TENANTC_CONFORMANCE_DEFERRED", "1")
+            .output()
+            .unwrap();
+        let printed = printed(&output);
+        if name == "golden" {
+            golden = Some((output.status.success(), printed));
+        } else if !output.status.success() {
+            unexpected.push(format!("{name} ({}):\n{printed}", exe.display()));
+        }
+    }
+    assert!(
+        unexpected.is_empty(),
+        "after step 3 of the README's tour, tests other than the golden test fail; they read the \
+         example fleet (tenants/, cells/, keys/, weights/, templates/ or out/) where they should \
+         read the fixture fleet tests/fixtures/fleet/:\n{}",
+        unexpected.join("\n")
+    );
+    let (passed, printed) = golden.unwrap();
+    assert!(
+        !passed,
+        "the golden test passes on the edited example:\n{printed}"
+    );
+    assert_eq!(
+        failed_tests(&printed),
+        [failing],
+        "step 5 says only `{failing}` fails:\n{printed}"
+    );
+    // The failure shows the difference: the ClusterQueue step 3 says changes, with its new
+    // nominal quota.
+    let queue = "us-east-1a/tenants/acme-research/clusterqueue.yaml";
+    assert!(
+        printed.contains(&format!("Changed(\"{queue}\")"))
+            && printed
+                .lines()
+                .any(|line| line.contains(" + ") && line.ends_with("nominalQuota: \"72\"")),
+        "the golden test does not show the changed quota of {queue}:\n{printed}"
+    );
 }

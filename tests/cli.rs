@@ -1,6 +1,9 @@
 //! CLI cases as data. Each folder under `tests/cli/` holds:
 //! - `cmd`: one `tenantc …` invocation per line, run in order in a scratch copy of the case;
 //! - `root/` (optional): files copied into the scratch folder before the first command;
+//! - `shared` (optional): files and folders of `tests/fixtures/` copied there first, one
+//!   `<path in the scratch folder> = <fixture>` a line (`. = fleet` is the frozen fixture
+//!   fleet), so that a case holds no copy of a shared fixture (`tests/fixtures/README.md`);
 //! - `expected`: for every command, its exit status, stdout and stderr.
 //!
 //! `UPDATE_GOLDEN=1 cargo test --test cli` rewrites `expected`.
@@ -20,19 +23,18 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-/// A scratch folder holding a copy of the example fleet's `tenants/` and `cells/`, and the
-/// `keys/` and `weights/` its models are verified with, and its platform `templates/`.
-fn example_fleet_copy() -> tempfile::TempDir {
+/// A scratch folder holding a copy of the fixture fleet (`tests/fixtures/fleet/`): its
+/// `tenants/` and `cells/`, the `keys/` and `weights/` its models are verified with, and its
+/// platform `templates/`.
+fn fleet_copy() -> tempfile::TempDir {
     let scratch = tempfile::tempdir().unwrap();
-    for folder in ["tenants", "cells", "keys", "weights", "templates"] {
-        copy_dir(&support::repo().join(folder), &scratch.path().join(folder));
-    }
+    support::copy_fleet(scratch.path());
     scratch
 }
 
 fn run_case(case: &Path) -> String {
     let scratch = tempfile::tempdir().unwrap();
-    let root = case.join("root");
+    let root = support::case_root(case, "root");
     if root.exists() {
         copy_dir(&root, scratch.path());
     }
@@ -114,7 +116,7 @@ fn run_in(dir: &Path, args: &[&str], env: (&str, &str)) -> std::process::Output 
 #[test]
 fn a_link_out_of_the_root_never_prints_the_environment() {
     const SECRET: &str = "tenantc-test-secret-7d41c0e2";
-    let scratch = example_fleet_copy();
+    let scratch = fleet_copy();
     std::os::unix::fs::symlink("/proc/self/environ", scratch.path().join("tenants/env.txt"))
         .unwrap();
     std::os::unix::fs::symlink("/proc/self/environ", scratch.path().join("cells/env.kdl")).unwrap();
@@ -144,7 +146,7 @@ fn a_link_out_of_the_root_never_prints_the_environment() {
 #[cfg(unix)]
 #[test]
 fn a_folder_name_with_a_newline_is_refused_and_printed_escaped() {
-    let scratch = example_fleet_copy();
+    let scratch = fleet_copy();
     let hostile = scratch.path().join("tenants/x\nnamespace: kube-system\n#");
     fs::create_dir(&hostile).unwrap();
     fs::write(hostile.join("y.kdl"), "tenant \"y\" {}\n").unwrap();
@@ -165,7 +167,7 @@ fn a_folder_name_with_a_newline_is_refused_and_printed_escaped() {
 #[cfg(unix)]
 #[test]
 fn broken_links_and_fifos_are_located_diagnostics_and_the_run_goes_on() {
-    let scratch = example_fleet_copy();
+    let scratch = fleet_copy();
     let tenants = scratch.path().join("tenants");
     std::os::unix::fs::symlink("gone.kdl", tenants.join("dangling.kdl")).unwrap();
     std::os::unix::fs::symlink("loop-b.kdl", tenants.join("loop-a.kdl")).unwrap();
@@ -208,7 +210,7 @@ fn broken_links_and_fifos_are_located_diagnostics_and_the_run_goes_on() {
 #[test]
 fn a_closed_stdout_is_not_a_crash_on_any_output_path() {
     use std::process::Stdio;
-    let scratch = example_fleet_copy();
+    let scratch = fleet_copy();
     let cases: &[(&[&str], i32)] = &[
         (&["check", "--format", "json"], 1),
         (&["check", "--format", "sarif"], 1),
@@ -254,18 +256,18 @@ fn a_closed_stdout_is_not_a_crash_on_any_output_path() {
 
 // ---------------------------------------------------------------------------------------------
 // `tenantc what-if` (issue 21 item 3): the figures of the three drains the issue names (a rack of
-// the training pool, half the MIG pool, a whole cell), on the frozen copy of the example fleet in
-// `tests/cli/what-if-example/root` and on the fixture fleet of `tests/cli/what-if-fixture/root`,
+// the training pool, half the MIG pool, a whole cell), on the frozen fixture fleet
+// (`tests/fixtures/fleet/`, named by `tests/cli/what-if-example/shared`) and on the fixture fleet of `tests/cli/what-if-fixture/root`,
 // each worked out by hand from the declarations; the transcripts of those cases show the text.
 
 /// `tenantc what-if <args> --format json` on a case's root: the exit code and the document.
 fn what_if(case: &str, args: &[&str]) -> (i32, serde_json::Value) {
-    let root = support::repo().join("tests/cli").join(case).join("root");
+    let root = support::case_root(&support::repo().join("tests/cli").join(case), "root");
     let output = Command::new(env!("CARGO_BIN_EXE_tenantc"))
         .arg("what-if")
         .args(args)
         .arg("--root")
-        .arg(&root)
+        .arg(&*root)
         .args(["--format", "json"])
         .output()
         .unwrap();

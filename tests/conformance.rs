@@ -4,7 +4,9 @@
 //! Consumes: the control plane that `tests/conformance/harness.sh` starts (its env file sets
 //! `TENANTC_CONFORMANCE=1`, `KUBECONFIG` for an admin and `TENANTC_CONFORMANCE_USER_KUBECONFIG`
 //! for a user who may only impersonate), `kubectl` (`KUBECTL`, or `kubectl` on `PATH`), the
-//! example fleet and generated fleets compiled in-process with `tenantc::compile`, the CRDs
+//! frozen fixture fleet (`tests/fixtures/fleet/`), the example fleet (only for the checks that
+//! judge its committed `out/`: that it applies, and that the previous commit's `out/` updates
+//! in place to it) and generated fleets, compiled in-process with `tenantc::compile`, the CRDs
 //! vendored under `schema/crds/` and the fixtures under `tests/conformance/`.
 //! Produces: one line per check and a summary in libtest's format, plus the reports a reviewer
 //! reads: objects applied per kind, the tenant access table of `conformance/rbac.rs` (the
@@ -639,12 +641,25 @@ fn read_yaml(text: &str, typed: bool) -> Result<Vec<Value>, String> {
     Ok(documents)
 }
 
-/// The example fleet of the repository, compiled in-process.
+/// The example fleet of the repository, compiled in-process: what its committed `out/` holds.
+/// Only the checks that judge that output read it; every other check uses [`fleet_tree`], so
+/// that editing an example changes no conformance check.
 fn example_tree() -> OutputTree {
-    let compilation = support::compile_root(&support::repo());
+    let compilation = support::compile_root(&support::example());
     assert!(
         !compilation.has_errors(),
         "the example fleet must compile without errors"
+    );
+    compilation.output.expect("an output tree")
+}
+
+/// The frozen fixture fleet (`tests/fixtures/fleet/`, a copy of the example fleet), compiled
+/// in-process: the realistic fleet of the checks that judge what tenantc emits.
+fn fleet_tree() -> OutputTree {
+    let compilation = support::compile_root(&support::fleet());
+    assert!(
+        !compilation.has_errors(),
+        "the fixture fleet must compile without errors"
     );
     compilation.output.expect("an output tree")
 }
@@ -1031,9 +1046,9 @@ fn vendored_crds_install_and_become_established(cluster: &Cluster) {
     );
     // Every kind tenantc emits outside the built-in groups must have its CRD vendored.
     let scopes = cluster.scopes();
-    let example = objects_of(&example_tree());
+    let fleet = objects_of(&fleet_tree());
     let generated = objects_of(&compile_inputs(&generated_fleet("gen", 6, 2, Variant::New)));
-    for object in example.iter().chain(&generated) {
+    for object in fleet.iter().chain(&generated) {
         let group = group_of(&object.api_version);
         let builtin = group.is_empty()
             || !group.contains('.')
@@ -1474,13 +1489,13 @@ fn generated_older_tree_updates_refuse_only_the_expected_objects(cluster: &Clust
 
 fn harness_self_test_broken_objects_fail_the_apply_step(cluster: &Cluster) {
     install_crds(cluster);
-    // A bad quantity in a ResourceQuota of the example fleet.
-    let mut tree = example_tree();
+    // A bad quantity in a ResourceQuota of the fixture fleet.
+    let mut tree = fleet_tree();
     let quota_path = tree
         .keys()
         .find(|path| path.ends_with("/resourcequota.yaml"))
         .cloned()
-        .expect("a ResourceQuota in the example fleet");
+        .expect("a ResourceQuota in the fixture fleet");
     let quota = String::from_utf8(tree[&quota_path].clone()).unwrap();
     let broken: String = quota
         .lines()
@@ -1557,9 +1572,9 @@ fn harness_self_test_broken_objects_fail_the_apply_step(cluster: &Cluster) {
         lax.stdout,
         lax.stderr
     );
-    // The same apply accepts the example fleet unchanged: the failures above are the broken
+    // The same apply accepts the fixture fleet unchanged: the failures above are the broken
     // objects', not the step's.
-    let clean = apply_tree(cluster, &objects_of(&example_tree()), true);
+    let clean = apply_tree(cluster, &objects_of(&fleet_tree()), true);
     assert!(
         clean.refusals.is_empty(),
         "{}",

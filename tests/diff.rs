@@ -1,7 +1,8 @@
 //! `tenantc diff --base <revision>` on prepared git repositories.
 //!
-//! Consumes: the example fleet, copied into a temporary git repository whose first commit is the
-//! base; each test then edits the work tree (the head) and runs the real binary.
+//! Consumes: the frozen fixture fleet (`tests/fixtures/fleet/`), copied into a temporary git
+//! repository whose first commit is the base; each test then edits the work tree (the head) and
+//! runs the real binary.
 //! Produces: insta snapshots of the Markdown and JSON summaries (commit ids redacted) and checks
 //! of the file diff, the marks of security-relevant and replaced-on-sync changes, and the errors.
 //!
@@ -23,17 +24,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// Every folder of the example fleet that the build reads.
-const FLEET_FOLDERS: [&str; 5] = ["tenants", "cells", "keys", "weights", "templates"];
-
-/// A git repository holding the example fleet under `fleet/` (a root below the repository's
+/// A git repository holding the fixture fleet under `fleet/` (a root below the repository's
 /// top, as in a monorepo), committed on `main`.
 fn repository() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("fleet");
-    for folder in FLEET_FOLDERS {
-        copy_dir(&support::repo().join(folder), &root.join(folder));
-    }
+    support::copy_fleet(&root);
     git(dir.path(), &["init", "-q"]);
     git(dir.path(), &["add", "-A"]);
     git(dir.path(), &["commit", "-q", "-m", "base"]);
@@ -135,10 +131,7 @@ fn a_quota_bump_a_new_registry_and_a_removed_tenant_in_markdown_and_json() {
     let document: serde_json::Value = serde_json::from_str(&json).unwrap();
     // The document carries the envelope every JSON output has (docs/json.md).
     let schema: serde_json::Value = serde_json::from_str(
-        &fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/output.schema.json"),
-        )
-        .unwrap(),
+        &fs::read_to_string(support::repo().join("schema/output.schema.json")).unwrap(),
     )
     .unwrap();
     let validator = jsonschema::draft202012::new(&schema).unwrap();
@@ -274,10 +267,10 @@ fn no_change_says_so() {
 #[test]
 fn a_clean_tree_gives_an_empty_diff_in_every_format() {
     let (dir, root) = repository();
-    for folder in FLEET_FOLDERS {
+    for folder in support::FLEET_FOLDERS {
         assert!(
             root.join(folder).is_dir(),
-            "the example fleet has no {folder}/"
+            "the fixture fleet has no {folder}/"
         );
     }
     let files = tenantc(&root, &["--base", "main", "--format", "files"]);
@@ -366,7 +359,7 @@ fn an_unknown_revision_and_an_option_as_revision_are_usage_errors() {
 fn a_root_outside_git_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(
-        &support::repo().join("tenants"),
+        &support::fleet().join("tenants"),
         &dir.path().join("tenants"),
     );
     let output = Command::new(env!("CARGO_BIN_EXE_tenantc"))

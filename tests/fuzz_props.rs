@@ -35,20 +35,24 @@ use tenantc::InputFile;
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
 
-/// Every fixture fleet of the repository: the example, the twins and each case input.
+/// Every fixture fleet of the repository: the frozen fixture fleet, the twins and each case
+/// input (with the fixtures it shares).
 fn fixture_fleets() -> &'static [(String, Vec<InputFile>)] {
     static FLEETS: OnceLock<Vec<(String, Vec<InputFile>)>> = OnceLock::new();
     FLEETS.get_or_init(|| {
         let repo = support::repo();
-        let mut roots = vec![
-            ("example".to_string(), repo.clone()),
-            ("twins/kdl".to_string(), repo.join("tests/twins/kdl")),
-            ("twins/yaml".to_string(), repo.join("tests/twins/yaml")),
+        let mut roots: Vec<(String, support::CaseRoot)> = vec![
+            ("fleet".to_string(), support::fleet().into()),
+            ("twins/kdl".to_string(), repo.join("tests/twins/kdl").into()),
+            (
+                "twins/yaml".to_string(),
+                repo.join("tests/twins/yaml").into(),
+            ),
         ];
         for kind in ["ok", "err"] {
             for case in support::subdirs(&repo.join("tests/cases").join(kind)) {
                 let name = case.file_name().unwrap().to_string_lossy().into_owned();
-                roots.push((format!("{kind}/{name}"), case.join("input")));
+                roots.push((format!("{kind}/{name}"), support::case_root(&case, "input")));
             }
         }
         roots

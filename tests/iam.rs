@@ -3,8 +3,8 @@
 //! does not read), the security audit against tampered documents, and a property over generated
 //! fleets.
 //!
-//! Consumes: the example fleet (`tenants/`, `cells/`) and generated fleets. Produces: test
-//! results only.
+//! Consumes: the frozen fixture fleet (`tests/fixtures/fleet/`), the ok cases and generated
+//! fleets. Produces: test results only.
 //!
 //! Invariant: the linter tests skip with a message when `parliament` or `cfn-lint` is not
 //! installed, but fail under `CI=true`, where `.ci/run` installs both.
@@ -25,11 +25,11 @@ use std::process::{Command, Stdio};
 use tenantc::diag::Code;
 use tenantc::{Compilation, InputFile, compile};
 
-fn example() -> Compilation {
-    let compilation = support::compile_root(&support::repo());
+fn fleet() -> Compilation {
+    let compilation = support::compile_root(&support::fleet());
     assert!(
         compilation.output.is_some(),
-        "the example fleet must build: {:?}",
+        "the fixture fleet must build: {:?}",
         compilation.diagnostics
     );
     compilation
@@ -64,19 +64,19 @@ fn parliament_finds_nothing_in_any_emitted_aws_policy() {
         );
         return;
     }
-    let compilation = example();
+    let compilation = fleet();
     let mut policies = iam_files(&compilation, "-permissions.json");
-    // The ok fixture cases cover the identity kinds the example fleet does not (Pod Identity,
+    // The ok fixture cases cover the identity kinds the fixture fleet does not (Pod Identity,
     // several buckets).
     for case in support::subdirs(&support::repo().join("tests/cases/ok")) {
-        let compilation = support::compile_root(&case.join("input"));
+        let compilation = support::compile_root(&support::case_root(&case, "input"));
         if compilation.output.is_some() {
             policies.extend(iam_files(&compilation, "-permissions.json"));
         }
     }
     assert!(
         policies.len() >= 8,
-        "the example fleet and the ok cases emit AWS policies: {}",
+        "the fixture fleet and the ok cases emit AWS policies: {}",
         policies.len()
     );
     let dir = tempfile::tempdir().unwrap();
@@ -203,9 +203,9 @@ fn cfn_lint_finds_nothing_in_any_emitted_aws_trust_or_identity_policy() {
         );
         return;
     }
-    let mut compilations = vec![example()];
+    let mut compilations = vec![fleet()];
     for case in support::subdirs(&support::repo().join("tests/cases/ok")) {
-        let compilation = support::compile_root(&case.join("input"));
+        let compilation = support::compile_root(&support::case_root(&case, "input"));
         if compilation.output.is_some() {
             compilations.push(compilation);
         }
@@ -219,13 +219,13 @@ fn cfn_lint_finds_nothing_in_any_emitted_aws_trust_or_identity_policy() {
         .iter()
         .filter(|(path, _)| path.ends_with("-trust.json"))
         .count();
-    // Both AWS identity kinds are covered: IRSA in the example fleet, Pod Identity in case 144.
+    // Both AWS identity kinds are covered: IRSA in the fixture fleet, Pod Identity in case 144.
     let pod_identity = policies
         .iter()
         .any(|(_, text)| text.contains("pods.eks.amazonaws.com"));
     assert!(
         trusts >= 4 && pod_identity,
-        "the example fleet and the ok cases emit IRSA and Pod Identity trust policies: {trusts}"
+        "the fixture fleet and the ok cases emit IRSA and Pod Identity trust policies: {trusts}"
     );
     let findings = cfn_lint_findings(&cloudformation(&policies), &policies);
     assert!(
@@ -258,7 +258,7 @@ fn cfn_lint_finds_nothing_in_any_emitted_aws_trust_or_identity_policy() {
 
 /// Replaces `from` by `to` in one emitted file and audits the tampered tree.
 fn audit_tampered(path: &str, from: &str, to: &str) -> Vec<tenantc::diag::Diagnostic> {
-    let compilation = example();
+    let compilation = fleet();
     let mut tree = compilation.output.clone().unwrap();
     let text = String::from_utf8(tree[path].clone()).unwrap();
     assert!(text.contains(from), "{path} holds {from}");
@@ -272,7 +272,7 @@ fn audit_tampered(path: &str, from: &str, to: &str) -> Vec<tenantc::diag::Diagno
 
 #[test]
 fn the_audit_passes_the_emitted_tree() {
-    let compilation = example();
+    let compilation = fleet();
     let findings = tenantc::validate::audit::audit(
         compilation.output.as_ref().unwrap(),
         compilation.plan.as_ref().unwrap(),
@@ -366,7 +366,7 @@ fn the_audit_catches_every_family_of_tampering() {
         ),
     ];
     for (path, from, to, expected) in cases {
-        let compilation = example();
+        let compilation = fleet();
         let text = String::from_utf8(compilation.output.as_ref().unwrap()[path].clone()).unwrap();
         if !text.contains(from) {
             // The infer identity reads no checkpoints: this case checks the premise only.

@@ -1,8 +1,8 @@
 //! The network floor, checked on what is emitted, as an attacker would read it.
 //!
-//! Consumes: the output trees of the example fleet and of seeded generated fleets (cells with
-//! random DNS, NodeLocal DNS, metrics and endpoint declarations; tenants with random names,
-//! workloads and cells). Produces: assertions only.
+//! Consumes: the output trees of the fixture fleet (`tests/fixtures/fleet/`) and of seeded
+//! generated fleets (cells with random DNS, NodeLocal DNS, metrics and endpoint declarations;
+//! tenants with random names, workloads and cells). Produces: assertions only.
 //!
 //! The oracle evaluates every emitted NetworkPolicy the way Kubernetes does: policies only add
 //! allowances, the peers of a rule are ORed, the selectors inside one peer are ANDed, an absent
@@ -300,8 +300,8 @@ fn holes(view: &CellView) -> Vec<String> {
 }
 
 #[test]
-fn the_example_fleet_keeps_every_tenant_namespace_to_itself() {
-    let tree = build(&support::inputs(&support::repo()));
+fn the_fixture_fleet_keeps_every_tenant_namespace_to_itself() {
+    let tree = build(&support::inputs(&support::fleet()));
     let platform = vec![
         ("kube-system".to_string(), false),
         ("monitoring".to_string(), false),
@@ -322,7 +322,7 @@ fn the_example_fleet_keeps_every_tenant_namespace_to_itself() {
 
 #[test]
 fn the_oracle_finds_forged_namespaces_missing_egress_and_rules_without_peers() {
-    let tree = build(&support::inputs(&support::repo()));
+    let tree = build(&support::inputs(&support::fleet()));
     let platform = vec![
         ("kube-system".to_string(), false),
         ("monitoring".to_string(), false),
@@ -611,8 +611,8 @@ fn identity_egress_allows_exactly_what_the_cells_identity_needs() {
             .map(|(cidr, port)| (cidr.to_string(), "TCP".to_string(), *port))
             .collect::<Vec<_>>()])
     };
-    // The example fleet: GKE Workload Identity in eu-west-4b, IRSA in us-east-1a.
-    let tree = build(&support::inputs(&support::repo()));
+    // The fixture fleet: GKE Workload Identity in eu-west-4b, IRSA in us-east-1a.
+    let tree = build(&support::inputs(&support::fleet()));
     let (gcp, namespaces) = identity_rules(&tree, "eu-west-4b");
     assert_eq!(
         gcp,

@@ -1,5 +1,5 @@
-//! Pool pinning and tenant ceilings, checked on what is emitted, over the example fleet and
-//! generated fleets.
+//! Pool pinning and tenant ceilings, checked on what is emitted, over the fixture fleet
+//! (`tests/fixtures/fleet/`) and generated fleets.
 //!
 //! The oracle here knows each generated pool's sharing mode, taints and resources and each
 //! tenant's trust class and org, and reads only the emitted objects (ResourceQuotas,
@@ -517,9 +517,9 @@ fn no_tenant_reaches_a_pool_its_trust_or_org_forbids_and_ceilings_add_up() {
 }
 
 #[test]
-fn the_example_fleet_pins_every_pool() {
-    let compilation = support::compile_root(&support::repo());
-    let tree = compilation.output.expect("the example fleet compiles");
+fn the_fixture_fleet_pins_every_pool() {
+    let compilation = support::compile_root(&support::fleet());
+    let tree = compilation.output.expect("the fixture fleet compiles");
     for cell in ["us-east-1a", "eu-west-4b"] {
         let emitted = read_emitted(&tree, cell);
         for (tenant, parts) in &emitted.parts {

@@ -1,9 +1,10 @@
 //! Policy tests: every CEL expression of the tenant admission floor, evaluated in process.
 //!
-//! Consumes: the example fleet (compiled in memory), the admitted fixtures under
-//! `tests/policy/admitted/<cell>/`, and denied objects made here from them, one or more per
-//! validation, many of them cross-tenant (another tenant's digest, PVC, registry, queue, pool
-//! toleration, priority; a runtime class of a weaker trust class). Produces: pass or fail.
+//! Consumes: the frozen fixture fleet (`tests/fixtures/fleet/`, compiled in memory), the
+//! admitted fixtures under `tests/policy/admitted/<cell>/` (objects of its tenants), and denied
+//! objects made here from them, one or more per validation, many of them cross-tenant (another
+//! tenant's digest, PVC, registry, queue, pool toleration, priority; a runtime class of a weaker
+//! trust class). Produces: pass or fail.
 //!
 //! Invariants held here:
 //! - every expression of the policy compiles in the evaluator's environment;
@@ -26,8 +27,6 @@ mod cases;
 
 mod support;
 
-use std::path::Path;
-
 use cases::{
     DIGEST, DeleteCase, KUEUE, PINNED_WEIGHTS, UpdateCase, admitted_fixtures, cases, delete_cases,
     fixture, namespace_of, ownership_cases, pod_annotations, pod_labels, pod_spec, update_cases,
@@ -39,12 +38,10 @@ use tenantc::lower::admission::{self, RULES};
 use tenantc::plan::{CellPlan, Plan, TenantPlan};
 use tenantc::policy::{self, Outcome, Request};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
 fn plan() -> Plan {
-    let loaded = tenantc::load::load(Path::new(ROOT)).unwrap();
+    let loaded = tenantc::load::load(&support::fleet()).unwrap();
     let compilation = tenantc::compile_loaded(&loaded);
-    assert!(compilation.output.is_some(), "the example fleet compiles");
+    assert!(compilation.output.is_some(), "the fixture fleet compiles");
     compilation.plan.unwrap()
 }
 
@@ -623,10 +620,10 @@ fn forbidden_label_keys_match_whatever_their_case_separators_and_prefix_on_gener
     );
 }
 
-/// The example fleet with a tenant `acme` added, whose name is a prefix of `acme-research`'s
+/// The fixture fleet with a tenant `acme` added, whose name is a prefix of `acme-research`'s
 /// and `acme-serving`'s: the fleet a name-prefix rule gets wrong.
 fn plan_with_prefix_tenant() -> Plan {
-    let mut loaded = tenantc::load::load(Path::new(ROOT)).unwrap();
+    let mut loaded = tenantc::load::load(&support::fleet()).unwrap();
     loaded.inputs.push(tenantc::InputFile {
         path: "tenants/acme.kdl".to_string(),
         contents: br#"tenant "acme" {

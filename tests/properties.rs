@@ -17,13 +17,14 @@ use std::collections::BTreeSet;
 use tenantc::diag::render::{self, Color};
 use tenantc::{InputFile, compile};
 
-fn example_inputs() -> Vec<InputFile> {
-    support::inputs(&support::repo())
+/// The frozen fixture fleet (`tests/fixtures/fleet/`), a copy of the example fleet.
+fn fleet_inputs() -> Vec<InputFile> {
+    support::inputs(&support::fleet())
 }
 
 #[test]
 fn two_builds_are_byte_identical_whatever_the_input_order() {
-    let inputs = example_inputs();
+    let inputs = fleet_inputs();
     let first = build(&inputs);
     let second = build(&inputs);
     assert_eq!(first, second);
@@ -34,8 +35,8 @@ fn two_builds_are_byte_identical_whatever_the_input_order() {
 
 #[test]
 fn output_has_no_volatile_content() {
-    let tree = build(&example_inputs());
-    let root = support::repo().display().to_string();
+    let tree = build(&fleet_inputs());
+    let root = support::fleet().display().to_string();
     for (path, text) in support::text_tree(&tree) {
         assert!(!text.contains(&root), "{path} contains an absolute path");
         assert!(!text.contains('\r'), "{path} has CR line endings");
@@ -58,13 +59,13 @@ fn output_has_no_volatile_content() {
 
 #[test]
 fn changing_one_tenant_changes_only_that_tenants_files() {
-    let inputs = example_inputs();
+    let inputs = fleet_inputs();
     let before = build(&inputs);
     let mut edited = inputs.clone();
     let tenant = edited
         .iter_mut()
         .find(|input| input.path == "tenants/acme-research.kdl")
-        .expect("the example fleet has acme-research");
+        .expect("the fixture fleet has acme-research");
     let text = String::from_utf8(tenant.contents.clone()).unwrap();
     // The tenant's fleet contract follows its reservation, as the README's tour says.
     let changed = text
@@ -128,7 +129,7 @@ fn quota_keys(text: &str) -> Vec<String> {
 
 #[test]
 fn quotas_use_only_enforced_keys_and_cover_every_offered_resource() {
-    let tree = build(&example_inputs());
+    let tree = build(&fleet_inputs());
     let text = support::text_tree(&tree);
     let quotas: Vec<(&String, Vec<String>)> = text
         .iter()
@@ -179,7 +180,7 @@ fn quotas_use_only_enforced_keys_and_cover_every_offered_resource() {
 
 #[test]
 fn limit_ranges_never_default_a_gpu_resource() {
-    let tree = build(&example_inputs());
+    let tree = build(&fleet_inputs());
     let mut seen = 0;
     for (path, body) in support::text_tree(&tree) {
         if !body.contains("\nkind: LimitRange\n") {
@@ -223,11 +224,11 @@ fn get<'a>(node: &'a tenantc::parse::Node, key: &str) -> &'a tenantc::parse::Nod
 fn mig_parted_configs_follow_the_mig_parted_schema() {
     use tenantc::parse::Value;
     let mut checked = 0;
-    let mut roots = vec![support::repo()];
+    let mut roots: Vec<support::CaseRoot> = vec![support::fleet().into()];
     roots.extend(
         support::subdirs(&support::repo().join("tests/cases/ok"))
-            .into_iter()
-            .map(|dir| dir.join("input")),
+            .iter()
+            .map(|dir| support::case_root(dir, "input")),
     );
     for root in roots {
         let tree = build(&support::inputs(&root));
@@ -295,7 +296,7 @@ fn mig_parted_configs_follow_the_mig_parted_schema() {
     }
     assert!(
         checked >= 2,
-        "expected MIG configs in the example fleet and the ok cases"
+        "expected MIG configs in the fixture fleet and the ok cases"
     );
 }
 
@@ -318,7 +319,7 @@ impl Lcg {
 
 #[test]
 fn mangled_declarations_never_panic_the_compiler() {
-    let inputs = example_inputs();
+    let inputs = fleet_inputs();
     let mut twins = support::inputs(&support::repo().join("tests/twins/yaml"));
     twins.retain(|input| input.path.ends_with(".yaml"));
     let pieces: &[&[u8]] = &[

@@ -87,7 +87,7 @@ fn every_error_case_renders_a_valid_sarif_log_that_matches_its_diagnostics() {
     let cases = support::subdirs(&support::repo().join("tests/cases/err"));
     assert!(cases.len() > 50, "too few error cases: {}", cases.len());
     for case in cases {
-        let compilation = support::compile_root(&case.join("input"));
+        let compilation = support::compile_root(&support::case_root(&case, "input"));
         let stale = [("c1/kustomization.yaml".to_string(), "changed".to_string())];
         let text = render::sarif(&compilation.diagnostics, &compilation.sources, &stale, "");
         let log: Value = serde_json::from_str(&text).expect("SARIF is JSON");
@@ -142,7 +142,7 @@ fn a_fatal_run_and_a_clean_run_are_valid_logs_too() {
         fatal["runs"][0]["invocations"][0]["executionSuccessful"],
         false
     );
-    let compilation = support::compile_root(&support::repo());
+    let compilation = support::compile_root(&support::fleet());
     let clean: Value = serde_json::from_str(&render::sarif(
         &compilation.diagnostics,
         &compilation.sources,
@@ -157,9 +157,10 @@ fn a_fatal_run_and_a_clean_run_are_valid_logs_too() {
 fn the_validator_refuses_a_broken_log() {
     // The schema must be able to fail: a level SARIF does not know, a line 0, no version.
     let validator = validator();
-    let compilation = support::compile_root(
-        &support::repo().join("tests/cases/err/086-issue-7-pool-parts-above-the-ceiling/input"),
-    );
+    let compilation = support::compile_root(&support::case_root(
+        &support::repo().join("tests/cases/err/086-issue-7-pool-parts-above-the-ceiling"),
+        "input",
+    ));
     let text = render::sarif(&compilation.diagnostics, &compilation.sources, &[], "");
     let good: Value = serde_json::from_str(&text).unwrap();
     let mut bad_level = good.clone();

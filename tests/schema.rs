@@ -1,7 +1,8 @@
 //! The JSON Schemas in `schema/` agree with the declaration reader in `compiler/src/schema/`.
 //!
-//! Every example declaration (the fleet in `tenants/` and `cells/`, the KDL and YAML twins in
-//! `tests/twins/`, and the inputs of the `ok` cases under `tests/cases/ok/`) must validate
+//! Every fixture declaration (the frozen fixture fleet in `tests/fixtures/fleet/`, the KDL and
+//! YAML twins in `tests/twins/`, and the inputs of the `ok` cases under `tests/cases/ok/`, with
+//! the fixtures they share) must validate
 //! against the schema of its folder: YAML files as they are, KDL files after conversion to the
 //! YAML form by the mapping rules of `docs/declarations.md`, driven by the tables below. The
 //! conversion is checked in turn: converted files compile to the same manifests as their KDL
@@ -30,9 +31,6 @@ use tenantc::parse::{Format, Map, Node, Value};
 use tenantc::source::FileId;
 use tenantc::{InputFile, compile};
 
-/// The project root.
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
 /// Which declaration a file holds, from its folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -53,7 +51,7 @@ impl Kind {
             Kind::Tenant => "tenant.schema.json",
             Kind::Cell => "cell.schema.json",
         };
-        Path::new(ROOT).join("schema").join(file)
+        support::repo().join("schema").join(file)
     }
 }
 
@@ -368,15 +366,16 @@ fn schema_errors(validator: &jsonschema::Validator, instance: &Json) -> Vec<Stri
 // ---------------------------------------------------------------------------------------------
 // Example files.
 
-/// Project roots whose declarations are valid: the repository itself, the KDL and YAML twins,
-/// and every `input` folder of the `ok` cases.
-fn project_roots() -> Vec<PathBuf> {
+/// Project roots whose declarations are valid: the frozen fixture fleet, the KDL and YAML twins,
+/// and every `input` folder of the `ok` cases (with the fixtures the case shares), sorted by
+/// where they are.
+fn project_roots() -> Vec<support::CaseRoot> {
     let mut roots = vec![
-        PathBuf::from(ROOT),
-        Path::new(ROOT).join("tests/twins/kdl"),
-        Path::new(ROOT).join("tests/twins/yaml"),
+        support::fleet(),
+        support::repo().join("tests/twins/kdl"),
+        support::repo().join("tests/twins/yaml"),
     ];
-    let mut pending = vec![Path::new(ROOT).join("tests/cases/ok")];
+    let mut pending = vec![support::repo().join("tests/cases/ok")];
     while let Some(dir) = pending.pop() {
         let Ok(entries) = fs::read_dir(&dir) else {
             continue;
@@ -397,6 +396,12 @@ fn project_roots() -> Vec<PathBuf> {
     }
     roots.sort();
     roots
+        .into_iter()
+        .map(|root| match root.parent() {
+            Some(case) if root.ends_with("input") => support::case_root(case, "input"),
+            _ => root.into(),
+        })
+        .collect()
 }
 
 /// Every declaration file under `root`'s `tenants/` and `cells/`, recursively, as `load` sees
@@ -430,11 +435,15 @@ fn declaration_files(root: &Path) -> Vec<(Kind, PathBuf)> {
     files
 }
 
-fn all_declaration_files() -> Vec<(Kind, PathBuf)> {
-    project_roots()
+/// Every declaration file of the [`project_roots`], which are returned too: a root with shared
+/// fixtures is a scratch folder that lives only as long as its `CaseRoot`.
+fn all_declaration_files() -> (Vec<support::CaseRoot>, Vec<(Kind, PathBuf)>) {
+    let roots = project_roots();
+    let files = roots
         .iter()
         .flat_map(|root| declaration_files(root))
-        .collect()
+        .collect();
+    (roots, files)
 }
 
 fn is_kdl(path: &Path) -> bool {
@@ -447,7 +456,8 @@ fn validate_examples(kdl: bool) -> usize {
     let cell = validator(Kind::Cell);
     let mut failures = Vec::new();
     let mut count = 0;
-    for (kind, path) in all_declaration_files() {
+    let (_roots, files) = all_declaration_files();
+    for (kind, path) in files {
         if is_kdl(&path) != kdl {
             continue;
         }
@@ -582,7 +592,7 @@ fn property_names(schema: &Json) -> BTreeSet<String> {
 
 #[test]
 fn every_schema_field_is_documented_in_declarations_md() {
-    let path = Path::new(ROOT).join("docs/declarations.md");
+    let path = support::repo().join("docs/declarations.md");
     let docs =
         fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
     let mut missing = Vec::new();
@@ -616,7 +626,7 @@ fn every_kdl_declaration_in_its_yaml_form_validates_against_the_schema_of_its_fo
     let count = validate_examples(true);
     assert!(
         count >= 5,
-        "found {count} KDL declarations; the example fleet alone has 5"
+        "found {count} KDL declarations; the fixture fleet alone has 5"
     );
 }
 
@@ -696,7 +706,7 @@ fn kdl_examples_rewritten_in_yaml_form_compile_to_the_same_manifests() {
 
 #[test]
 fn kdl_twins_convert_to_exactly_their_yaml_twins() {
-    let twins = Path::new(ROOT).join("tests/twins");
+    let twins = support::repo().join("tests/twins");
     let mut compared = 0;
     for (_, kdl_path) in declaration_files(&twins.join("kdl")) {
         let relative = kdl_path
@@ -714,7 +724,7 @@ fn kdl_twins_convert_to_exactly_their_yaml_twins() {
 /// The full examples of `docs/declarations.md`: fenced blocks whose first line is a comment
 /// naming their path, as `(path, text)`.
 fn documented_examples() -> Vec<(String, String)> {
-    let path = Path::new(ROOT).join("docs/declarations.md");
+    let path = support::repo().join("docs/declarations.md");
     let docs =
         fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
     let mut examples = Vec::new();
@@ -788,37 +798,6 @@ fn the_documented_examples_compile_cleanly_in_both_syntaxes_and_agree() {
         forms.first(),
         forms.last(),
         "the KDL and YAML examples say different things"
-    );
-}
-
-#[test]
-fn yaml_modelines_point_at_the_schema_of_their_folder() {
-    let mut seen = 0;
-    for (kind, path) in declaration_files(Path::new(ROOT)) {
-        if is_kdl(&path) {
-            continue;
-        }
-        let text = fs::read_to_string(&path).unwrap_or_default();
-        let Some(line) = text
-            .lines()
-            .find(|line| line.starts_with("# yaml-language-server:"))
-        else {
-            continue;
-        };
-        seen += 1;
-        let target = line
-            .split_once("$schema=")
-            .map(|(_, target)| target.trim())
-            .unwrap_or_default();
-        let dir = path.parent().unwrap_or(Path::new(ROOT));
-        let resolved = fs::canonicalize(dir.join(target))
-            .unwrap_or_else(|error| panic!("{}: {target}: {error}", path.display()));
-        let expected = fs::canonicalize(kind.schema_path()).unwrap_or_default();
-        assert_eq!(resolved, expected, "{}", path.display());
-    }
-    assert!(
-        seen >= 1,
-        "no YAML example carries a yaml-language-server modeline"
     );
 }
 
@@ -1089,7 +1068,7 @@ fn compile_with(kind: Kind, changed: &Json) -> Vec<String> {
 /// key and bundle, locked for `llama-70b 2026-10-01` at `prefix`.
 fn base_signing_material(prefix: &str) -> Vec<InputFile> {
     use tenantc::weights::{digest, lock, sig};
-    let fixtures = Path::new(ROOT).join("tests/fixtures/signing/model-signing");
+    let fixtures = support::repo().join("tests/fixtures/signing/model-signing");
     let read = |name: &str| fs::read(fixtures.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     let bundle = read("model.sig.json");
     let statement = sig::read_statement(&read("statement.json")).unwrap_or_else(|e| panic!("{e}"));
@@ -1927,24 +1906,27 @@ fn unusual_but_valid_values_are_accepted_by_schema_and_compiler() {
 #[test]
 fn every_json_output_of_the_cli_has_the_documented_envelope() {
     let schema: Json = serde_json::from_str(
-        &fs::read_to_string(Path::new(ROOT).join("schema/output.schema.json")).unwrap(),
+        &fs::read_to_string(support::repo().join("schema/output.schema.json")).unwrap(),
     )
     .unwrap();
     let validator = jsonschema::draft202012::new(&schema).unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let allow = scratch.path().join("allow");
     copy_dir(
-        &Path::new(ROOT).join("tests/cli/allow-and-deny/root"),
+        &support::repo().join("tests/cli/allow-and-deny/root"),
         &allow,
     );
     let what_if = scratch.path().join("what-if");
     copy_dir(
-        &Path::new(ROOT).join("tests/cli/what-if-fixture/root"),
+        &support::repo().join("tests/cli/what-if-fixture/root"),
         &what_if,
     );
     let broken = scratch.path().join("broken");
     copy_dir(
-        &Path::new(ROOT).join("tests/cases/err/117-issue-10-allow-without-reason/input"),
+        &support::case_root(
+            &support::repo().join("tests/cases/err/117-issue-10-allow-without-reason"),
+            "input",
+        ),
         &broken,
     );
     let runs: &[(&Path, &[&str], &str)] = &[

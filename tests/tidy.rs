@@ -286,3 +286,145 @@ fn catalog_doc_lists_the_profiles_of_every_mig_table() {
         "docs/catalog.md profile tables are stale: run UPDATE_GOLDEN=1 cargo test --test tidy"
     );
 }
+
+/// The test files that may read the example fleet at the repository's top (through
+/// `support::example()`): the golden test, the README's tour, and the conformance checks that
+/// judge the example's committed `out/`. Every other test reads `tests/fixtures/fleet/`.
+const EXAMPLE_READERS: &[&str] = &[
+    "tests/golden.rs",
+    "tests/ci_docs.rs",
+    "tests/conformance.rs",
+];
+
+/// Where a test may name the repository's folder itself: the two helpers every other test finds
+/// the repository through, so that `TENANTC_TEST_REPO` (see `tests/ci_docs.rs`) moves them all.
+const REPOSITORY_FINDERS: &[&str] = &["tests/support/mod.rs", "compiler/src/testing.rs"];
+
+/// Issue 19 item 7: tests find the repository through `support::repo()` or `testing::repo()`,
+/// read the example fleet only where they judge it, and embed none of its files. A line that
+/// names the crate's folder elsewhere must name, on that line, what it reaches there: a path
+/// under `tests/` or `compiler/src/`, or `Cargo.toml` (the manifest that cargo reads).
+#[test]
+fn tests_reach_the_repository_through_one_place_and_the_example_only_where_they_judge_it() {
+    let repo = support::repo();
+    let mut files = Vec::new();
+    rust_files(&repo.join("compiler/src"), &mut files);
+    rust_files(&repo.join("tests"), &mut files);
+    let example_folders: Vec<std::path::PathBuf> = tenantc::load::READ_FOLDERS
+        .iter()
+        .chain(&["out", "golden"])
+        .map(|folder| repo.join(folder))
+        .collect();
+    // Spelled in two pieces, so that this file does not name what it looks for.
+    let example_call = concat!("support::", "example()");
+    let mut offending = Vec::new();
+    for path in &files {
+        let relative = path
+            .strip_prefix(&repo)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let text = fs::read_to_string(path).unwrap();
+        for (idx, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            let at = format!("{relative}:{}: {}", idx + 1, line.trim());
+            if line.contains("env!(\"CARGO_MANIFEST_DIR\")")
+                && !REPOSITORY_FINDERS.contains(&relative.as_str())
+                && !["\"/tests/", "\"tests/", "\"compiler/src", "\"Cargo.toml\""]
+                    .iter()
+                    .any(|reached| line.contains(reached))
+            {
+                offending.push(format!("{at}\n    finds the repository by itself"));
+            }
+            if line.contains(example_call)
+                && !EXAMPLE_READERS.contains(&relative.as_str())
+                && relative != "tests/support/mod.rs"
+            {
+                offending.push(format!("{at}\n    reads the example fleet"));
+            }
+            for macro_name in ["include_str!(\"", "include_bytes!(\""] {
+                for (start, _) in line.match_indices(macro_name) {
+                    let rest = &line[start + macro_name.len()..];
+                    let Some(target) = rest.split('"').next() else {
+                        continue;
+                    };
+                    let embedded = path.parent().unwrap().join(target);
+                    let embedded = embedded.canonicalize().unwrap_or(embedded);
+                    if example_folders
+                        .iter()
+                        .any(|folder| embedded.starts_with(folder))
+                    {
+                        offending.push(format!("{at}\n    embeds a file of the example fleet"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        offending.is_empty(),
+        "read the repository through support::repo() (tests/) or crate::testing::repo() \
+         (unit tests), and a fleet from support::fleet() or crate::testing::FLEET:\n{}",
+        offending.join("\n")
+    );
+}
+
+/// The declaration files of the fixtures under `tests/`: regular `.kdl`, `.yaml` and `.yml`
+/// files below a `tenants/` or `cells/` folder, outside the expected output trees.
+fn fixture_declarations(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let path = entry.path();
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            let name = entry.file_name();
+            if name != "expected" && name != "out" {
+                fixture_declarations(&path, found);
+            }
+        } else if kind.is_file()
+            && path
+                .extension()
+                .is_some_and(|ext| ext == "kdl" || ext == "yaml" || ext == "yml")
+            && path
+                .components()
+                .any(|part| part.as_os_str() == "tenants" || part.as_os_str() == "cells")
+        {
+            found.push(path);
+        }
+    }
+}
+
+/// Issue 19 item 7: one copy of each fixture tenant and cell. A declaration that several cases
+/// use lives once under `tests/fixtures/` (the frozen fleet in `tests/fixtures/fleet/`, others in
+/// `tests/fixtures/tenants/` and `tests/fixtures/cells/`), and each case names it in its `shared`
+/// file; a variant is a file of its own, different from every other.
+#[test]
+fn no_fixture_declaration_is_a_copy_of_another() {
+    let tests = support::repo().join("tests");
+    let mut files = Vec::new();
+    fixture_declarations(&tests, &mut files);
+    files.sort();
+    assert!(files.len() > 100, "found only {} declarations", files.len());
+    let mut first_of: std::collections::BTreeMap<Vec<u8>, &std::path::PathBuf> =
+        std::collections::BTreeMap::new();
+    let mut copies = Vec::new();
+    for path in &files {
+        let bytes = fs::read(path).unwrap();
+        if let Some(first) = first_of.get(&bytes) {
+            copies.push(format!(
+                "{} is a copy of {}",
+                path.strip_prefix(&tests).unwrap().display(),
+                first.strip_prefix(&tests).unwrap().display()
+            ));
+        } else {
+            first_of.insert(bytes, path);
+        }
+    }
+    assert!(
+        copies.is_empty(),
+        "share one copy under tests/fixtures/ through the cases' `shared` files \
+         (tests/cases.rs):\n{}",
+        copies.join("\n")
+    );
+}

@@ -1,12 +1,13 @@
 //! Helpers shared by the unit tests (compiled only for `cargo test`).
 //!
-//! Consumes: a seed, or a folder of declarations. Produces: [`Rng`], a small deterministic
-//! generator for seeded property tests, so a failure reproduces from the seed without a
-//! dependency; and [`declaration_files`], the files of a fleet folder (with its signing material)
-//! in sorted order.
+//! Consumes: a seed, or a fixture folder of declarations under `tests/`. Produces: [`Rng`], a
+//! small deterministic generator for seeded property tests, so a failure reproduces from the seed
+//! without a dependency; [`repo`], the repository the tests read; and [`declaration_files`], the
+//! files of a fixture fleet folder (with its signing material) in sorted order.
 //!
-//! Invariant: the sequence of a seed never changes (xorshift 13/7/17); tests that print a seed
-//! rely on it.
+//! Invariants: the sequence of a seed never changes (xorshift 13/7/17); tests that print a seed
+//! rely on it. Unit tests read fleets only from `tests/` (the frozen fixture fleet [`FLEET`], the
+//! twins), never the example fleet at the repository's top, whose only test is the golden test.
 
 /// A xorshift generator; the seed must not be zero.
 pub struct Rng(pub u64);
@@ -34,11 +35,29 @@ impl Rng {
     }
 }
 
+/// The repository the tests read: `TENANTC_TEST_REPO` when it is set (the README-tour test of
+/// `tests/ci_docs.rs` runs every test binary against an edited scratch copy), else the one the
+/// crate was built from.
+pub fn repo() -> std::path::PathBuf {
+    match std::env::var_os("TENANTC_TEST_REPO") {
+        Some(root) if !root.is_empty() => std::path::PathBuf::from(root),
+        _ => std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+    }
+}
+
+/// The frozen fixture fleet, relative to the repository: a copy of the example fleet as it was
+/// when the tests that read it were written.
+pub const FLEET: &str = "tests/fixtures/fleet";
+
 /// The files under `<root>/tenants` and `<root>/cells`, and the signing material under
-/// `<root>/keys` and `<root>/weights`, as `(relative path, text)`, sorted by path; `root` is
-/// relative to the repository.
+/// `<root>/keys` and `<root>/weights`, as `(relative path, text)`, sorted by path; `root` is a
+/// fixture folder under `tests/`, relative to the repository (the test fails otherwise).
 pub fn declaration_files(root: &str) -> Vec<(String, String)> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(root);
+    assert!(
+        root.starts_with("tests/"),
+        "`{root}`: unit tests read fixture fleets under tests/, such as testing::FLEET"
+    );
+    let root = repo().join(root);
     let mut files = Vec::new();
     for folder in ["tenants", "cells"] {
         let mut paths: Vec<_> = std::fs::read_dir(root.join(folder))

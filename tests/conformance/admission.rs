@@ -2,7 +2,7 @@
 //! objects exactly as tenantc's in-process evaluator (`tenantc::policy`, also behind
 //! `tenantc test-policy`) does.
 //!
-//! Consumes: the example fleet (applied cell by cell with `quota::set_up_cell`, so each
+//! Consumes: the fixture fleet (applied cell by cell with `quota::set_up_cell`, so each
 //! cell's params, bindings and RuntimeClasses are the ones in force), the admitted fixtures
 //! and the denied cases of `tests/policy/cases.rs`. Produces: pass or fail, and one line per
 //! cell with the counts.
@@ -21,7 +21,7 @@ use super::policy_cases::{
     admitted_fixtures, cases, delete_cases, fixture, merge_patch, namespace_of, ownership_cases,
     update_cases,
 };
-use super::quota::{as_member, example_fleet, member_group, set_up_cell};
+use super::quota::{as_member, fixture_fleet, member_group, set_up_cell};
 use super::*;
 
 use std::time::Duration;
@@ -245,7 +245,7 @@ pub(super) fn install_node_runtime_classes(cluster: &Cluster) {
 pub(super) fn admission_floor_judges_like_the_offline_evaluator(cluster: &Cluster) {
     install_crds(cluster);
     install_node_runtime_classes(cluster);
-    let fleet = example_fleet();
+    let fleet = fixture_fleet();
     let mut failures = Vec::new();
     for cell in &fleet.plan.cells {
         set_up_cell(cluster, &fleet, cell);
@@ -309,7 +309,7 @@ pub(super) fn admission_self_test_a_policy_admitting_another_tenants_digest_is_c
     cluster: &Cluster,
 ) {
     install_crds(cluster);
-    let fleet = example_fleet();
+    let fleet = fixture_fleet();
     let cell = fleet
         .plan
         .cells

@@ -2,7 +2,7 @@
 //! tenant cannot take a pod away from its Job or ReplicaSet, or delete a workload and leave its
 //! pods running, and the attack the floor refuses is real (issue 18, hole 1).
 //!
-//! Consumes: the harness's binaries (`TENANTC_CONFORMANCE_BIN`), the example fleet's cell
+//! Consumes: the harness's binaries (`TENANTC_CONFORMANCE_BIN`), the fixture fleet's cell
 //! `us-east-1a` (applied with `quota::set_up_cell`) and the admitted fixtures of
 //! `tests/policy/admitted/`. Produces: pass or fail, and one line per attack with what the API
 //! server answered.
@@ -24,7 +24,7 @@ use super::admission::{
     offline_update,
 };
 use super::policy_cases::{fixture, merge_patch, namespace_of};
-use super::quota::{example_fleet, set_up_cell};
+use super::quota::{fixture_fleet, set_up_cell};
 use super::*;
 
 use std::process::Child;
@@ -509,7 +509,7 @@ pub(super) fn remove_pods(cluster: &Cluster, namespace: &str, label: &str, value
 
 pub(super) fn controllers_keep_their_pods_under_kueue(cluster: &Cluster) {
     install_crds(cluster);
-    let fleet = example_fleet();
+    let fleet = fixture_fleet();
     let cell = fleet
         .plan
         .cells

@@ -1,7 +1,7 @@
 //! The guard on managed objects and the Pod Security exception path, judged by the API server
 //! (issue 8 items 3 and 6, checked the way issue 11 checks everything else).
 //!
-//! Consumes: the control plane of the runner in `tests/conformance.rs` and the example fleet
+//! Consumes: the control plane of the runner in `tests/conformance.rs` and the fixture fleet
 //! compiled in-process: the objects of cell `us-east-1a` (whose `cluster/` holds the guard and
 //! Pod Security policies) and its plan (the GitOps identity, each tenant's groups, namespaces,
 //! ServiceAccounts and exceptions).
@@ -24,7 +24,7 @@ use super::*;
 
 use tenantc::plan::{CellPlan, Plan};
 
-/// The cell whose objects the checks apply: the example tenant with an exception runs there.
+/// The cell whose objects the checks apply: the fixture tenant with an exception runs there.
 const CELL: &str = "us-east-1a";
 /// A cluster user who is not the GitOps controller, with `cluster-admin`.
 const OPERATOR: &str = "conformance:platform-operator";
@@ -37,16 +37,16 @@ const UNMANAGED: &str = "conformance-unmanaged";
 const PROBE_DIGEST: &str =
     "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
-fn example() -> (Vec<Object>, CellPlan) {
-    let compilation = support::compile_root(&support::repo());
-    assert!(!compilation.has_errors(), "the example fleet must compile");
+fn fixture() -> (Vec<Object>, CellPlan) {
+    let compilation = support::compile_root(&support::fleet());
+    assert!(!compilation.has_errors(), "the fixture fleet must compile");
     let tree = compilation.output.expect("an output tree");
     let plan: Plan = compilation.plan.expect("a plan");
     let cell = plan
         .cells
         .into_iter()
         .find(|cell| cell.name == CELL)
-        .expect("the example cell");
+        .expect("the fixture cell");
     let prefix = format!("{CELL}/");
     let objects = objects_of(&tree)
         .into_iter()
@@ -58,7 +58,7 @@ fn example() -> (Vec<Object>, CellPlan) {
 /// Applies the cell and the harness's binding of the two cluster users.
 fn set_up(cluster: &Cluster) -> (Vec<Object>, CellPlan) {
     install_crds(cluster);
-    let (objects, cell) = example();
+    let (objects, cell) = fixture();
     let applied = apply_tree(cluster, &objects, false);
     assert!(
         applied.refusals.is_empty(),
@@ -527,7 +527,7 @@ pub(super) fn excepted_namespaces_admit_only_the_declared_capabilities(cluster: 
                 .map(move |namespace| (tenant, namespace))
         })
         .find(|(_, namespace)| !namespace.exceptions.is_empty())
-        .expect("an example namespace with a Pod Security exception");
+        .expect("a fixture namespace with a Pod Security exception");
     let plain = cell
         .tenants
         .iter()
@@ -538,7 +538,7 @@ pub(super) fn excepted_namespaces_admit_only_the_declared_capabilities(cluster: 
                 .map(move |namespace| (tenant, namespace))
         })
         .find(|(_, namespace)| namespace.exceptions.is_empty())
-        .expect("an example namespace without exception");
+        .expect("a fixture namespace without exception");
     // The tenant floor lets a pod use the exception only on the nodes of its tenant's own pools
     // (`host-pools`): the node labels of its first pool, as the params list them.
     let host_pool: serde_json::Map<String, Value> =

@@ -3,7 +3,7 @@
 //!
 //! Consumes: the control plane of the runner in `tests/conformance.rs` (its kube-controller-manager
 //! runs the `resourcequota-controller`, without which no quota limits anything: admission
-//! enforces only the limits a quota's status lists), the example fleet compiled in-process (the output tree, and from
+//! enforces only the limits a quota's status lists), the fixture fleet compiled in-process (the output tree, and from
 //! its plan each tenant's namespaces, workload priorities, ServiceAccounts, member group and
 //! declared ceiling per cell), and the tenant ClusterQueues of the tree where it has them.
 //! Produces: the quota checks of the runner's `CHECKS` and their self-test; each prints what it
@@ -22,7 +22,7 @@
 //!   self-test is detected, and a guard re-applies the emitted object afterwards, also on failure.
 //! - Quantities are summed exactly (in nano units, the finest precision the API keeps) and
 //!   compared as values and as the API server's canonical strings.
-//! - Each cell is applied alone before it is judged: the example cells share namespace names, and
+//! - Each cell is applied alone before it is judged: the fixture cells share namespace names, and
 //!   one API server stands in for each cell in turn.
 
 use super::*;
@@ -54,19 +54,19 @@ const QUOTA_STATUS_TIMEOUT: Duration = Duration::from_secs(60);
 /// shrinks with the fix.
 const EXPECTED_ENTITLEMENT_GAPS: &[(&str, &str)] = &[];
 
-// The example fleet -------------------------------------------------------------------------
+// The fixture fleet -------------------------------------------------------------------------
 
-/// The example fleet: its emitted objects, and its plan for what the declarations entitle.
+/// The fixture fleet: its emitted objects, and its plan for what the declarations entitle.
 pub(super) struct Fleet {
     objects: Vec<Object>,
     pub(super) plan: Plan,
 }
 
-pub(super) fn example_fleet() -> Fleet {
-    let compilation = support::compile_root(&support::repo());
+pub(super) fn fixture_fleet() -> Fleet {
+    let compilation = support::compile_root(&support::fleet());
     assert!(
         !compilation.has_errors(),
-        "the example fleet must compile without errors"
+        "the fixture fleet must compile without errors"
     );
     let tree = compilation.output.expect("an output tree");
     Fleet {
@@ -108,7 +108,7 @@ pub(super) fn member_group(tenant: &TenantPlan) -> String {
         .unwrap_or_else(|| panic!("tenant {} has no member group", tenant.name))
 }
 
-/// Applies one cell of the example fleet and waits until quota admission can judge pods in its
+/// Applies one cell of the fixture fleet and waits until quota admission can judge pods in its
 /// namespaces: every ResourceQuota of the cell has its status (hard and used) computed.
 pub(super) fn set_up_cell(cluster: &Cluster, fleet: &Fleet, cell: &CellPlan) -> Vec<Object> {
     let objects = fleet.cell_objects(&cell.name);
@@ -594,7 +594,7 @@ fn namespaces_admitting_an_undeclared_class(cluster: &Cluster, cell: &CellPlan) 
 
 pub(super) fn tenant_namespaces_may_use_only_their_own_priority_class(cluster: &Cluster) {
     install_crds(cluster);
-    let fleet = example_fleet();
+    let fleet = fixture_fleet();
     let mut failures = Vec::new();
     let mut gaps: BTreeSet<String> = BTreeSet::new();
     for cell in &fleet.plan.cells {
@@ -703,7 +703,7 @@ fn gpu_probes(
 
 pub(super) fn gpu_requests_beyond_the_namespace_quota_are_refused(cluster: &Cluster) {
     install_crds(cluster);
-    let fleet = example_fleet();
+    let fleet = fixture_fleet();
     let mut failures = Vec::new();
     for cell in &fleet.plan.cells {
         let objects = set_up_cell(cluster, &fleet, cell);
@@ -760,7 +760,7 @@ impl Drop for Created<'_> {
     }
 }
 
-/// A namespace of the example fleet with a GPU limit of at least one device and an own
+/// A namespace of the fixture fleet with a GPU limit of at least one device and an own
 /// priority class (every namespace has classes it is denied: the system ones).
 fn namespace_with_gpu_and_priority(
     fleet: &Fleet,
@@ -785,7 +785,7 @@ fn namespace_with_gpu_and_priority(
             }
         }
     }
-    panic!("no namespace of the example fleet has a GPU limit and a priority class");
+    panic!("no namespace of the fixture fleet has a GPU limit and a priority class");
 }
 
 /// The usage of `key` in the quota `name` of `namespace`, as the API server holds it.
@@ -797,7 +797,7 @@ fn used_of(cluster: &Cluster, namespace: &str, name: &str, key: &str) -> Option<
 
 pub(super) fn quota_admission_judges_server_side_dry_run_like_real_creates(cluster: &Cluster) {
     install_crds(cluster);
-    let fleet = example_fleet();
+    let fleet = fixture_fleet();
     let (cell, tenant, namespace, resource) = namespace_with_gpu_and_priority(&fleet);
     let objects = set_up_cell(cluster, &fleet, cell);
     let key = format!("requests.{resource}");
@@ -1277,7 +1277,7 @@ fn canonical_triples(cluster: &Cluster, triples: &[[String; 3]]) -> Vec<[String;
 
 pub(super) fn namespace_quotas_add_up_to_the_tenant_ceiling(cluster: &Cluster) {
     install_crds(cluster);
-    let fleet = example_fleet();
+    let fleet = fixture_fleet();
     let mut failures = Vec::new();
     for cell in &fleet.plan.cells {
         let objects = set_up_cell(cluster, &fleet, cell);
@@ -1391,7 +1391,7 @@ fn until_detected(mut judge: impl FnMut() -> Vec<String>) -> Vec<String> {
 
 pub(super) fn quota_self_test_tampered_quotas_fail_the_checks(cluster: &Cluster) {
     install_crds(cluster);
-    let fleet = example_fleet();
+    let fleet = fixture_fleet();
     let (cell, tenant, namespace, resource) = namespace_with_gpu_and_priority(&fleet);
     let objects = set_up_cell(cluster, &fleet, cell);
     let own = namespace.priority.clone().expect("an own class");

@@ -2,7 +2,7 @@
 //! which objects cannot be updated in place, and tenantc must mark exactly those for
 //! replacement.
 //!
-//! Consumes: the control plane of the runner in `tests/conformance.rs`, the example fleet, and
+//! Consumes: the control plane of the runner in `tests/conformance.rs`, the fixture fleet, and
 //! a table of probes: one in-place change per candidate field of each kind tenantc emits with
 //! such fields (immutable ones and mutable neighbours as controls).
 //! Produces: the probes the API server refused, printed, and an assertion that the objects it
@@ -183,12 +183,12 @@ fn marked(object: &Object) -> bool {
         && annotations[FLUX_FORCE] == "enabled"
 }
 
-/// The example fleet's objects are applied; then every probe is sent as a server-side dry-run
+/// The fixture fleet's objects are applied; then every probe is sent as a server-side dry-run
 /// update, and the refused objects must be exactly the marked ones (plus [`NEVER_CHANGING`]).
 pub fn immutable_fields_are_exactly_the_ones_marked_for_replacement(cluster: &Cluster) {
     install_crds(cluster);
-    let tree = example_tree();
-    apply_all_accepted(cluster, "the example fleet", &tree);
+    let tree = fleet_tree();
+    apply_all_accepted(cluster, "the fixture fleet", &tree);
     let objects = objects_of(&tree);
     let mut probed_ids = BTreeSet::new();
     let mut refused_ids = BTreeSet::new();
@@ -255,7 +255,7 @@ pub fn immutable_fields_are_exactly_the_ones_marked_for_replacement(cluster: &Cl
     );
     assert!(
         !exempt_probed.is_empty(),
-        "the example fleet has no LocalQueue to probe"
+        "the fixture fleet has no LocalQueue to probe"
     );
     let kinds: BTreeSet<&str> = objects
         .iter()

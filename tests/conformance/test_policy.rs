@@ -2,7 +2,7 @@
 //! the command calls) equals the real API server's on every policy fixture, Pod Security
 //! included.
 //!
-//! Consumes: the example fleet (each cell applied alone with `quota::set_up_cell`, and judged
+//! Consumes: the fixture fleet (each cell applied alone with `quota::set_up_cell`, and judged
 //! offline from the same compilation's output tree), the admitted fixtures, the denied cases,
 //! update cases, ownership cases and delete cases of `tests/policy/cases.rs`, and the Pod
 //! Security cases of `tests/policy/pod_security.rs`. Produces: pass or fail, one line per cell
@@ -50,10 +50,10 @@ const JUDGED_WARNINGS: &[&str] = &[
     "Warning: Validation failed for ValidatingAdmissionPolicy",
 ];
 
-/// The example fleet's plan and output tree, compiled once.
+/// The fixture fleet's plan and output tree, compiled once.
 fn compiled() -> (Plan, OutputTree) {
-    let compilation = support::compile_root(&support::repo());
-    assert!(!compilation.has_errors(), "the example fleet must compile");
+    let compilation = support::compile_root(&support::fleet());
+    assert!(!compilation.has_errors(), "the fixture fleet must compile");
     (
         compilation.plan.expect("a plan"),
         compilation.output.expect("an output tree"),
@@ -526,7 +526,7 @@ fn settled_creates(cluster: &Cluster, cell: &CellPlan, admission: &CellAdmission
 pub(super) fn test_policy_judges_every_fixture_as_the_api_server_does(cluster: &Cluster) {
     install_crds(cluster);
     install_node_runtime_classes(cluster);
-    let fleet = super::quota::example_fleet();
+    let fleet = super::quota::fixture_fleet();
     let (_, tree) = compiled();
     let mut failures = Vec::new();
     for cell in &fleet.plan.cells {
@@ -584,7 +584,7 @@ fn without_pod_security(tree: &OutputTree, cell: &str) -> OutputTree {
 pub(super) fn test_policy_self_test_a_wrong_verdict_is_caught(cluster: &Cluster) {
     install_crds(cluster);
     install_node_runtime_classes(cluster);
-    let fleet = super::quota::example_fleet();
+    let fleet = super::quota::fixture_fleet();
     let (_, tree) = compiled();
     let cell = fleet
         .plan

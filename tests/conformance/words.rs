@@ -1,10 +1,10 @@
 //! What tenantc says a tenant may run is what the API server admits (issue 25): for every tenant
-//! of the example fleet and every capability its plan grants or denies (`describe --format
+//! of the fixture fleet and every capability its plan grants or denies (`describe --format
 //! json`'s `grants`), a workload that uses it is created as the tenant's member, with the real
 //! workload controllers running; what is granted is admitted and its pods are created, what is
 //! denied is refused.
 //!
-//! Consumes: the example fleet (applied cell by cell with `quota::set_up_cell`), its plan, and
+//! Consumes: the fixture fleet (applied cell by cell with `quota::set_up_cell`), its plan, and
 //! the admitted Job fixture of each tenant and cell under `tests/policy/admitted/` as the base
 //! every probe changes in one place. Produces: pass or fail, and one line per tenant and cell
 //! with the counts.
@@ -30,7 +30,7 @@ use super::controllers::{
     WorkloadControllers, delete_with_pods, pods_labelled, remove_pods, wait_until,
 };
 use super::policy_cases::{fixture, namespace_of};
-use super::quota::{example_fleet, set_up_cell};
+use super::quota::{fixture_fleet, set_up_cell};
 use super::*;
 
 use tenantc::describe::{Capability, Grant, grants};
@@ -635,7 +635,7 @@ fn controller_made(cluster: &Cluster, cell: &CellPlan, tenant: &TenantPlan) -> V
         workloads.push(("statefulset", "probe-set".to_string(), statefulset, "app"));
     }
     // The admitted StatefulSet fixture itself, claim templates and all (issue 25).
-    let fixture_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+    let fixture_path = support::repo().join(format!(
         "tests/policy/admitted/{}/{}-statefulset.yaml",
         cell.name, tenant.name
     ));
@@ -801,7 +801,7 @@ fn cell_problems(cluster: &Cluster, cell: &CellPlan, only: Option<Capability>) -
 pub(super) fn words_and_enforcement_agree(cluster: &Cluster) {
     install_crds(cluster);
     install_node_runtime_classes(cluster);
-    let fleet = example_fleet();
+    let fleet = fixture_fleet();
     let controllers = WorkloadControllers::start(cluster);
     let mut problems = Vec::new();
     for cell in &fleet.plan.cells {
@@ -815,7 +815,7 @@ pub(super) fn words_and_enforcement_agree(cluster: &Cluster) {
 pub(super) fn words_self_test_a_floor_without_pool_tolerations_is_caught(cluster: &Cluster) {
     install_crds(cluster);
     install_node_runtime_classes(cluster);
-    let fleet = example_fleet();
+    let fleet = fixture_fleet();
     let cell = fleet
         .plan
         .cells

@@ -3,24 +3,23 @@
 //! `tests/policy/admitted/<cell>/`, and denied cases made from them, each naming the one
 //! validation of the tenant admission floor that must deny it.
 //!
-//! Consumes: the fixture files. Produces: objects as JSON.
+//! Consumes: the fixture files, which name the tenants, namespaces and digests of the frozen
+//! fixture fleet (`tests/fixtures/fleet/`), never of the example fleet. Produces: objects as JSON.
 //! Invariant: every denied case differs from an admitted fixture by one mutation, so the one
 //! validation it names is the only reason it is denied.
 
 #![allow(dead_code)] // Each including test binary uses a different part.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Value as Json, json};
 use tenantc::policy;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
 /// Every admitted fixture: `(cell, path, object)`.
 pub fn admitted_fixtures() -> Vec<(String, PathBuf, Json)> {
     let mut fixtures = Vec::new();
-    let root = Path::new(ROOT).join("tests/policy/admitted");
+    let root = crate::support::repo().join("tests/policy/admitted");
     let mut cells: Vec<_> = fs::read_dir(&root)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -1086,7 +1085,7 @@ pub fn cases() -> Vec<Case> {
 
 /// The admitted fixture `name` of `cell`.
 pub fn fixture(name: &str, cell: &str) -> Json {
-    let path = Path::new(ROOT).join(format!("tests/policy/admitted/{cell}/{name}.yaml"));
+    let path = crate::support::repo().join(format!("tests/policy/admitted/{cell}/{name}.yaml"));
     policy::object_from_yaml(&fs::read_to_string(&path).unwrap()).unwrap()
 }
 

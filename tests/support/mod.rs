@@ -1,4 +1,10 @@
-//! Helpers shared by the integration tests: loading fixture folders and comparing trees.
+//! Helpers shared by the integration tests: where the repository and its fixture fleets are,
+//! loading fixture folders (with the files they share, see [`case_root`]) and comparing trees.
+//!
+//! Invariants: every file a test reads from the repository is found through [`repo`] (a tidy
+//! test holds every other test file to it), so `TENANTC_TEST_REPO` moves all of them at once; a
+//! test that needs a realistic fleet reads the frozen [`fleet`], and only the golden test, the
+//! README's tour and the conformance checks of the committed `out/` read the [`example`] fleet.
 
 #![allow(
     dead_code,
@@ -8,16 +14,205 @@
     clippy::indexing_slicing
 )]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use tenantc::emit::OutputTree;
 use tenantc::{Compilation, InputFile, compile_loaded, load};
 
-/// The repository root.
+/// The environment variable that points the tests at another copy of the repository; the
+/// README-tour test of `tests/ci_docs.rs` runs every test binary against an edited scratch copy.
+pub const REPO_OVERRIDE: &str = "TENANTC_TEST_REPO";
+
+/// The repository root: `TENANTC_TEST_REPO` when it is set, else the one the tests were built
+/// from.
 pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    match std::env::var_os(REPO_OVERRIDE) {
+        Some(root) if !root.is_empty() => PathBuf::from(root),
+        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+    }
+}
+
+/// The example fleet at the repository's top (`tenants/`, `cells/`, `keys/`, `weights/`,
+/// `templates/`), whose output is `out/` and `golden/`. Only the golden test, the README's tour
+/// and the conformance checks that judge the committed `out/` read it: editing an example must
+/// change nothing else.
+pub fn example() -> PathBuf {
+    repo()
+}
+
+/// The frozen fixture fleet, `tests/fixtures/fleet/`: a copy of the example fleet as it was when
+/// the tests that use it were written, never edited with it. A test that needs a realistic
+/// fleet reads this one (or builds a variant from it with a stated edit).
+pub fn fleet() -> PathBuf {
+    repo().join(FLEET)
+}
+
+/// Where the frozen fixture fleet lives, relative to the repository.
+pub const FLEET: &str = "tests/fixtures/fleet";
+
+/// Every folder of a fleet that the build reads: declarations, signing material, templates.
+pub const FLEET_FOLDERS: [&str; 5] = tenantc::load::READ_FOLDERS;
+
+/// Copies the frozen fixture fleet's folders into `to` (which may exist).
+pub fn copy_fleet(to: &Path) {
+    for folder in FLEET_FOLDERS {
+        let from = fleet().join(folder);
+        if from.is_dir() {
+            copy_dir(&from, &to.join(folder));
+        }
+    }
+}
+
+/// The file of a case folder that names the fixtures its input shares with other cases.
+pub const SHARED: &str = "shared";
+
+/// The root a fixture case is compiled from: its own folder (`input/` of a case under
+/// `tests/cases/`, `root/` of a CLI case) when it has no `shared` file, else a scratch copy
+/// holding first every fixture folder the `shared` file names and then the case's own files.
+#[derive(Debug)]
+pub struct CaseRoot {
+    path: PathBuf,
+    _scratch: Option<tempfile::TempDir>,
+}
+
+impl std::ops::Deref for CaseRoot {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl From<PathBuf> for CaseRoot {
+    /// A root that is a folder as it stands, such as a fleet.
+    fn from(path: PathBuf) -> CaseRoot {
+        CaseRoot {
+            path,
+            _scratch: None,
+        }
+    }
+}
+
+impl AsRef<Path> for CaseRoot {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// What a case's `shared` file says: one entry a line, blank lines and `#` comments left out.
+#[derive(Debug, Default)]
+pub struct Shared {
+    /// From lines `<destination> = <source>`: a file or folder under `tests/fixtures/` (such as
+    /// `fleet`, the frozen fixture fleet, or `tenants/alpha.kdl`), and where it goes in the
+    /// case's root (`.` is the root itself), so one copy of a fixture serves every case.
+    pub fixtures: Vec<(PathBuf, PathBuf)>,
+    /// Paths relative to the root, from lines `replace <path>`: a shared file that the case's
+    /// own file of the same path replaces, a variant whose reason the comment above it gives.
+    /// Any other file that two entries both put in place fails the test.
+    pub replaced: BTreeSet<PathBuf>,
+}
+
+/// The `shared` file of `case` (empty when there is none).
+pub fn shared_fixtures(case: &Path) -> Shared {
+    let mut shared = Shared::default();
+    let Ok(text) = fs::read_to_string(case.join(SHARED)) else {
+        return shared;
+    };
+    let file = case.join(SHARED);
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(path) = line.strip_prefix("replace ") {
+            shared.replaced.insert(PathBuf::from(path.trim()));
+            continue;
+        }
+        let Some((destination, source)) = line.split_once(" = ") else {
+            panic!(
+                "{}: `{line}` is not `<destination> = <source>`",
+                file.display()
+            );
+        };
+        let source = repo().join("tests/fixtures").join(source.trim());
+        assert!(
+            source.exists(),
+            "{}: `{}` is not under tests/fixtures/",
+            file.display(),
+            source.display()
+        );
+        shared
+            .fixtures
+            .push((PathBuf::from(destination.trim()), source));
+    }
+    shared
+}
+
+/// The root of `case` whose own files are in its subfolder `own` (see [`CaseRoot`]).
+pub fn case_root(case: &Path, own: &str) -> CaseRoot {
+    let shared = shared_fixtures(case);
+    if shared.fixtures.is_empty() {
+        return case.join(own).into();
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let mut copied = BTreeMap::new();
+    let own = (PathBuf::from("."), case.join(own));
+    for (destination, source) in shared.fixtures.iter().chain([&own]) {
+        let destination = if destination == Path::new(".") {
+            PathBuf::new()
+        } else {
+            destination.clone()
+        };
+        if source.is_dir() {
+            copy_into(source, scratch.path(), &destination, &mut copied);
+        } else if source.exists() {
+            copy_one(source, scratch.path(), &destination, &mut copied);
+        }
+    }
+    let replaced: BTreeSet<&PathBuf> = copied
+        .iter()
+        .filter_map(|(path, times)| (*times > 1).then_some(path))
+        .collect();
+    assert_eq!(
+        replaced,
+        shared.replaced.iter().collect(),
+        "{}: the files that the case's own replace must be listed as `replace <path>`",
+        case.join(SHARED).display()
+    );
+    CaseRoot {
+        path: scratch.path().to_path_buf(),
+        _scratch: Some(scratch),
+    }
+}
+
+/// Copies the file or link `from` to `<root>/<relative>`, counting how often each path was
+/// copied: a later copy replaces an earlier one.
+fn copy_one(from: &Path, root: &Path, relative: &Path, copied: &mut BTreeMap<PathBuf, usize>) {
+    let target = root.join(relative);
+    fs::create_dir_all(target.parent().unwrap()).unwrap();
+    *copied.entry(relative.to_path_buf()).or_default() += 1;
+    if fs::symlink_metadata(&target).is_ok() {
+        fs::remove_file(&target).unwrap();
+    }
+    if fs::symlink_metadata(from).unwrap().file_type().is_symlink() {
+        copy_link(from, &target);
+    } else {
+        fs::copy(from, &target).unwrap();
+    }
+}
+
+/// Copies the tree `from` to `<root>/<relative>` with [`copy_one`] for each file.
+fn copy_into(from: &Path, root: &Path, relative: &Path, copied: &mut BTreeMap<PathBuf, usize>) {
+    fs::create_dir_all(root.join(relative)).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let path = relative.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_into(&entry.path(), root, &path, copied);
+        } else {
+            copy_one(&entry.path(), root, &path, copied);
+        }
+    }
 }
 
 /// Whether snapshot trees should be rewritten instead of compared.
@@ -153,18 +348,34 @@ pub fn build(inputs: &[InputFile]) -> OutputTree {
     compilation.output.expect("an output tree")
 }
 
-/// Copies a folder tree, for running the compiler or the CLI on a scratch copy of a fixture.
+/// Copies a folder tree, for running the compiler or the CLI on a scratch copy of a fixture;
+/// a symbolic link is copied as the same link, never followed.
 pub fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
+        let kind = entry.file_type().unwrap();
+        if kind.is_symlink() {
+            copy_link(&entry.path(), &target);
+        } else if kind.is_dir() {
             copy_dir(&entry.path(), &target);
         } else {
             fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// Makes `to` a symbolic link with the same target text as the link `from`.
+#[cfg(unix)]
+pub fn copy_link(from: &Path, to: &Path) {
+    std::os::unix::fs::symlink(fs::read_link(from).unwrap(), to).unwrap();
+}
+
+/// Makes `to` a symbolic link with the same target text as the link `from`.
+#[cfg(not(unix))]
+pub fn copy_link(from: &Path, _to: &Path) {
+    panic!("{}: symbolic links are copied on unix only", from.display());
 }
 
 /// Runs git in `dir` with a fixed identity and no user or system configuration; returns its

@@ -1181,7 +1181,7 @@ mod tests {
     type Row = (Option<String>, String, Option<String>, Option<String>);
 
     fn example() -> Review {
-        let inputs: Vec<InputFile> = crate::testing::declaration_files(".")
+        let inputs: Vec<InputFile> = crate::testing::declaration_files(crate::testing::FLEET)
             .into_iter()
             .map(|(path, text)| InputFile {
                 path,

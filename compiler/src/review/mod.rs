@@ -730,9 +730,9 @@ mod tests {
     use super::*;
     use crate::InputFile;
 
-    /// The example fleet with `edit` applied to the text of `path`.
+    /// The fixture fleet (a copy of the example fleet) with `edit` applied to the text of `path`.
     fn example_with(path: &str, edit: impl Fn(&str) -> String) -> Review {
-        let inputs: Vec<InputFile> = crate::testing::declaration_files(".")
+        let inputs: Vec<InputFile> = crate::testing::declaration_files(crate::testing::FLEET)
             .into_iter()
             .map(|(name, text)| {
                 let text = if name == path { edit(&text) } else { text };

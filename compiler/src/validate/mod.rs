@@ -174,9 +174,10 @@ pub(crate) mod test_support {
         .0
     }
 
-    /// The declaration files of the repository's example fleet, as `(path, text)`.
+    /// The declaration files of the frozen fixture fleet (`tests/fixtures/fleet/`, a copy of
+    /// the example fleet), as `(path, text)`.
     pub fn example_files() -> Vec<(String, String)> {
-        crate::testing::declaration_files(".")
+        crate::testing::declaration_files(crate::testing::FLEET)
     }
 
     /// Compiles `(path, text)` files.
