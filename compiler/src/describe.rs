@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::diag::{did_you_mean, list_names};
-use crate::load::escape_str;
+use crate::escape::escape_str;
 use crate::plan::{CEILING_FLAVOR, CellPlan, LOCAL_QUEUE, Plan, TenantPlan};
 use crate::report::{TERMS, term_value};
 

@@ -14,12 +14,14 @@ pub mod catalog;
 pub mod describe;
 pub mod diag;
 pub mod emit;
+pub mod escape;
 pub mod facts;
 pub mod git;
 pub mod hardware;
 pub mod json_strict;
 pub mod keyless;
 pub mod kube;
+pub mod layout;
 pub mod limits;
 pub mod load;
 pub mod lower;
@@ -39,22 +41,13 @@ mod testing;
 pub mod validate;
 pub mod weights;
 
+pub use layout::classify;
+pub use load::InputFile;
+
 use diag::{Code, Diagnostic};
 use emit::OutputTree;
-use parse::Format;
-use schema::DeclKind;
+use layout::DeclKind;
 use source::{SourceMap, Span};
-
-/// One input file, with its path relative to the project root (`/`-separated).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InputFile {
-    /// Such as `tenants/acme-research.kdl`; names that [`load::name_problem`] refuses make the
-    /// file a `path-unsafe` error instead of a declaration.
-    pub path: String,
-    /// Raw bytes; non-UTF-8 contents are reported, not fatal. Contents of a file that is not a
-    /// declaration (`file-ignored`) are never looked at.
-    pub contents: Vec<u8>,
-}
 
 /// The result of one compilation.
 #[derive(Debug, Clone)]
@@ -85,22 +78,6 @@ impl Compilation {
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
-}
-
-/// Which declaration kind and format a path holds, if it is a declaration at all.
-pub fn classify(path: &str) -> Option<(DeclKind, Option<Format>)> {
-    let (folder, name) = path.split_once('/')?;
-    let kind = match folder {
-        "tenants" => DeclKind::Tenant,
-        "cells" => DeclKind::Cell,
-        _ => return None,
-    };
-    let format = match name.rsplit_once('.').map(|(_, ext)| ext) {
-        Some("kdl") => Some(Format::Kdl),
-        Some("yaml" | "yml") => Some(Format::Yaml),
-        _ => None,
-    };
-    Some((kind, format))
 }
 
 /// The file name of a path without folders and extension.
@@ -191,21 +168,21 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
     for input in sorted {
         if let Some((name, reason)) = load::path_problem(&input.path) {
             let finding = load::Finding {
-                path: load::escape_str(&input.path),
+                path: escape::escape_str(&input.path),
                 problem: load::Problem::PathUnsafe {
-                    name: load::escape_str(name),
+                    name: escape::escape_str(name),
                     reason,
                 },
             };
             refuse(&finding, &mut sources, &mut diagnostics, &mut unreadable);
             continue;
         }
-        if weights::is_material(&input.path) {
+        if layout::is_material(&input.path) {
             // Signing material is read by the weights stage, never parsed or shown.
             material.insert(input.path.clone(), input.contents.clone());
             continue;
         }
-        if template::in_folder(&input.path) {
+        if layout::in_templates(&input.path) {
             load_template(input, &mut sources, &mut diagnostics, &mut templates);
             continue;
         }
@@ -372,7 +349,7 @@ fn load_template(
     diagnostics: &mut Vec<Diagnostic>,
     templates: &mut Vec<template::Template>,
 ) {
-    let Some(scope) = template::scope_of(&input.path) else {
+    let Some(scope) = layout::template_scope(&input.path) else {
         let file = sources.add(input.path.clone(), String::new());
         diagnostics.push(
             Diagnostic::warning(

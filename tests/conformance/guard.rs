@@ -542,7 +542,7 @@ pub(super) fn excepted_namespaces_admit_only_the_declared_capabilities(cluster: 
     // The tenant floor lets a pod use the exception only on the nodes of its tenant's own pools
     // (`host-pools`): the node labels of its first pool, as the params list them.
     let host_pool: serde_json::Map<String, Value> =
-        tenantc::lower::admission::params(excepted.0, &cell)["hostPools"]
+        tenantc::plan::admission::params(excepted.0, &cell)["hostPools"]
             .split(',')
             .next()
             .unwrap_or("")
@@ -643,7 +643,7 @@ pub(super) fn excepted_namespaces_admit_only_the_declared_capabilities(cluster: 
         let selector = (namespace.name == excepted.1.name).then(|| host_pool.clone());
         for (idx, (what, change, expect)) in pods.into_iter().enumerate() {
             let body = pod(
-                &tenantc::lower::admission::params(tenant, &cell),
+                &tenantc::plan::admission::params(tenant, &cell),
                 &namespace.name,
                 &namespace.service_account,
                 &format!("guard-probe-{idx}"),

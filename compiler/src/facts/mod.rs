@@ -5,4 +5,6 @@
 //! Invariant: a fact depends only on the model; no module here reads a later stage (`plan`,
 //! `lower`, `emit`), so every stage may read it.
 
+pub mod cloud;
+pub mod rbac;
 pub mod storage;

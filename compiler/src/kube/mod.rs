@@ -8,6 +8,7 @@
 //! kinds come from `k8s-openapi`, never from here.
 
 pub mod gitops;
+pub mod iam;
 pub mod kueue;
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{LABEL_PREFIX, MANAGED_BY, body, guard, kube_version, rbac};
+use super::{LABEL_PREFIX, MANAGED_BY, body, guard, kube_version};
 use crate::emit::Body;
 use crate::emit::InternalError;
 use crate::plan::{CellPlan, NamespacePlan, TenantPlan};
@@ -93,7 +93,7 @@ pub(super) fn objects(
         for group_kind in ["admin", "member", "viewer"] {
             let (Some(group), Some(cluster_role)) = (
                 tenant.groups.get(group_kind),
-                rbac::cluster_role_of(group_kind),
+                crate::facts::rbac::cluster_role_of(group_kind),
             ) else {
                 continue;
             };

@@ -14,6 +14,7 @@
 //! - A tenant's plan in a cell depends only on the tenant and the cell, except the fields named
 //!   `cell_*` or held by [`CellPlan`] (the cohort quota and the reports), which sum up tenants.
 
+pub mod admission;
 mod capacity;
 pub mod host;
 pub mod network;
