@@ -7,6 +7,8 @@
     clippy::indexing_slicing
 )] // Test code: a panic is a failed test.
 
+#[path = "tidy/layers.rs"]
+mod layers;
 mod support;
 
 use std::fs;
