@@ -495,7 +495,7 @@ fn pod_security_text(out: &mut String, tenant: &TenantPlan) {
         "    Pod Security: `restricted` (enforce, audit, warn), except these reviewed exceptions \
 (audit and warn stay `restricted`; policy `",
     );
-    out.push_str(crate::lower::guard::EXCEPTIONS_NAME);
+    out.push_str(crate::facts::naming::EXCEPTIONS_NAME);
     out.push_str("` enforces every other `restricted` rule):\n");
     for namespace in excepted {
         for exception in &namespace.exceptions {

@@ -291,12 +291,12 @@ fn pod_security_markdown(out: &mut String, cell: &CellPlan) {
         "Objects tenantc manages may be changed only by the GitOps controller `{}` or the break-glass group `{}` (policy `{}`).",
         cell.gitops.user,
         cell.gitops.break_glass,
-        crate::lower::guard::GUARD_NAME
+        crate::facts::naming::GUARD_NAME
     );
     out.push_str(
         "Every tenant namespace is Pod Security `restricted` (enforce, audit, warn), except where a reviewed exception relaxes `enforce`; there policy `",
     );
-    out.push_str(crate::lower::guard::EXCEPTIONS_NAME);
+    out.push_str(crate::facts::naming::EXCEPTIONS_NAME);
     out.push_str(
         "` enforces every other `restricted` rule, and audit and warn stay `restricted`.\n",
     );

@@ -218,7 +218,7 @@ pub(super) fn only_the_gitops_controller_changes_managed_objects(cluster: &Clust
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         as_identity(cluster, who, &args, "")
     };
-    let strip = format!("{}-", tenantc::lower::MANAGED_BY.0);
+    let strip = format!("{}-", tenantc::kube::labels::MANAGED_BY.0);
     let mut results = Vec::new();
     let mut case = |who: &[&str], whom: &str, args: Vec<String>, what: String, expect: Expect| {
         let run = run_as(who, strs(&args));
@@ -266,8 +266,8 @@ pub(super) fn only_the_gitops_controller_changes_managed_objects(cluster: &Clust
     );
     let adopt = format!(
         "{}={}",
-        tenantc::lower::MANAGED_BY.0,
-        tenantc::lower::MANAGED_BY.1
+        tenantc::kube::labels::MANAGED_BY.0,
+        tenantc::kube::labels::MANAGED_BY.1
     );
     case(
         &gitops,
@@ -317,7 +317,7 @@ pub(super) fn only_the_gitops_controller_changes_managed_objects(cluster: &Clust
     // A tenant admin cannot create an object that claims to be tenantc's either.
     let forged = json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": "conformance-forged", "namespace": namespace, "labels": {tenantc::lower::MANAGED_BY.0: "tenantc"}},
+        "metadata": {"name": "conformance-forged", "namespace": namespace, "labels": {tenantc::kube::labels::MANAGED_BY.0: "tenantc"}},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": binding.json["roleRef"]["name"]},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": admin_group}],
     });

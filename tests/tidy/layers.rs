@@ -159,26 +159,12 @@ pub const LAYERS: &[(&str, &[&str])] = &[
 /// until the change named beside it lands. Empty when the order holds everywhere; an entry that
 /// is no longer needed fails the test too, so the list only shrinks.
 const EXCEPTIONS: &[(&str, &str)] = &[
-    // Names and label keys of emitted objects, until they move to `facts` and `kube/labels.rs`.
-    ("describe.rs", "lower"),
-    ("report.rs", "lower"),
-    ("template/check.rs", "lower"),
-    ("template/context.rs", "lower"),
     // `lower` reads the cells for the GPU Operator configs and the capacity report, until
     // resolve computes them.
     ("lower/gpu.rs", "catalog"),
     ("lower/gpu.rs", "hardware"),
     ("lower/mod.rs", "catalog"),
     ("lower/mod.rs", "hardware"),
-    // The shared arithmetic and facts of `validate/kueue.rs` and `lower/`, until they move to
-    // `facts`.
-    ("plan/capacity.rs", "validate"),
-    ("plan/mod.rs", "lower"),
-    ("plan/mod.rs", "validate"),
-    ("plan/network.rs", "validate"),
-    ("validate/cells.rs", "lower"),
-    ("validate/kueue.rs", "lower"),
-    ("validate/namespaces.rs", "lower"),
 ];
 
 /// The library's source folder.
@@ -435,13 +421,7 @@ fn group_paths(group: &str) -> Vec<Vec<String>> {
         .iter()
         .map(|path| {
             path.split("::")
-                .map(|segment| {
-                    segment
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or("")
-                        .to_string()
-                })
+                .map(|segment| segment.split_whitespace().next().unwrap_or("").to_string())
                 .filter(|segment| !segment.is_empty() && segment != "{")
                 .collect::<Vec<String>>()
         })

@@ -1,4 +1,6 @@
-//! Typed Kubernetes objects that `k8s-openapi` does not model: the CRD kinds tenantc emits.
+//! Typed objects and documents that `k8s-openapi` does not model: the CRD kinds tenantc emits
+//! (`kueue.rs`, `gitops.rs`), the cloud IAM documents (`iam.rs`), and the label keys several
+//! stages name (`labels.rs`).
 //!
 //! Consumes: nothing; `lower` builds these structs. Produces: values that serialize (through
 //! serde) to exactly the objects the API server and the CRD's controller accept.
@@ -10,6 +12,7 @@
 pub mod gitops;
 pub mod iam;
 pub mod kueue;
+pub mod labels;
 
 #[cfg(test)]
 mod crd_schema;

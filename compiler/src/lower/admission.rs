@@ -35,9 +35,10 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{LABEL_PREFIX, body, cluster_meta, managed_labels};
+use super::{body, cluster_meta, managed_labels};
 use crate::emit::Body;
 use crate::emit::InternalError;
+use crate::kube::labels::{LABEL_PREFIX, NAMESPACE_NAME_LABEL};
 use crate::plan::admission::params;
 use crate::plan::{CellPlan, TenantPlan};
 
@@ -723,7 +724,7 @@ pub fn policy() -> ValidatingAdmissionPolicy {
 pub fn params_namespace(cell: &CellPlan) -> Namespace {
     let mut labels = managed_labels();
     labels.insert(
-        "kubernetes.io/metadata.name".to_string(),
+        NAMESPACE_NAME_LABEL.to_string(),
         PARAMS_NAMESPACE.to_string(),
     );
     for mode in ["enforce", "audit", "warn"] {

@@ -22,8 +22,9 @@ use serde_json::json;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::catalog::{Catalog, placement};
+use crate::facts::gpu::{MIG_DISABLED, mig_config_name, node_groups, operator_namespace};
 use crate::hardware::{self, GPU_RESOURCE};
-use crate::model::{Cell, MigLayout, Pool, Sharing, Tenant};
+use crate::model::{Cell, Pool, Sharing, Tenant};
 
 // The typed config documents are a part of this module, kept in their own file beside it.
 #[path = "gpu_config.rs"]
@@ -34,27 +35,10 @@ use config::{
     OperatorConfigMap, ReplicatedResource, ReplicatedResources, Version,
 };
 
-/// The default GPU Operator namespace.
-pub const DEFAULT_GPU_OPERATOR_NAMESPACE: &str = "gpu-operator";
 /// The mig-parted ConfigMap name (set ClusterPolicy `migManager.config.name` to it).
 pub const MIG_PARTED_CONFIGMAP: &str = "tenantc-mig-parted-config";
 /// The device-plugin ConfigMap name (set ClusterPolicy `devicePlugin.config.name` to it).
 pub const DEVICE_PLUGIN_CONFIGMAP: &str = "tenantc-device-plugin-config";
-/// The mig-parted config that turns MIG off.
-pub const MIG_DISABLED: &str = "all-disabled";
-
-/// The mig-parted config name of a layout, also the `nvidia.com/mig.config` label value.
-pub fn mig_config_name(pool: &Pool, layout: &MigLayout) -> String {
-    format!("{}-{}", pool.name.value, layout.name.value)
-}
-
-/// The GPU Operator namespace of a cell.
-pub fn operator_namespace(cell: &Cell) -> &str {
-    cell.gpu_operator_namespace
-        .as_ref()
-        .map_or(DEFAULT_GPU_OPERATOR_NAMESPACE, |ns| ns.value.as_str())
-}
-
 fn configmap(cell: &Cell, name: &str, data: BTreeMap<String, Document>) -> OperatorConfigMap {
     OperatorConfigMap {
         metadata: ObjectMeta {
@@ -172,65 +156,6 @@ pub fn operator_objects(cell: &Cell, catalog: &Catalog) -> Vec<(String, Operator
         ));
     }
     objects
-}
-
-/// A group of nodes with one GPU configuration.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NodeGroup {
-    /// The pool.
-    pub pool: String,
-    /// The layout, for MIG node groups.
-    pub layout: Option<String>,
-    /// Nodes in the group.
-    pub nodes: i64,
-    /// The node labels the group needs, sorted by key.
-    pub labels: BTreeMap<String, String>,
-}
-
-/// The node groups of a cell and the labels each needs.
-pub fn node_groups(cell: &Cell, catalog: &Catalog) -> Vec<NodeGroup> {
-    let mut groups = Vec::new();
-    for pool in &cell.pools {
-        let mig_capable = catalog
-            .sku(&pool.gpu.value)
-            .is_some_and(|sku| sku.mig_table.is_some());
-        let mut base = BTreeMap::from([(
-            "nvidia.com/device-plugin.config".to_string(),
-            pool.name.value.clone(),
-        )]);
-        for (key, value) in &pool.labels {
-            base.insert(key.value.clone(), value.value.clone());
-        }
-        if pool.sharing.value.is_mig() {
-            for (idx, layout) in pool.mig_layouts.iter().enumerate() {
-                let mut labels = base.clone();
-                labels.insert(
-                    "nvidia.com/mig.config".to_string(),
-                    mig_config_name(pool, layout),
-                );
-                groups.push(NodeGroup {
-                    pool: pool.name.value.clone(),
-                    layout: Some(layout.name.value.clone()),
-                    nodes: hardware::layout_nodes(pool, idx),
-                    labels,
-                });
-            }
-        } else {
-            if mig_capable {
-                base.insert(
-                    "nvidia.com/mig.config".to_string(),
-                    MIG_DISABLED.to_string(),
-                );
-            }
-            groups.push(NodeGroup {
-                pool: pool.name.value.clone(),
-                layout: None,
-                nodes: pool.nodes.value,
-                labels: base,
-            });
-        }
-    }
-    groups
 }
 
 /// One row of the capacity report.

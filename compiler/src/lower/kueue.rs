@@ -241,7 +241,7 @@ pub(super) fn tenant_objects(
             queueing_strategy: None,
             namespace_selector: LabelSelector {
                 match_expressions: Some(vec![LabelSelectorRequirement {
-                    key: "kubernetes.io/metadata.name".to_string(),
+                    key: crate::kube::labels::NAMESPACE_NAME_LABEL.to_string(),
                     operator: "In".to_string(),
                     values: Some(namespaces),
                 }]),

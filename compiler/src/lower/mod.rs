@@ -43,17 +43,9 @@ use crate::catalog::Catalog;
 use crate::emit::Body;
 use crate::emit::{Extra, InternalError, Manifest, Object};
 use crate::hardware;
+use crate::kube::labels::{MANAGED_BY, NAMESPACE_NAME_LABEL};
 use crate::model::Fleet;
 use crate::plan::{CellPlan, Plan, PriorityPlan};
-
-/// Label on every emitted object.
-pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "tenantc");
-/// Label prefix of tenant metadata.
-pub const LABEL_PREFIX: &str = "tenant.platform";
-/// The default CPU request for containers that set none.
-pub const DEFAULT_CPU: &str = "100m";
-/// The default memory request for containers that set none.
-pub const DEFAULT_MEMORY: &str = "256Mi";
 
 /// Lowers the whole plan.
 pub fn lower(
@@ -223,7 +215,7 @@ pub(crate) fn tenant_namespaces(
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
     LabelSelector {
         match_expressions: Some(vec![LabelSelectorRequirement {
-            key: "kubernetes.io/metadata.name".to_string(),
+            key: NAMESPACE_NAME_LABEL.to_string(),
             operator: "In".to_string(),
             values: Some(
                 tenant

@@ -134,12 +134,12 @@ pub(super) fn fill(plan: &mut CellPlan, cell: &Cell, fleet: &Fleet) {
                             let gang = reservation.gang.as_ref()?.value;
                             let domain = match &reservation.within {
                                 Some(level) => pool_decl
-                                    .map(crate::validate::kueue::topology_levels)
+                                    .map(crate::facts::topology::topology_levels)
                                     .unwrap_or_default()
                                     .into_iter()
                                     .find(|candidate| candidate.label == level.value)
                                     .map(|level| level.nodes.saturating_mul(pool.gpus_per_node)),
-                                None => pool_decl.map(crate::validate::kueue::nvlink_domain_gpus),
+                                None => pool_decl.map(crate::facts::topology::nvlink_domain_gpus),
                             }?;
                             Some((gang, domain))
                         })

@@ -28,6 +28,7 @@ use serde::Serialize;
 
 use crate::catalog::Catalog;
 use crate::diag::Diagnostic;
+use crate::facts::defaults;
 use crate::hardware::{self, GPU_RESOURCE, Offer};
 use crate::model::{Cell, Fleet, Sharing, Tenant, Trust};
 use crate::source::SourceMap;
@@ -416,7 +417,7 @@ impl NamespacePlan {
     /// namespace the lowest level that admits what the exceptions grant (`lower/guard.rs`
     /// re-enforces every other `restricted` rule).
     pub fn enforce_level(&self) -> &'static str {
-        crate::lower::guard::enforce_level(&self.excepted_capabilities())
+        crate::facts::pod_security::enforce_level(&self.excepted_capabilities())
     }
 }
 
@@ -542,7 +543,7 @@ fn cell_plan(
     sources: &SourceMap,
     catalog: &Catalog,
 ) -> CellPlan {
-    let groups = crate::lower::gpu::node_groups(cell, catalog);
+    let mut node_labels = crate::facts::gpu::flavor_node_labels(cell, catalog);
     // A tenant whose trust class could not be read is incomplete, an error: it is never
     // planned, as resolve runs only on a fleet without errors.
     let tenants_here: Vec<(&Tenant, &crate::model::Quota)> = fleet
@@ -553,17 +554,6 @@ fn cell_plan(
         .collect();
     let mut pools = Vec::new();
     for pool in &cell.pools {
-        // The labels every node group of the pool carries.
-        let mut node_labels: Option<BTreeMap<String, String>> = None;
-        for group in groups.iter().filter(|group| group.pool == pool.name.value) {
-            node_labels = Some(match node_labels {
-                None => group.labels.clone(),
-                Some(common) => common
-                    .into_iter()
-                    .filter(|(key, value)| group.labels.get(key) == Some(value))
-                    .collect(),
-            });
-        }
         let shared_org = if pool.sharing.value.is_shared() {
             tenants_here
                 .iter()
@@ -599,7 +589,8 @@ fn cell_plan(
                 )
                 .collect(),
             flavor: flavor_name(&pool.name.value),
-            node_labels: node_labels.unwrap_or_default(),
+            // The labels every node group of the pool carries.
+            node_labels: node_labels.remove(&pool.name.value).unwrap_or_default(),
             taints: pool
                 .taints
                 .iter()
@@ -611,7 +602,7 @@ fn cell_plan(
                 .collect(),
             topology: pool.topology.as_ref().map(|_| TopologyPlan {
                 name: flavor_name(&pool.name.value),
-                levels: crate::validate::kueue::topology_levels(pool)
+                levels: crate::facts::topology::topology_levels(pool)
                     .into_iter()
                     .map(|level| level.label)
                     .collect(),
@@ -737,8 +728,8 @@ fn gitops_plan(cell: &Cell) -> GitOpsPlan {
     let namespace = text(
         |gitops| &gitops.namespace,
         match controller {
-            Some(GitOpsController::Flux) => FLUX_NAMESPACE,
-            _ => ARGOCD_NAMESPACE,
+            Some(GitOpsController::Flux) => defaults::FLUX_NAMESPACE,
+            _ => defaults::ARGOCD_NAMESPACE,
         },
     );
     let default_user = match controller {
@@ -767,18 +758,10 @@ fn gitops_plan(cell: &Cell) -> GitOpsPlan {
     });
     GitOpsPlan {
         user: text(|gitops| &gitops.user, &default_user),
-        break_glass: text(
-            |gitops| &gitops.break_glass,
-            crate::lower::guard::DEFAULT_BREAK_GLASS,
-        ),
+        break_glass: text(|gitops| &gitops.break_glass, defaults::BREAK_GLASS),
         sync,
     }
 }
-
-/// Argo CD's namespace when the cell declares none.
-pub const ARGOCD_NAMESPACE: &str = "argocd";
-/// Flux's namespace when the cell declares none.
-pub const FLUX_NAMESPACE: &str = "flux-system";
 
 #[allow(clippy::too_many_arguments)]
 fn tenant_plan(
@@ -797,14 +780,13 @@ fn tenant_plan(
     workloads.sort_by_key(|workload| workload.kind.value);
     workloads.dedup_by_key(|workload| workload.kind.value);
     // Validation proved that explicit splits name every workload and add up.
-    let parts = crate::validate::kueue::split_ceilings(quota, &tenant.workloads);
+    let parts = crate::facts::split::split_ceilings(quota, &tenant.workloads);
     let other_quotas =
         network::other_quota(quota, &tenant.workloads, &network::dra_device_classes(cell));
     let mut namespaces = Vec::new();
     for ((workload, part), other_quota) in workloads.iter().zip(parts).zip(other_quotas) {
         let (cpu, memory, pods) = (part.cpu, part.memory, part.pods);
-        let name =
-            crate::validate::namespaces::namespace_name(&tenant.name.value, workload.kind.value);
+        let name = crate::facts::naming::namespace_name(&tenant.name.value, workload.kind.value);
         let mut gpu: BTreeMap<String, i64> = gpu_resources
             .iter()
             .map(|resource| (resource.clone(), 0))
@@ -863,7 +845,7 @@ fn tenant_plan(
         });
     }
 
-    let pool_ceilings = crate::validate::kueue::pool_ceilings(quota, cell);
+    let pool_ceilings = crate::facts::split::pool_ceilings(quota, cell);
     // Entitlements per pool flavor and resource.
     let mut per_pool: BTreeMap<&str, BTreeMap<String, Sums>> = BTreeMap::new();
     for reservation in &quota.pools {
@@ -982,11 +964,11 @@ fn tenant_plan(
         groups,
         container_defaults: (
             defaults.cpu.as_ref().map_or_else(
-                || crate::lower::DEFAULT_CPU.to_string(),
+                || defaults::CONTAINER_CPU.to_string(),
                 |cpu| cpu.value.to_string(),
             ),
             defaults.memory.as_ref().map_or_else(
-                || crate::lower::DEFAULT_MEMORY.to_string(),
+                || defaults::CONTAINER_MEMORY.to_string(),
                 |memory| memory.value.to_string(),
             ),
         ),
@@ -1040,7 +1022,7 @@ fn fleet_shares(tenant: &Tenant, quota: &crate::model::Quota, cell: &Cell) -> Ve
         .fleet
         .iter()
         .filter_map(|reservation| {
-            let parts = crate::validate::kueue::fleet_cell_parts(reservation).ok()?;
+            let parts = crate::facts::split::fleet_cell_parts(reservation).ok()?;
             let parts: Vec<(String, i64)> = reservation
                 .cells
                 .iter()
@@ -1056,7 +1038,7 @@ fn fleet_shares(tenant: &Tenant, quota: &crate::model::Quota, cell: &Cell) -> Ve
                 total: reservation.gpus.value,
                 parts,
                 part,
-                reserved: crate::validate::kueue::reserved_gpus_of_model(
+                reserved: crate::facts::split::reserved_gpus_of_model(
                     quota,
                     cell,
                     &reservation.gpu.value,

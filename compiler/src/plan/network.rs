@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::facts::split::split_by_shares;
 use crate::model::{Cell, Quota, Workload};
-use crate::validate::kueue::split_by_shares;
 
 /// The DNS namespace when a cell declares none.
 pub const DEFAULT_DNS_NAMESPACE: &str = "kube-system";

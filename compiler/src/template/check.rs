@@ -287,7 +287,7 @@ fn dotted(path: &[Result<String, usize>]) -> String {
 
 /// Sets `app.kubernetes.io/managed-by: tenantc` in the object's labels.
 fn label_managed(metadata: &mut ObjectMeta) {
-    let (key, value) = crate::lower::MANAGED_BY;
+    let (key, value) = crate::kube::labels::MANAGED_BY;
     metadata
         .labels
         .get_or_insert_with(Default::default)
