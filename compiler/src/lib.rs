@@ -272,13 +272,8 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
         // build like any other error: nothing unverified reaches the plan or the output.
         let (verified, weight_findings) = weights::verify(&fleet, &material);
         diagnostics.extend(weight_findings);
-        let (mut resolved, findings) = plan::resolve(&fleet, &sources, catalog);
+        let (resolved, findings) = plan::resolve(&fleet, &verified, &sources, catalog);
         diagnostics.extend(findings);
-        for cell in &mut resolved.cells {
-            for tenant in &mut cell.tenants {
-                tenant.weights = verified.get(&tenant.name).cloned().unwrap_or_default();
-            }
-        }
         plan = Some(resolved);
     }
     diag::sort(&mut diagnostics, &sources);
@@ -297,7 +292,7 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
         .as_ref()
         .filter(|_| !diagnostics.iter().any(Diagnostic::is_error))
     {
-        let lowered = lower::lower(plan, &fleet, catalog).map(|mut manifest| {
+        let lowered = lower::lower(plan).map(|mut manifest| {
             let findings = template::apply(&mut manifest, plan, &templates, &sources);
             (manifest, findings)
         });

@@ -1,21 +1,28 @@
 //! Resolve: the validated fleet to a plan, the resolved model every later stage reads.
 //!
-//! Consumes: a [`Fleet`] that validated without errors, its sources and the catalog.
+//! Consumes: a [`Fleet`] that validated without errors, the models the weights stage verified,
+//! its sources and the catalog.
 //! Produces: a [`Plan`]: per cell, each pool's offers, node labels, taints, flavor and topology,
-//! the priority ladder, the cohort tree and what its NetworkPolicies are made from (`network.rs`);
-//! per tenant and cell, its namespaces with their ResourceQuota parts, its ClusterQueue entitlements per flavor and resource, the pools it can
-//! reach and why, and its effective capacity; plus the diagnostics of the checks that need this
-//! resolved view (`pinning.rs`: no tenant can reach a pool its trust class or org forbids).
+//! the priority ladder, the cohort tree, what its NetworkPolicies are made from (`network.rs`)
+//! and its GPU Operator configs and capacity figures (`gpu.rs`); per tenant and cell, its
+//! namespaces with their ResourceQuota parts, its ClusterQueue entitlements per flavor and
+//! resource, the pools it can reach and why, its effective capacity, its host access and its
+//! verified weights; plus the diagnostics of the checks that need this resolved view
+//! (`pinning.rs`: no tenant can reach a pool its trust class or org forbids).
 //!
 //! Invariants:
 //! - Pure and deterministic: cells, pools, tenants and resources are in sorted order.
-//! - Every hardware fact is computed here once (`hardware::offers`), and `lower` maps the plan
-//!   to objects without recomputing any; `tenantc describe` and the quota reports read the plan.
+//! - Built once: every field is computed before its struct is made, and nothing fills in or
+//!   changes a plan after [`resolve`] returns it.
+//! - Every hardware fact is computed here once (`hardware::offers`, `hardware::resolve`,
+//!   `catalog::placement`), and `lower` maps the plan to objects without recomputing any (it
+//!   takes only the plan); `tenantc describe` and the reports read the plan.
 //! - A tenant's plan in a cell depends only on the tenant and the cell, except the fields named
 //!   `cell_*` or held by [`CellPlan`] (the cohort quota and the reports), which sum up tenants.
 
 pub mod admission;
 mod capacity;
+pub mod gpu;
 pub mod host;
 pub mod network;
 mod pinning;
@@ -32,6 +39,7 @@ use crate::facts::defaults;
 use crate::hardware::{self, GPU_RESOURCE, Offer};
 use crate::model::{Cell, Fleet, Sharing, Tenant, Trust};
 use crate::source::SourceMap;
+use crate::weights::VerifiedModel;
 
 pub use capacity::{Effective, Term};
 pub use network::NetworkPlan;
@@ -91,6 +99,10 @@ pub struct CellPlan {
     /// `describe`.
     #[serde(skip)]
     pub storage: Option<storage::StoragePlan>,
+    /// The GPU Operator's configs and the capacity report's figures (`gpu.rs`); not part of
+    /// `describe`.
+    #[serde(skip)]
+    pub gpu: gpu::GpuPlan,
 }
 
 /// The identities the guard on managed objects lets through.
@@ -332,9 +344,10 @@ pub struct TenantPlan {
     /// it is granted on (`facts::storage::granted_buckets`); not part of `describe`.
     #[serde(skip)]
     pub shared_bases: Vec<SharedBasePlan>,
-    /// The tenant's model weights, each verified against its lock entry and signature (the
-    /// weights stage fills it; a model that failed is never here), sorted by name and version.
-    pub weights: Vec<crate::weights::VerifiedModel>,
+    /// The tenant's model weights, each verified against its lock entry and signature (what the
+    /// weights stage verified, an input of resolve; a model that failed is never here), sorted by
+    /// name and version.
+    pub weights: Vec<VerifiedModel>,
 }
 
 /// A shared base a tenant reads in a cell, and where.
@@ -498,9 +511,12 @@ pub struct Reach {
     pub why: String,
 }
 
-/// Resolves the fleet; returns the plan and the findings of the checks that need it.
+/// Resolves the fleet, with the models the weights stage verified (by tenant), into the plan;
+/// returns it with the findings of the checks that need it. Every field of the plan is computed
+/// here, once: nothing later fills in or changes a part of it.
 pub fn resolve(
     fleet: &Fleet,
+    verified: &BTreeMap<String, Vec<VerifiedModel>>,
     sources: &SourceMap,
     base_catalog: &Catalog,
 ) -> (Plan, Vec<Diagnostic>) {
@@ -513,13 +529,9 @@ pub fn resolve(
             continue;
         };
         let catalog = hardware::cell_catalog(cell, base_catalog);
-        let mut plan = cell_plan(cell, kubernetes, fleet, sources, catalog.as_ref());
-        diagnostics.extend(pinning::check(cell, fleet, &plan, catalog.as_ref()));
-        diagnostics.extend(host::grant(cell, fleet, sources, &mut plan));
-        let (runtime_classes, runtime_findings) = runtime::resolve(cell, &plan.pools);
-        plan.runtime_classes = runtime_classes;
-        diagnostics.extend(runtime_findings);
-        capacity::fill(&mut plan, cell, fleet);
+        let (plan, findings) =
+            cell_plan(cell, kubernetes, fleet, verified, sources, catalog.as_ref());
+        diagnostics.extend(findings);
         cells.push(plan);
     }
     cells.sort_by(|left, right| left.name.cmp(&right.name));
@@ -536,13 +548,16 @@ pub fn org_cohort(org: &str) -> String {
     format!("org-{org}")
 }
 
+/// One cell, resolved, with the findings of the checks that need its plan: pinning, host access
+/// and runtime classes, in that order.
 fn cell_plan(
     cell: &Cell,
     kubernetes: (u32, u32),
     fleet: &Fleet,
+    verified: &BTreeMap<String, Vec<VerifiedModel>>,
     sources: &SourceMap,
     catalog: &Catalog,
-) -> CellPlan {
+) -> (CellPlan, Vec<Diagnostic>) {
     let mut node_labels = crate::facts::gpu::flavor_node_labels(cell, catalog);
     // A tenant whose trust class could not be read is incomplete, an error: it is never
     // planned, as resolve runs only on a fleet without errors.
@@ -650,24 +665,55 @@ fn cell_plan(
             .push(tenant.name.value.clone());
     }
 
-    let mut tenants: Vec<TenantPlan> = tenants_here
+    // Each tenant's namespaces and ClusterQueue first, in name order; host access and effective
+    // capacity depend on the other tenants' queues, so they are decided once all are known.
+    let mut ordered: Vec<(&Tenant, Trust, &crate::model::Quota)> = tenants_here
         .iter()
-        .filter_map(|(tenant, quota)| {
-            Some(tenant_plan(
-                fleet,
+        .filter_map(|(tenant, quota)| Some((*tenant, tenant.trust.as_ref()?.value, *quota)))
+        .collect();
+    ordered.sort_by(|left, right| left.0.name.value.cmp(&right.0.name.value));
+    let parts: Vec<TenantParts> = ordered
+        .iter()
+        .map(|(tenant, trust, quota)| {
+            tenant_parts(
                 tenant,
-                tenant.trust.as_ref()?.value,
+                *trust,
                 quota,
                 cell,
                 &pools,
                 &gpu_resources,
                 &priorities,
-                sources,
                 catalog,
-            ))
+            )
         })
         .collect();
-    tenants.sort_by(|left, right| left.name.cmp(&right.name));
+    let seats: Vec<host::Seat> = parts
+        .iter()
+        .map(|part| host::Seat {
+            name: &part.tenant.name.value,
+            trust: part.trust.as_str(),
+            flavors: &part.queue.flavors,
+            namespaces: &part.namespaces,
+        })
+        .collect();
+    let (host_access, host_findings) =
+        host::decide(cell, &cell.name.value, fleet, sources, &pools, &seats);
+    let capacity = capacity::effective(&pools, &seats, cell, fleet);
+    let (runtime_classes, runtime_findings) = runtime::resolve(cell, &pools);
+    let tenants: Vec<TenantPlan> = parts
+        .into_iter()
+        .zip(host_access)
+        .zip(capacity)
+        .map(|((part, access), capacity)| {
+            let weights = verified
+                .get(&part.tenant.name.value)
+                .cloned()
+                .unwrap_or_default();
+            tenant_plan(
+                fleet, cell, &pools, sources, part, access, capacity, weights,
+            )
+        })
+        .collect();
 
     let mut unreserved: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
     for pool in &pools {
@@ -688,7 +734,7 @@ fn cell_plan(
         }
     }
 
-    CellPlan {
+    let plan = CellPlan {
         name: cell.name.value.clone(),
         source: sources.path(cell.file).to_string(),
         kubernetes,
@@ -701,14 +747,26 @@ fn cell_plan(
         gitops: gitops_plan(cell),
         tenants,
         network: network::network(cell),
-        runtime_classes: Vec::new(),
+        runtime_classes,
         forbidden_label_keys: cell
             .forbidden_label_keys
             .iter()
             .map(|key| key.value.clone())
             .collect(),
         storage: storage::storage_plan(cell),
-    }
+        gpu: gpu::gpu_plan(
+            cell,
+            &tenants_here
+                .iter()
+                .map(|(tenant, _)| *tenant)
+                .collect::<Vec<_>>(),
+            catalog,
+        ),
+    };
+    let mut diagnostics = pinning::check(cell, fleet, &plan, catalog);
+    diagnostics.extend(host_findings);
+    diagnostics.extend(runtime_findings);
+    (plan, diagnostics)
 }
 
 /// The cell's GitOps identities and sync settings, with the documented defaults for what it
@@ -763,19 +821,29 @@ fn gitops_plan(cell: &Cell) -> GitOpsPlan {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn tenant_plan(
-    fleet: &Fleet,
-    tenant: &Tenant,
+/// What a tenant's plan in a cell is made of before the cell-wide decisions (host access,
+/// effective capacity) that read every tenant's ClusterQueue.
+struct TenantParts<'a> {
+    tenant: &'a Tenant,
     trust: Trust,
-    quota: &crate::model::Quota,
+    quota: &'a crate::model::Quota,
+    /// Its namespaces, each with the exceptions its workload declares.
+    namespaces: Vec<NamespacePlan>,
+    queue: QueuePlan,
+}
+
+/// A tenant's namespaces and ClusterQueue in a cell.
+#[allow(clippy::too_many_arguments)]
+fn tenant_parts<'a>(
+    tenant: &'a Tenant,
+    trust: Trust,
+    quota: &'a crate::model::Quota,
     cell: &Cell,
     pools: &[PoolPlan],
     gpu_resources: &[String],
     priorities: &[PriorityPlan],
-    sources: &SourceMap,
     catalog: &Catalog,
-) -> TenantPlan {
+) -> TenantParts<'a> {
     let mut workloads: Vec<&crate::model::Workload> = tenant.workloads.iter().collect();
     workloads.sort_by_key(|workload| workload.kind.value);
     workloads.dedup_by_key(|workload| workload.kind.value);
@@ -939,9 +1007,61 @@ fn tenant_plan(
         .iter()
         .any(|class| class.preempt && Some(class.value) > lowest);
 
+    TenantParts {
+        tenant,
+        trust,
+        quota,
+        namespaces,
+        queue: QueuePlan {
+            name: tenant.name.value.clone(),
+            cohort: org_cohort(&tenant.org.value),
+            weight: quota.weight.as_ref().map(|weight| weight.value),
+            cpu: quota.cpu.value.to_string(),
+            memory: quota.memory.value.to_string(),
+            pods: quota.pods.value,
+            gpu_resources: gpu_resources.to_vec(),
+            flavors,
+            preempt_within,
+            ceiling_rest,
+        },
+    }
+}
+
+/// A tenant's plan in a cell, from its parts and the cell-wide decisions: its host access (a
+/// namespace keeps its exceptions only where it is granted), its effective capacity and its
+/// verified weights.
+#[allow(clippy::too_many_arguments)]
+fn tenant_plan(
+    fleet: &Fleet,
+    cell: &Cell,
+    pools: &[PoolPlan],
+    sources: &SourceMap,
+    parts: TenantParts,
+    cell_host_access: host::HostAccessPlan,
+    capacity: Vec<Effective>,
+    weights: Vec<VerifiedModel>,
+) -> TenantPlan {
+    let TenantParts {
+        tenant,
+        trust,
+        quota,
+        namespaces,
+        queue,
+    } = parts;
+    let namespaces: Vec<NamespacePlan> = if cell_host_access.granted {
+        namespaces
+    } else {
+        namespaces
+            .into_iter()
+            .map(|namespace| NamespacePlan {
+                exceptions: Vec::new(),
+                ..namespace
+            })
+            .collect()
+    };
     let reach = pools
         .iter()
-        .map(|pool| reach(tenant, pool, pools, &flavors, &namespaces))
+        .map(|pool| reach(tenant, pool, pools, &queue.flavors, &namespaces))
         .collect();
 
     let mut groups = BTreeMap::new();
@@ -973,23 +1093,11 @@ fn tenant_plan(
             ),
         ),
         namespaces,
-        queue: QueuePlan {
-            name: tenant.name.value.clone(),
-            cohort: org_cohort(&tenant.org.value),
-            weight: quota.weight.as_ref().map(|weight| weight.value),
-            cpu: quota.cpu.value.to_string(),
-            memory: quota.memory.value.to_string(),
-            pods: quota.pods.value,
-            gpu_resources: gpu_resources.to_vec(),
-            flavors,
-            preempt_within,
-            ceiling_rest,
-        },
+        queue,
         reach,
-        capacity: Vec::new(),
+        capacity,
         fleet: fleet_shares(tenant, quota, cell),
-        // Decided by `host::grant` once every tenant of the cell is planned.
-        cell_host_access: host::HostAccessPlan::default(),
+        cell_host_access,
         registries: tenant
             .registries
             .iter()
@@ -1011,8 +1119,7 @@ fn tenant_plan(
                 .collect(),
             })
             .collect(),
-        // Filled by `compile` from the weights stage, which runs before the plan.
-        weights: Vec::new(),
+        weights,
     }
 }
 
