@@ -971,22 +971,14 @@ fn doc_section(code: &str) -> Option<&'static str> {
     section.get(..end)
 }
 
-/// The severities a code's section documents, in the order it names them: `error`,
-/// `warning`, or both for a code reported as either (such as `file-not-regular`).
-fn doc_severities(code: &str) -> Vec<&'static str> {
-    let line = doc_section(code)
-        .and_then(|section| {
-            section
-                .lines()
-                .find_map(|line| line.strip_prefix("Severity: "))
-        })
-        .unwrap_or("");
-    let mut found: Vec<(usize, &'static str)> = ["error", "warning"]
-        .into_iter()
-        .filter_map(|word| line.find(word).map(|at| (at, word)))
-        .collect();
-    found.sort_unstable();
-    found.into_iter().map(|(_, word)| word).collect()
+/// The severities a code is reported with, as the registry lists them (and `docs/diagnostics.md`
+/// names them, a test of `diag::code` says): `error`, `warning`, or both for a code reported as
+/// either (such as `file-not-regular`).
+fn severities(code: tenantc::diag::Code) -> Vec<&'static str> {
+    code.severities()
+        .iter()
+        .map(|severity| severity.as_str())
+        .collect()
 }
 
 fn explain(code: Option<&str>, format: DescribeFormat) -> ExitCode {
@@ -996,7 +988,7 @@ fn explain(code: Option<&str>, format: DescribeFormat) -> ExitCode {
         serde_json::json!({
             "code": code.as_str(),
             "stage": code.stage(),
-            "severities": doc_severities(code.as_str()),
+            "severities": severities(*code),
             "description": code.description(),
         })
     };
@@ -1021,7 +1013,7 @@ fn explain(code: Option<&str>, format: DescribeFormat) -> ExitCode {
                 "{:<36} {:<10} {:<13} {}\n",
                 code.as_str(),
                 code.stage(),
-                doc_severities(code.as_str()).join("|"),
+                severities(*code).join("|"),
                 code.description()
             ));
         }

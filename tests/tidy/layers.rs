@@ -99,7 +99,23 @@ pub const LAYERS: &[(&str, &[&str])] = &[
         &["emit", "facts", "lower", "parse", "plan", "source"],
     ),
     ("git", &["escape", "layout", "limits", "load"]),
-    // The driver: `compile` runs the stages in order.
+    // The driver: intake, then `compile` runs the stages in order.
+    (
+        "intake",
+        &[
+            "diag",
+            "diag::allow",
+            "escape",
+            "layout",
+            "load",
+            "parse",
+            "schema",
+            "source",
+            "template",
+            "validate",
+            "weights",
+        ],
+    ),
     (
         "lib",
         &[
@@ -113,6 +129,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
             "facts",
             "git",
             "hardware",
+            "intake",
             "json_strict",
             "keyless",
             "kube",
