@@ -47,6 +47,131 @@ fn every_source_file_opens_with_a_module_doc() {
     );
 }
 
+/// The modules that may touch the disk (ARCHITECTURE.md): `load.rs` reads the project,
+/// `emit/fs/` writes `out/`, `git.rs` reads a revision, `weights/digest.rs` hashes a weights
+/// folder, and `cli/disk.rs` reads and writes the files a command names on its command line.
+const DISK_MODULES: [&str; 5] = [
+    "load.rs",
+    "emit/fs/",
+    "git.rs",
+    "weights/digest.rs",
+    "cli/disk.rs",
+];
+
+/// What touches the disk (or runs a program): std's file system and process modules, and the
+/// `Path` methods that read the file system.
+const DISK_ACCESS: [&str; 9] = [
+    "std::fs",
+    "process::Command",
+    "env::current_dir",
+    ".canonicalize()",
+    ".read_dir()",
+    ".symlink_metadata()",
+    ".is_dir()",
+    ".is_file()",
+    ".exists()",
+];
+
+/// The lines of a file's non-test code that touch the disk (one of [`DISK_ACCESS`], or a
+/// `use std::{…}` that imports `fs` or `process`); the code stops at the file's test module
+/// (`#[cfg(test)]` before a `mod … {` block, which ends each file).
+fn disk_access(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines
+        .windows(2)
+        .position(|pair| {
+            let next = pair[1].trim();
+            pair[0].trim() == "#[cfg(test)]" && next.contains("mod ") && next.ends_with('{')
+        })
+        .unwrap_or(lines.len());
+    lines[..end]
+        .iter()
+        .map(|line| line.trim())
+        .filter(|line| !line.starts_with("//"))
+        .filter(|line| {
+            DISK_ACCESS.iter().any(|access| line.contains(access))
+                || (line.starts_with("use std::{")
+                    && line
+                        .split(|c: char| !c.is_alphanumeric() && c != '_')
+                        .any(|word| word == "fs" || word == "process"))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The source files of modules declared `#[cfg(test)] mod name;`, and their submodules.
+fn test_only_modules(files: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for path in files {
+        let text = fs::read_to_string(path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for pair in lines.windows(2) {
+            let Some(name) = pair[1]
+                .trim()
+                .strip_prefix("mod ")
+                .and_then(|rest| rest.strip_suffix(';'))
+            else {
+                continue;
+            };
+            if pair[0].trim() != "#[cfg(test)]" {
+                continue;
+            }
+            let stem = path.file_stem().unwrap();
+            let folder = if stem == "mod" || stem == "lib" || stem == "main" {
+                path.parent().unwrap().to_path_buf()
+            } else {
+                path.with_extension("")
+            };
+            found.push(folder.join(format!("{name}.rs")));
+            found.push(folder.join(name));
+        }
+    }
+    found
+}
+
+#[test]
+fn only_the_io_modules_touch_the_disk() {
+    let source = support::repo().join("compiler/src");
+    let mut files = Vec::new();
+    rust_files(&source, &mut files);
+    files.sort();
+    let test_only = test_only_modules(&files);
+    let mut found = Vec::new();
+    for path in &files {
+        let relative = path
+            .strip_prefix(&source)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        if DISK_MODULES.iter().any(|module| {
+            relative == *module || (module.ends_with('/') && relative.starts_with(module))
+        }) || test_only.iter().any(|module| path.starts_with(module))
+        {
+            continue;
+        }
+        for line in disk_access(&fs::read_to_string(path).unwrap()) {
+            found.push(format!("compiler/src/{relative}: {line}"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "only {DISK_MODULES:?} touch the disk (ARCHITECTURE.md); move this access there:\n{}",
+        found.join("\n")
+    );
+    // The check finds what it looks for, skips only the test module, and knows the test-only
+    // modules of the crate.
+    let sample = "use std::fs;\nuse std::{io, process};\nfn f(p: &Path) -> bool {\n    p.exists() && p.join(\"x\").is_dir()\n}\n#[cfg(test)]\nmod tests {\n    fn g() { std::fs::read(\"x\"); }\n}\n";
+    assert_eq!(disk_access(sample).len(), 3, "{:?}", disk_access(sample));
+    assert!(
+        test_only.contains(&source.join("testing.rs")),
+        "{test_only:?}"
+    );
+    assert!(
+        test_only.contains(&source.join("keyless/tests.rs")),
+        "{test_only:?}"
+    );
+}
+
 #[test]
 fn diagnostics_reference_has_one_heading_per_code_in_registry_order() {
     let text = fs::read_to_string(support::repo().join("docs/diagnostics.md")).unwrap();
