@@ -289,7 +289,12 @@ pub fn grants(cell: &CellPlan, tenant: &TenantPlan) -> Vec<Grant> {
             allowed,
             format!(
                 "for trust {}; the tenant is `{}`",
-                class.trust.join(", "),
+                class
+                    .trust
+                    .iter()
+                    .map(|trust| trust.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 tenant.trust
             ),
         ));

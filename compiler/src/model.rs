@@ -758,6 +758,29 @@ impl Sharing {
     }
 }
 
+/// Gives each closed set its declaration spelling wherever it is shown: printed, and serialized
+/// (the plan's `describe` JSON), so the plan keeps the enum and the views show what the
+/// declaration says.
+macro_rules! spelled_as_declared {
+    ($($set:ty),* $(,)?) => {
+        $(
+            impl std::fmt::Display for $set {
+                fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str(self.as_str())
+                }
+            }
+
+            impl serde::Serialize for $set {
+                fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                    serializer.serialize_str(self.as_str())
+                }
+            }
+        )*
+    };
+}
+
+spelled_as_declared!(Trust, WorkloadKind, Sharing);
+
 /// A GPU node pool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pool {

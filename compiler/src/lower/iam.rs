@@ -278,7 +278,7 @@ pub fn files(
         });
     };
     for namespace in &tenant.namespaces {
-        let kind = namespace.workload;
+        let kind = namespace.workload.as_str();
         let cloud_identity = match &storage.identity {
             IdentityPlan::AwsPodIdentity { account, cluster } => {
                 let arn = role_arn(account, cell, &tenant.name, kind);

@@ -55,7 +55,7 @@ pub(super) fn objects(
     let mut objects = Vec::new();
     let labels = tenant_labels(tenant);
     for namespace in &tenant.namespaces {
-        let kind = namespace.workload;
+        let kind = namespace.workload.as_str();
         let meta = |name: &str| ObjectMeta {
             name: Some(name.to_string()),
             namespace: Some(namespace.name.clone()),

@@ -11,6 +11,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::model::WorkloadKind;
+
 use super::{CellPlan, NamespacePlan, PoolPlan, TaintPlan, TenantPlan};
 
 /// Label keys that no tenant pod or workload may carry, because they would copy user data into
@@ -101,12 +103,12 @@ pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> 
     let inference: Vec<&NamespacePlan> = tenant
         .namespaces
         .iter()
-        .filter(|namespace| namespace.workload == "infer")
+        .filter(|namespace| namespace.workload == WorkloadKind::Infer)
         .collect();
     let mut training_accounts: Vec<String> = tenant
         .namespaces
         .iter()
-        .filter(|namespace| namespace.workload == "train")
+        .filter(|namespace| namespace.workload == WorkloadKind::Train)
         .map(|namespace| namespace.service_account.clone())
         .filter(|account| !inference.iter().any(|ns| &ns.service_account == account))
         .collect();

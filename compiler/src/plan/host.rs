@@ -27,7 +27,7 @@
 use serde::Serialize;
 
 use crate::diag::{Code, Diagnostic};
-use crate::model::{Cell, Fleet};
+use crate::model::{Cell, Fleet, Sharing, Trust};
 use crate::source::{SourceMap, Span};
 
 use super::PoolPlan;
@@ -57,7 +57,7 @@ pub(super) struct Seat<'a> {
     /// The tenant.
     pub name: &'a str,
     /// Its trust class.
-    pub trust: &'a str,
+    pub trust: Trust,
     /// The flavors of its ClusterQueue.
     pub flavors: &'a [super::FlavorQuota],
     /// Its namespaces, before any exception is withheld.
@@ -94,7 +94,7 @@ pub(super) fn decide(
                 let exceptions = declared
                     .workloads
                     .iter()
-                    .filter(|workload| workload.kind.value.as_str() == namespace.workload)
+                    .filter(|workload| workload.kind.value == namespace.workload)
                     .flat_map(|workload| &workload.exceptions);
                 for exception in exceptions {
                     let mut diagnostic = Diagnostic::warning(
@@ -148,7 +148,7 @@ fn decide_one(
             None,
         )
     };
-    if tenant.trust != "hard" {
+    if tenant.trust != Trust::Hard {
         return denied(format!("trust `{}` is not `hard`", tenant.trust));
     }
     let own = flavor_pools(tenant, pools);
@@ -192,7 +192,7 @@ fn flavor_pools<'a>(tenant: &Seat, pools: &'a [PoolPlan]) -> Vec<&'a PoolPlan> {
 /// Why `pool` is not reserved for `tenant` by the platform, if it is not: an `exclusive` pool
 /// whose cell names no `owner`, or another one.
 fn not_owned(tenant: &Seat, pool: &PoolPlan, cell: &Cell, sources: &SourceMap) -> Option<Shared> {
-    if pool.sharing != "exclusive" || pool.owner.as_deref() == Some(tenant.name) {
+    if pool.sharing != Sharing::Exclusive || pool.owner.as_deref() == Some(tenant.name) {
         // A pool that is not `exclusive` is reported by `shared_with`.
         return None;
     }
@@ -242,7 +242,7 @@ fn shared_with(
     cell: &Cell,
     fleet: &Fleet,
 ) -> Option<Shared> {
-    if pool.sharing != "exclusive" {
+    if pool.sharing != Sharing::Exclusive {
         return Some(Shared {
             why: format!(
                 "pool `{}` is `{}`, not `exclusive`",

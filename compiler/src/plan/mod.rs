@@ -37,7 +37,7 @@ use crate::catalog::Catalog;
 use crate::diag::Diagnostic;
 use crate::facts::defaults;
 use crate::hardware::{self, GPU_RESOURCE, Offer};
-use crate::model::{Cell, Fleet, Sharing, Tenant, Trust};
+use crate::model::{Cell, Fleet, Sharing, Tenant, Trust, WorkloadKind};
 use crate::source::SourceMap;
 use crate::weights::VerifiedModel;
 
@@ -169,7 +169,7 @@ pub struct PoolPlan {
     /// The GPU model key.
     pub gpu: String,
     /// Sharing mode, as declared.
-    pub sharing: &'static str,
+    pub sharing: Sharing,
     /// Nodes.
     pub nodes: i64,
     /// GPUs per node.
@@ -203,7 +203,7 @@ impl PoolPlan {
             .iter()
             .map(|offer| offer.resource.as_str())
             .collect();
-        if self.sharing != "exclusive" && !resources.contains(&GPU_RESOURCE) {
+        if self.sharing != Sharing::Exclusive && !resources.contains(&GPU_RESOURCE) {
             resources.push(GPU_RESOURCE);
         }
         resources
@@ -318,7 +318,7 @@ pub struct TenantPlan {
     /// Team.
     pub team: String,
     /// Trust class.
-    pub trust: &'static str,
+    pub trust: Trust,
     /// Identity groups per role (`admin`, `member`, `viewer`).
     pub groups: BTreeMap<String, String>,
     /// Container default requests `(cpu, memory)`.
@@ -387,7 +387,7 @@ pub struct FleetShare {
 #[derive(Debug, Clone, Serialize)]
 pub struct NamespacePlan {
     /// The workload kind.
-    pub workload: &'static str,
+    pub workload: WorkloadKind,
     /// The namespace name.
     pub name: String,
     /// The workload's ServiceAccount.
@@ -585,7 +585,7 @@ fn cell_plan(
         pools.push(PoolPlan {
             name: pool.name.value.clone(),
             gpu: pool.gpu.value.clone(),
-            sharing: pool.sharing.value.as_str(),
+            sharing: pool.sharing.value,
             nodes: pool.nodes.value,
             gpus_per_node: pool.gpus_per_node.value,
             nvlink_domain: pool.nvlink_domain.as_ref().map(|domain| domain.value),
@@ -691,7 +691,7 @@ fn cell_plan(
         .iter()
         .map(|part| host::Seat {
             name: &part.tenant.name.value,
-            trust: part.trust.as_str(),
+            trust: part.trust,
             flavors: &part.queue.flavors,
             namespaces: &part.namespaces,
         })
@@ -886,7 +886,7 @@ fn tenant_parts<'a>(
             .collect();
         denied.sort();
         namespaces.push(NamespacePlan {
-            workload: workload.kind.value.as_str(),
+            workload: workload.kind.value,
             name,
             service_account: workload.service_account.value.clone(),
             priority,
@@ -1080,7 +1080,7 @@ fn tenant_plan(
         source: sources.path(tenant.file).to_string(),
         org: tenant.org.value.clone(),
         team: tenant.team.value.clone(),
-        trust: trust.as_str(),
+        trust,
         groups,
         container_defaults: (
             defaults.cpu.as_ref().map_or_else(
@@ -1161,13 +1161,7 @@ type Sums = (i64, i64, i64, bool);
 
 /// Whether the tenant's trust class or org forbids the pool, and why.
 pub(crate) fn forbidden(tenant: &Tenant, pool: &PoolPlan) -> Option<String> {
-    let sharing = match pool.sharing {
-        "exclusive" => Sharing::Exclusive,
-        "mig" => Sharing::Mig,
-        "mig-single" => Sharing::MigSingle,
-        "time-slice" => Sharing::TimeSlice,
-        _ => Sharing::Mps,
-    };
+    let sharing = pool.sharing;
     // Fails closed: a tenant without a trust class (never planned) reaches no pool.
     let Some(trust) = tenant.trust.as_ref().map(|trust| trust.value) else {
         return Some("its trust class could not be read".to_string());

@@ -428,16 +428,19 @@ fn cell_access(cell: &CellPlan, tenant: &TenantPlan) -> CellAccess {
                     namespace: namespace.name.clone(),
                     identity: match &storage.identity {
                         IdentityPlan::AwsPodIdentity { account, .. }
-                        | IdentityPlan::AwsIrsa { account, .. } => {
-                            role_arn(account, &cell.name, &tenant.name, namespace.workload)
-                        }
+                        | IdentityPlan::AwsIrsa { account, .. } => role_arn(
+                            account,
+                            &cell.name,
+                            &tenant.name,
+                            namespace.workload.as_str(),
+                        ),
                         IdentityPlan::Gcp { project, .. } => {
-                            google_account_email(project, &tenant.name, namespace.workload)
+                            google_account_email(project, &tenant.name, namespace.workload.as_str())
                         }
                     },
                     buckets: storage.buckets.clone(),
-                    read: read_by_bucket(tenant, namespace.workload, &storage.buckets),
-                    write: write_prefixes(tenant, namespace.workload),
+                    read: read_by_bucket(tenant, namespace.workload.as_str(), &storage.buckets),
+                    write: write_prefixes(tenant, namespace.workload.as_str()),
                 })
                 .collect()
         })

@@ -123,7 +123,12 @@ impl Context<'_> {
             problems.push(format!("`{file}` is not a document the audit knows"));
             return;
         };
-        let Some(namespace) = self.tenant.namespaces.iter().find(|ns| ns.workload == kind) else {
+        let Some(namespace) = self
+            .tenant
+            .namespaces
+            .iter()
+            .find(|ns| ns.workload.as_str() == kind)
+        else {
             problems.push(format!(
                 "`{file}` is for workload `{kind}`, which the tenant does not declare"
             ));
@@ -449,7 +454,7 @@ impl Context<'_> {
                     account,
                     &self.cell.name,
                     &self.tenant.name,
-                    namespace.workload,
+                    namespace.workload.as_str(),
                 )
         {
             problems.push(format!(
