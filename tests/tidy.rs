@@ -7,6 +7,8 @@
     clippy::indexing_slicing
 )] // Test code: a panic is a failed test.
 
+#[path = "tidy/closed_sets.rs"]
+mod closed_sets;
 #[path = "tidy/layers.rs"]
 mod layers;
 mod support;

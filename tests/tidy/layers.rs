@@ -186,7 +186,7 @@ const BINARY_ROWS: &[&str] = &["cli"];
 const EXCEPTIONS: &[(&str, &str)] = &[];
 
 /// The library's source folder.
-fn source_root() -> PathBuf {
+pub(super) fn source_root() -> PathBuf {
     support::repo().join("compiler/src")
 }
 
@@ -457,13 +457,14 @@ struct Import {
     text: String,
 }
 
-/// Every path to another module of the table in the non-test code of the library and of `cli/`.
-fn imports() -> Vec<Import> {
+/// The non-test code of every source file of `compiler/src/` (comments, strings and
+/// `#[cfg(test)]` items blanked out, test-module files left out), by relative path, with
+/// `main.rs` and the files of `cli/`.
+pub(super) fn non_test_code() -> BTreeMap<String, String> {
     let root = source_root();
     let mut files = Vec::new();
     rust_files(&root, &mut files);
     files.sort();
-    let modules: BTreeSet<&str> = LAYERS.iter().map(|(module, _)| *module).collect();
     let mut codes = BTreeMap::new();
     let mut test_files = BTreeSet::new();
     for path in &files {
@@ -490,11 +491,18 @@ fn imports() -> Vec<Import> {
         }
         codes.insert(relative, code);
     }
+    codes.retain(|relative, _| !test_files.contains(relative) && !relative.ends_with("/tests.rs"));
+    codes
+}
+
+/// Every path to another module of the table in the non-test code of the library and of `cli/`.
+fn imports() -> Vec<Import> {
+    let modules: BTreeSet<&str> = LAYERS.iter().map(|(module, _)| *module).collect();
+    let codes = non_test_code();
     let mut found = Vec::new();
     for (relative, code) in &codes {
         let binary = relative.starts_with("cli/");
-        if relative == "main.rs" || test_files.contains(relative) || relative.ends_with("/tests.rs")
-        {
+        if relative == "main.rs" {
             continue;
         }
         let own = module_path(relative);

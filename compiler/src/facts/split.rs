@@ -16,6 +16,36 @@ use crate::model::{
 };
 use crate::quantity::Quantity;
 
+/// A resource a tenant's ceilings bound in a cell, besides GPUs: what its ClusterQueue's
+/// ceiling flavor covers and each namespace's ResourceQuota splits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CeilingResource {
+    /// CPU requests, in cores.
+    Cpu,
+    /// Memory requests, in bytes.
+    Memory,
+    /// Pods.
+    Pods,
+}
+
+impl CeilingResource {
+    /// Every ceiling resource, in the order a ClusterQueue covers them.
+    pub const ALL: [CeilingResource; 3] = [
+        CeilingResource::Cpu,
+        CeilingResource::Memory,
+        CeilingResource::Pods,
+    ];
+
+    /// The Kubernetes resource name, which is also the field of a quota and a reservation.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CeilingResource::Cpu => "cpu",
+            CeilingResource::Memory => "memory",
+            CeilingResource::Pods => "pods",
+        }
+    }
+}
+
 /// One workload namespace's part of a tenant's ceilings in a cell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CeilingPart {

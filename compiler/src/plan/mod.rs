@@ -787,7 +787,7 @@ fn gitops_plan(cell: &Cell) -> GitOpsPlan {
         |gitops| &gitops.namespace,
         match controller {
             Some(GitOpsController::Flux) => defaults::FLUX_NAMESPACE,
-            _ => defaults::ARGOCD_NAMESPACE,
+            Some(GitOpsController::ArgoCd) | None => defaults::ARGOCD_NAMESPACE,
         },
     );
     let default_user = match controller {

@@ -23,8 +23,8 @@ use crate::catalog::Catalog;
 use crate::diag::{Code, Diagnostic, did_you_mean, list_names};
 use crate::facts::gpu::flavor_node_labels;
 use crate::facts::split::{
-    FleetSplitError, counted_reservations, counts_ceiling_per_pool, fleet_cell_parts,
-    pool_ceilings, pool_of, reserved_gpus_of_model, split_ceilings,
+    CeilingResource, FleetSplitError, counted_reservations, counts_ceiling_per_pool,
+    fleet_cell_parts, pool_ceilings, pool_of, reserved_gpus_of_model, split_ceilings,
 };
 use crate::facts::topology::{Level, nvlink_domain_fits, nvlink_domain_gpus, topology_levels};
 use crate::hardware;
@@ -527,23 +527,24 @@ fn check_pool_ceilings(
         }
     }
     for (first, declared) in &pools {
-        let missing: Vec<&str> = ["cpu", "memory", "pods"]
+        let missing: Vec<CeilingResource> = CeilingResource::ALL
             .into_iter()
             .zip(declared)
             .filter(|(_, declared)| !**declared)
-            .map(|(field, _)| field)
+            .map(|(resource, _)| resource)
             .collect();
         if missing.is_empty() {
             continue;
         }
-        let example: Vec<String> = missing
+        let example: Vec<&str> = missing
             .iter()
-            .map(|field| match *field {
-                "cpu" => "cpu=\"<cores>\"".to_string(),
-                "memory" => "memory=\"<bytes>\"".to_string(),
-                _ => "pods=<n>".to_string(),
+            .map(|resource| match resource {
+                CeilingResource::Cpu => "cpu=\"<cores>\"",
+                CeilingResource::Memory => "memory=\"<bytes>\"",
+                CeilingResource::Pods => "pods=<n>",
             })
             .collect();
+        let missing: Vec<&str> = missing.iter().map(|resource| resource.as_str()).collect();
         diagnostics.push(
             Diagnostic::error(
                 Code::PoolCeilingMissing,
@@ -573,28 +574,29 @@ fn check_pool_ceilings(
     };
     let sums = [
         (
-            "cpu",
+            CeilingResource::Cpu,
             parts.iter().map(|part| part.cpu.milli()).sum::<i128>(),
             quota.cpu.value.milli(),
             quota.cpu.value.format(),
             quota.cpu.span,
         ),
         (
-            "memory",
+            CeilingResource::Memory,
             parts.iter().map(|part| part.memory.milli()).sum::<i128>(),
             quota.memory.value.milli(),
             quota.memory.value.format(),
             quota.memory.span,
         ),
         (
-            "pods",
+            CeilingResource::Pods,
             parts.iter().map(|part| i128::from(part.pods)).sum::<i128>() * 1000,
             i128::from(quota.pods.value) * 1000,
             crate::quantity::Format::DecimalSi,
             quota.pods.span,
         ),
     ];
-    for (field, sum, ceiling, format, span) in sums {
+    for (resource, sum, ceiling, format, span) in sums {
+        let field = resource.as_str();
         if sum <= ceiling {
             continue;
         }
@@ -615,16 +617,16 @@ fn check_pool_ceilings(
         )
         .with_label(format!("ceiling {}", show(ceiling)));
         for reservation in &quota.pools {
-            let part = match field {
-                "cpu" => reservation
+            let part = match resource {
+                CeilingResource::Cpu => reservation
                     .cpu
                     .as_ref()
                     .map(|q| (q.span, q.value.to_string())),
-                "memory" => reservation
+                CeilingResource::Memory => reservation
                     .memory
                     .as_ref()
                     .map(|q| (q.span, q.value.to_string())),
-                _ => reservation
+                CeilingResource::Pods => reservation
                     .pods
                     .as_ref()
                     .map(|q| (q.span, q.value.to_string())),
@@ -677,7 +679,7 @@ fn check_pool_ceilings(
 }
 
 /// cpu, memory and pods: the ceiling resources a ClusterQueue covers beside the GPU resources.
-const CEILING_RESOURCE_COUNT: usize = 3;
+const CEILING_RESOURCE_COUNT: usize = CeilingResource::ALL.len();
 
 /// The checks of one cell; `cell_catalog` is the catalog as the cell sees it.
 fn check_cell(cell: &Cell, cell_catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>) {
