@@ -7,6 +7,10 @@
     clippy::indexing_slicing
 )] // Test code: a panic is a failed test.
 
+#[path = "tidy/closed_sets.rs"]
+mod closed_sets;
+#[path = "tidy/layers.rs"]
+mod layers;
 mod support;
 
 use std::fs;
@@ -310,7 +314,7 @@ fn tests_reach_the_repository_through_one_place_and_the_example_only_where_they_
     let mut files = Vec::new();
     rust_files(&repo.join("compiler/src"), &mut files);
     rust_files(&repo.join("tests"), &mut files);
-    let example_folders: Vec<std::path::PathBuf> = tenantc::load::READ_FOLDERS
+    let example_folders: Vec<std::path::PathBuf> = tenantc::layout::READ_FOLDERS
         .iter()
         .chain(&["out", "golden"])
         .map(|folder| repo.join(folder))

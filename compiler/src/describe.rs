@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::diag::{did_you_mean, list_names};
-use crate::load::escape_str;
+use crate::escape::escape_str;
 use crate::plan::{CEILING_FLAVOR, CellPlan, LOCAL_QUEUE, Plan, TenantPlan};
 use crate::report::{TERMS, term_value};
 
@@ -289,7 +289,12 @@ pub fn grants(cell: &CellPlan, tenant: &TenantPlan) -> Vec<Grant> {
             allowed,
             format!(
                 "for trust {}; the tenant is `{}`",
-                class.trust.join(", "),
+                class
+                    .trust
+                    .iter()
+                    .map(|trust| trust.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 tenant.trust
             ),
         ));
@@ -495,7 +500,7 @@ fn pod_security_text(out: &mut String, tenant: &TenantPlan) {
         "    Pod Security: `restricted` (enforce, audit, warn), except these reviewed exceptions \
 (audit and warn stay `restricted`; policy `",
     );
-    out.push_str(crate::lower::guard::EXCEPTIONS_NAME);
+    out.push_str(crate::facts::naming::EXCEPTIONS_NAME);
     out.push_str("` enforces every other `restricted` rule):\n");
     for namespace in excepted {
         for exception in &namespace.exceptions {

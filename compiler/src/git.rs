@@ -20,9 +20,10 @@ use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::InputFile;
+use crate::escape::escape_bytes;
+use crate::layout::{READ_FOLDERS, is_read};
 use crate::limits::{MAX_FILE_BYTES, MAX_FOLDER_DEPTH};
-use crate::load::{Finding, Loaded, Problem, READ_FOLDERS, escape_bytes, is_read, name_problem};
+use crate::load::{Finding, InputFile, Loaded, Problem, name_problem};
 
 /// Why a revision could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]

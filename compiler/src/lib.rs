@@ -4,8 +4,12 @@
 //! Produces: a [`Compilation`]: every diagnostic of the run, sorted, and, when there is no error,
 //! the output tree of per-cell Kubernetes manifests.
 //!
-//! The pipeline is `load` (disk, in the binary; [`compile_loaded`] takes its result) → [`parse`] → [`schema`] → [`validate`] →
-//! [`lower`] → [`emit`] → the storage IAM audit of `validate/audit.rs`; see `ARCHITECTURE.md` for the stage map and invariants.
+//! The pipeline is `load` (disk, in the binary; [`compile_loaded`] takes its result) → the
+//! [`intake`] of each file ([`parse`] → [`diag::allow`] → [`schema`]) → [`validate`] →
+//! [`weights`] → resolve ([`plan`]) → [`lower`] → [`template`] → [`emit`] → the storage IAM
+//! audit of `validate/audit.rs`, each stage a function from its typed input to its output and
+//! findings, and every finding into one sink that decides what runs next and sorts and caps
+//! them; see `ARCHITECTURE.md` for the stage map, the import table and the invariants.
 //!
 //! Invariant: [`compile`] is pure: no IO, no clock, no environment; the same inputs give the
 //! same bytes.
@@ -14,12 +18,15 @@ pub mod catalog;
 pub mod describe;
 pub mod diag;
 pub mod emit;
+pub mod escape;
 pub mod facts;
 pub mod git;
 pub mod hardware;
+pub mod intake;
 pub mod json_strict;
 pub mod keyless;
 pub mod kube;
+pub mod layout;
 pub mod limits;
 pub mod load;
 pub mod lower;
@@ -40,22 +47,13 @@ pub mod validate;
 pub mod weights;
 pub mod what_if;
 
-use diag::{Code, Diagnostic};
-use emit::OutputTree;
-use parse::Format;
-use schema::DeclKind;
-use source::{SourceMap, Span};
+pub use layout::classify;
+pub use load::InputFile;
 
-/// One input file, with its path relative to the project root (`/`-separated).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InputFile {
-    /// Such as `tenants/acme-research.kdl`; names that [`load::name_problem`] refuses make the
-    /// file a `path-unsafe` error instead of a declaration.
-    pub path: String,
-    /// Raw bytes; non-UTF-8 contents are reported, not fatal. Contents of a file that is not a
-    /// declaration (`file-ignored`) are never looked at.
-    pub contents: Vec<u8>,
-}
+use diag::Diagnostic;
+use emit::OutputTree;
+use layout::DeclKind;
+use source::SourceMap;
 
 /// The result of one compilation.
 #[derive(Debug, Clone)]
@@ -86,30 +84,6 @@ impl Compilation {
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
-}
-
-/// Which declaration kind and format a path holds, if it is a declaration at all.
-pub fn classify(path: &str) -> Option<(DeclKind, Option<Format>)> {
-    let (folder, name) = path.split_once('/')?;
-    let kind = match folder {
-        "tenants" => DeclKind::Tenant,
-        "cells" => DeclKind::Cell,
-        _ => return None,
-    };
-    let format = match name.rsplit_once('.').map(|(_, ext)| ext) {
-        Some("kdl") => Some(Format::Kdl),
-        Some("yaml" | "yml") => Some(Format::Yaml),
-        _ => None,
-    };
-    Some((kind, format))
-}
-
-/// The file name of a path without folders and extension.
-fn file_stem(path: &str) -> String {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name.rsplit_once('.')
-        .map_or(name, |(stem, _)| stem)
-        .to_string()
 }
 
 /// The declaration of tenant `name` among `inputs`, if a tenant file declares it readably
@@ -151,211 +125,45 @@ pub fn compile_loaded(loaded: &load::Loaded) -> Compilation {
     compile_with_findings(&loaded.inputs, &loaded.findings)
 }
 
-/// Reports a file that is not compiled; a refused cell or tenant file marks its declaration
-/// unreadable, so references to it are not reported again as unknown.
-fn refuse(
-    finding: &load::Finding,
-    sources: &mut SourceMap,
-    diagnostics: &mut Vec<Diagnostic>,
-    unreadable: &mut validate::Unreadable,
-) {
-    // A refused file keeps no text: nothing of its contents can be printed.
-    let file = sources.add(finding.path.clone(), String::new());
-    diagnostics.push(finding.diagnostic(file));
-    if finding.is_error() {
-        match classify(&finding.path) {
-            Some((DeclKind::Cell, Some(_))) => {
-                unreadable.cells.insert(file_stem(&finding.path));
-            }
-            Some((DeclKind::Tenant, Some(_))) => {
-                unreadable.tenants.insert(file_stem(&finding.path));
-            }
-            _ => {}
-        }
-    }
-}
-
-fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Compilation {
+/// The pipeline of `ARCHITECTURE.md`: intake, then each stage as a function from its typed
+/// input to its output and findings, every finding into one [`Sink`], which decides what runs
+/// next and sorts and caps them.
+fn compile_with_findings(inputs: &[InputFile], refused: &[load::Finding]) -> Compilation {
     let catalog = catalog::Catalog::builtin();
-    let mut sources = SourceMap::new();
-    let mut diagnostics = Vec::new();
-    let mut declarations = Vec::new();
-    let mut unreadable = validate::Unreadable::default();
-    let mut material = weights::Material::new();
-    let mut templates = Vec::new();
-    let mut allows = Vec::new();
-    for finding in findings {
-        refuse(finding, &mut sources, &mut diagnostics, &mut unreadable);
-    }
-    let mut sorted: Vec<&InputFile> = inputs.iter().collect();
-    sorted.sort_by(|a, b| a.path.cmp(&b.path));
-    for input in sorted {
-        if let Some((name, reason)) = load::path_problem(&input.path) {
-            let finding = load::Finding {
-                path: load::escape_str(&input.path),
-                problem: load::Problem::PathUnsafe {
-                    name: load::escape_str(name),
-                    reason,
-                },
-            };
-            refuse(&finding, &mut sources, &mut diagnostics, &mut unreadable);
-            continue;
-        }
-        if weights::is_material(&input.path) {
-            // Signing material is read by the weights stage, never parsed or shown.
-            material.insert(input.path.clone(), input.contents.clone());
-            continue;
-        }
-        if template::in_folder(&input.path) {
-            load_template(input, &mut sources, &mut diagnostics, &mut templates);
-            continue;
-        }
-        if let Some((_, None)) = classify(&input.path) {
-            // A skipped file keeps no text either, whatever its contents.
-            let file = sources.add(input.path.clone(), String::new());
-            diagnostics.push(
-                Diagnostic::warning(
-                    Code::FileIgnored,
-                    Span::new(file, 0..0),
-                    format!("`{}` is not a declaration file and is skipped", input.path),
-                )
-                .with_label("not read")
-                .with_help("declarations end in `.kdl` or `.yaml`; move other files elsewhere"),
-            );
-            continue;
-        }
-        let (text, utf8_error) = match String::from_utf8(input.contents.clone()) {
-            Ok(text) => (text, None),
-            Err(error) => (
-                String::from_utf8_lossy(&input.contents).into_owned(),
-                // The source map drops a leading byte order mark, so positions count after it.
-                Some(error.utf8_error().valid_up_to().saturating_sub(
-                    if input.contents.starts_with(b"\xef\xbb\xbf") {
-                        3
-                    } else {
-                        0
-                    },
-                )),
-            ),
-        };
-        let file = sources.add(input.path.clone(), text);
-        let Some((kind, format)) = classify(&input.path) else {
-            continue;
-        };
-        let Some(format) = format else {
-            continue;
-        };
-        if let Some(valid_up_to) = utf8_error {
-            diagnostics.push(
-                Diagnostic::error(
-                    Code::FileNotUtf8,
-                    Span::new(file, valid_up_to..valid_up_to),
-                    "file is not valid UTF-8",
-                )
-                .with_label("first invalid byte")
-                .with_help("save the file as UTF-8"),
-            );
-            unreadable.insert(kind, file_stem(&input.path));
-            continue;
-        }
-        let text = sources.get(file).map(|f| f.text.as_str()).unwrap_or("");
-        let (mut document, mut file_diagnostics) = parse::parse(file, text, format);
-        // `allow` entries silence warnings; they are taken out before the schema reads the
-        // declaration, and applied once every stage has reported.
-        let (file_allows, allow_diagnostics) = diag::allow::extract(&mut document);
-        allows.extend(file_allows);
-        file_diagnostics.extend(allow_diagnostics);
-        let (declaration, shape_diagnostics) = schema::read(&document, kind, &sources);
-        file_diagnostics.extend(shape_diagnostics);
-        // Cap the file's findings now, so a hostile file holds the memory of a few hundred
-        // diagnostics, not of one per byte; the final cap below merges the counts.
-        diag::sort(&mut file_diagnostics, &sources);
-        diagnostics.extend(diag::truncate(file_diagnostics));
-        match &declaration {
-            None => unreadable.insert(kind, file_stem(&input.path)),
-            // A tenant declared under another file name (`file-name-mismatch`) is likely
-            // renamed in one place only; pool owners naming the file's name are not reported
-            // again.
-            Some(schema::Declaration::Tenant(tenant))
-                if tenant.name.value != file_stem(&input.path) =>
-            {
-                unreadable.insert(kind, file_stem(&input.path));
-            }
-            Some(_) => {}
-        }
-        declarations.extend(declaration);
-    }
+    let mut sink = Sink::default();
+    // load's findings → parse → allow → schema, file by file.
+    let intake::Intake {
+        sources,
+        declarations,
+        unreadable,
+        material,
+        templates,
+        allows,
+    } = sink.take(intake::read(inputs, refused));
     // Templates are parsed whatever the declarations hold, so a syntax error shows at once.
-    diagnostics.extend(template::check_syntax(&templates, &sources));
-    let (fleet, validate_diagnostics) = validate::validate(declarations, &unreadable, catalog);
-    diagnostics.extend(validate_diagnostics);
-    // Resolve only a fleet that validated: the plan's checks assume sound references.
-    let mut plan = None;
-    if !diagnostics.iter().any(Diagnostic::is_error) {
-        // Weights are verified before anything is resolved, and a model that fails stops the
-        // build like any other error: nothing unverified reaches the plan or the output.
-        let (verified, weight_findings) = weights::verify(&fleet, &material);
-        diagnostics.extend(weight_findings);
-        let (mut resolved, findings) = plan::resolve(&fleet, &sources, catalog);
-        diagnostics.extend(findings);
-        for cell in &mut resolved.cells {
-            for tenant in &mut cell.tenants {
-                tenant.weights = verified.get(&tenant.name).cloned().unwrap_or_default();
-            }
-        }
-        plan = Some(resolved);
-    }
-    diag::sort(&mut diagnostics, &sources);
-    // Silence the warnings the declarations acknowledge; an allow is unused only when every
-    // stage ran, that is when nothing is an error.
-    let report_unused = !diagnostics.iter().any(Diagnostic::is_error);
-    let (mut diagnostics, suppressed) = diag::allow::apply(diagnostics, &allows, report_unused);
-    diag::sort(&mut diagnostics, &sources);
-    // Cap what each file shows; the hidden findings are counted, and still fail the run.
-    let diagnostics = diag::truncate(diagnostics);
-
-    let mut diagnostics = diagnostics;
+    sink.report(template::check_syntax(&templates, &sources));
+    let fleet = sink.take(validate::validate(declarations, &unreadable, catalog));
+    // Weights and resolve run only on a fleet that validated: their checks assume sound
+    // references. A model that fails verification is an error and keeps the tree from being
+    // written like any other, but the plan is still resolved (for `describe` and the checks).
+    let plan = sink.clean().then(|| {
+        let verified = sink.take(weights::verify(&fleet, &material));
+        sink.take(plan::resolve(&fleet, &verified, &sources, catalog))
+    });
+    // Every check has reported: silence what the declarations acknowledge, then sort and cap.
+    let suppressed = sink.allow(&allows, &sources);
+    // lower → template → emit → audit, only when nothing is an error.
     let mut output = None;
     let mut internal_error = None;
-    if let Some(plan) = plan
-        .as_ref()
-        .filter(|_| !diagnostics.iter().any(Diagnostic::is_error))
-    {
-        let lowered = lower::lower(plan, &fleet, catalog).map(|mut manifest| {
-            let findings = template::apply(&mut manifest, plan, &templates, &sources);
-            (manifest, findings)
-        });
-        let rendered = lowered.and_then(|(manifest, findings)| {
-            if findings.iter().any(Diagnostic::is_error) {
-                Ok(Err(findings))
-            } else {
-                emit::render(&manifest).map(Ok)
-            }
-        });
-        match rendered {
-            Ok(Err(findings)) => {
-                diagnostics.extend(findings);
-                diag::sort(&mut diagnostics, &sources);
-                diagnostics = diag::truncate(diagnostics);
-            }
-            Ok(Ok(tree)) => {
-                // The security audit judges the bytes that would be written; a finding keeps
-                // the whole tree from being written.
-                let findings = validate::audit::audit(&tree, plan, &fleet);
-                if findings.is_empty() {
-                    output = Some(tree);
-                } else {
-                    diagnostics.extend(findings);
-                    diag::sort(&mut diagnostics, &sources);
-                    diagnostics = diag::truncate(diagnostics);
-                }
-            }
+    if let Some(plan) = plan.as_ref().filter(|_| sink.clean()) {
+        match build(plan, &fleet, &templates, &sources) {
+            Ok(built) => output = sink.take_late(built, &sources),
             Err(error) => internal_error = Some(error.to_string()),
         }
     }
     Compilation {
         sources,
-        diagnostics,
+        diagnostics: sink.diagnostics,
         suppressed,
         plan,
         fleet,
@@ -364,59 +172,94 @@ fn compile_with_findings(inputs: &[InputFile], findings: &[load::Finding]) -> Co
     }
 }
 
-/// Adds a file under `templates/` to the source map: a template (`templates/tenant/*.yaml.j2`,
-/// `templates/cell/*.yaml.j2`) keeps its text for rendering and diagnostics, any other file is
-/// skipped with a warning and keeps none.
-fn load_template(
-    input: &InputFile,
-    sources: &mut SourceMap,
-    diagnostics: &mut Vec<Diagnostic>,
-    templates: &mut Vec<template::Template>,
-) {
-    let Some(scope) = template::scope_of(&input.path) else {
-        let file = sources.add(input.path.clone(), String::new());
-        diagnostics.push(
-            Diagnostic::warning(
-                Code::FileIgnored,
-                Span::new(file, 0..0),
-                format!("`{}` is not a template and is skipped", input.path),
-            )
-            .with_label("not read")
-            .with_help(
-                "templates are `templates/tenant/<name>.yaml.j2` and `templates/cell/<name>.yaml.j2`",
-            ),
-        );
-        return;
-    };
-    match String::from_utf8(input.contents.clone()) {
-        Ok(text) => {
-            let file = sources.add(input.path.clone(), text);
-            templates.push(template::Template {
-                path: input.path.clone(),
-                file,
-                scope,
-            });
+/// The stages after the checks: lowers the plan, renders the platform templates into the
+/// manifest, writes it as a tree and audits the tree's storage IAM, each only when the one
+/// before found no error. The tree is withheld when any of them found one.
+fn build(
+    plan: &plan::Plan,
+    fleet: &model::Fleet,
+    templates: &[template::Template],
+    sources: &SourceMap,
+) -> Result<(Option<OutputTree>, Vec<Diagnostic>), emit::InternalError> {
+    let mut manifest = lower::lower(plan)?;
+    let findings = template::apply(&mut manifest, plan, templates, sources);
+    if findings.iter().any(Diagnostic::is_error) {
+        return Ok((None, findings));
+    }
+    let tree = emit::render(&manifest)?;
+    // The security audit judges the bytes that would be written.
+    let mut findings = findings;
+    findings.extend(validate::audit::audit(&tree, plan, fleet));
+    let tree = (!findings.iter().any(Diagnostic::is_error)).then_some(tree);
+    Ok((tree, findings))
+}
+
+/// Where every stage's findings go: it keeps them, says whether the next stage may run, and is
+/// the one place that sorts them by file, position and code and caps each file's share
+/// ([`diag::truncate`]).
+#[derive(Debug, Default)]
+struct Sink {
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Sink {
+    /// Keeps a stage's findings and hands on its output.
+    fn take<T>(&mut self, (output, findings): (T, Vec<Diagnostic>)) -> T {
+        self.diagnostics.extend(findings);
+        output
+    }
+
+    /// Keeps the findings of a stage without other output.
+    fn report(&mut self, findings: Vec<Diagnostic>) {
+        self.diagnostics.extend(findings);
+    }
+
+    /// Whether no finding so far is an error, so that the next stage may run.
+    fn clean(&self) -> bool {
+        !self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// Applies the declarations' `allow` entries to the warnings of the checks (an allow is
+    /// reported unused only when every check ran, that is when nothing is an error), then
+    /// settles. Returns the silenced warnings, in the order of the sorted findings.
+    fn allow(
+        &mut self,
+        allows: &[diag::allow::Allow],
+        sources: &SourceMap,
+    ) -> Vec<diag::allow::Suppressed> {
+        diag::sort(&mut self.diagnostics, sources);
+        let report_unused = self.clean();
+        let (diagnostics, suppressed) =
+            diag::allow::apply(std::mem::take(&mut self.diagnostics), allows, report_unused);
+        self.diagnostics = diagnostics;
+        self.settle(sources);
+        suppressed
+    }
+
+    /// Keeps the output and findings of a stage after the `allow` entries were applied, and
+    /// settles again when it found anything.
+    fn take_late<T>(&mut self, stage: (T, Vec<Diagnostic>), sources: &SourceMap) -> T {
+        let found = !stage.1.is_empty();
+        let output = self.take(stage);
+        if found {
+            self.settle(sources);
         }
-        Err(error) => {
-            let at = error.utf8_error().valid_up_to();
-            let text = String::from_utf8_lossy(&input.contents).into_owned();
-            let file = sources.add(input.path.clone(), text);
-            diagnostics.push(
-                Diagnostic::error(
-                    Code::FileNotUtf8,
-                    Span::new(file, at..at),
-                    "file is not valid UTF-8",
-                )
-                .with_label("first invalid byte")
-                .with_help("save the file as UTF-8"),
-            );
-        }
+        output
+    }
+
+    /// Sorts every finding and caps each file's share; the hidden findings are counted, and
+    /// still fail the run.
+    fn settle(&mut self, sources: &SourceMap) {
+        let mut diagnostics = std::mem::take(&mut self.diagnostics);
+        diag::sort(&mut diagnostics, sources);
+        self.diagnostics = diag::truncate(diagnostics);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diag::Code;
 
     #[test]
     fn an_invalid_byte_after_a_byte_order_mark_is_located_where_the_reader_sees_it() {

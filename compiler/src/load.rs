@@ -26,34 +26,25 @@ use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use crate::InputFile;
 use crate::diag::{Code, Diagnostic};
+// The escaping lives in `escape.rs`; the CLI still names it here.
+pub use crate::escape::{escape_bytes, escape_str};
 use crate::limits::{MAX_FILE_BYTES, MAX_FOLDER_DEPTH, MAX_NAME_BYTES};
 use crate::source::{FileId, Span};
 
-/// The folders a project root holds declarations in.
-pub const FOLDERS: [&str; 2] = ["cells", "tenants"];
+// The folder layout lives in `layout.rs`; the CLI still names the declaration folders here.
+pub use crate::layout::DECLARATION_FOLDERS as FOLDERS;
+use crate::layout::{READ_FOLDERS, is_read};
 
-/// The folders of signing material (public keys, trust roots, weight locks and signatures),
-/// read with the same care as declarations when they exist, and never required.
-pub const MATERIAL_FOLDERS: [&str; 2] = [crate::weights::KEYS, crate::weights::WEIGHTS];
-
-/// Every folder the build reads, sorted: the declarations, the signing material and the
-/// platform templates. `git.rs` reads a revision's copy of exactly these.
-pub const READ_FOLDERS: [&str; 5] = [
-    "cells",
-    crate::weights::KEYS,
-    crate::template::FOLDER,
-    "tenants",
-    crate::weights::WEIGHTS,
-];
-
-/// Whether the build opens the file at `path` (relative, `/`-separated): a declaration, signing
-/// material or a template. Other files under [`READ_FOLDERS`] are passed on unread.
-pub fn is_read(path: &str) -> bool {
-    crate::classify(path).is_some_and(|(_, format)| format.is_some())
-        || crate::weights::is_material(path)
-        || crate::template::scope_of(path).is_some()
+/// One input file, with its path relative to the project root (`/`-separated).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputFile {
+    /// Such as `tenants/acme-research.kdl`; names that [`name_problem`] refuses make the
+    /// file a `path-unsafe` error instead of a declaration.
+    pub path: String,
+    /// Raw bytes; non-UTF-8 contents are reported, not fatal. Contents of a file that is not a
+    /// declaration (`file-ignored`) are never looked at.
+    pub contents: Vec<u8>,
 }
 
 /// What [`load`] found under a root.
@@ -200,7 +191,7 @@ impl Finding {
     pub fn is_error(&self) -> bool {
         match self.problem {
             Problem::NotRegular(_) => {
-                matches!(crate::classify(&self.path), Some((_, Some(_))))
+                matches!(crate::layout::classify(&self.path), Some((_, Some(_))))
             }
             _ => true,
         }
@@ -282,7 +273,7 @@ impl Walker {
             if candidate == self.root || !candidate.starts_with(&self.root) {
                 return None;
             }
-            if fs::symlink_metadata(candidate.join(crate::emit::MARKER))
+            if fs::symlink_metadata(candidate.join(crate::layout::MARKER))
                 .is_ok_and(|meta| meta.is_file())
             {
                 let relative = candidate.strip_prefix(&self.root).unwrap_or(candidate);
@@ -506,56 +497,9 @@ pub fn path_problem(path: &str) -> Option<(&str, &'static str)> {
         .find_map(|name| name_problem(name.as_bytes()).map(|reason| (name, reason)))
 }
 
-/// Escapes bytes to printable ASCII: `\\`, `\n`, `\r` and `\t` as in Rust, every other
-/// character outside `' '..='~'` as `\u{…}`, and bytes that are not UTF-8 as `\x…`.
-pub fn escape_bytes(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
-    for chunk in bytes.utf8_chunks() {
-        push_escaped(&mut out, chunk.valid());
-        for byte in chunk.invalid() {
-            out.push_str(&format!("\\x{byte:02x}"));
-        }
-    }
-    out
-}
-
-/// Escapes a string to printable ASCII, as [`escape_bytes`] does.
-pub fn escape_str(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    push_escaped(&mut out, text);
-    out
-}
-
-fn push_escaped(out: &mut String, text: &str) {
-    for ch in text.chars() {
-        match ch {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            ' '..='~' => out.push(ch),
-            _ => out.push_str(&format!("\\u{{{:x}}}", u32::from(ch))),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_folders_read_are_the_declarations_the_material_and_the_templates() {
-        let mut expected: Vec<&str> = FOLDERS
-            .into_iter()
-            .chain(MATERIAL_FOLDERS)
-            .chain([crate::template::FOLDER])
-            .collect();
-        expected.sort_unstable();
-        assert_eq!(READ_FOLDERS.to_vec(), expected);
-        assert!(is_read("templates/tenant/chargeback.yaml.j2"));
-        assert!(is_read("weights/a.lock") && is_read("tenants/a.kdl"));
-        assert!(!is_read("templates/README.md") && !is_read("tenants/notes.txt"));
-    }
 
     fn paths(loaded: &Loaded) -> Vec<&str> {
         loaded.inputs.iter().map(|i| i.path.as_str()).collect()
@@ -662,44 +606,6 @@ mod tests {
         assert!(path_problem("tenants/../a.kdl").is_some());
     }
 
-    #[test]
-    fn escaping_leaves_printable_ascii_only() {
-        assert_eq!(
-            escape_bytes(b"x\nnamespace: kube-system\n#"),
-            "x\\nnamespace: kube-system\\n#"
-        );
-        assert_eq!(
-            escape_bytes(b"a\\b\r\t\x1b\xff"),
-            "a\\\\b\\r\\t\\u{1b}\\xff"
-        );
-        assert_eq!(
-            escape_str("\u{85}\u{2028}\u{202e}\u{e9}"),
-            "\\u{85}\\u{2028}\\u{202e}\\u{e9}"
-        );
-        // Property: whatever the bytes, the escaped form is printable ASCII (no line break or
-        // control character) and distinct inputs stay distinct.
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut seen = std::collections::BTreeMap::new();
-        for _ in 0..2000 {
-            let mut bytes = Vec::new();
-            for _ in 0..(seed % 12) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                bytes.push(seed.to_le_bytes()[3]);
-            }
-            seed = seed.wrapping_add(1);
-            let escaped = escape_bytes(&bytes);
-            assert!(
-                escaped.chars().all(|ch| (' '..='~').contains(&ch)),
-                "{escaped}"
-            );
-            if let Some(previous) = seen.insert(escaped.clone(), bytes.clone()) {
-                assert_eq!(previous, bytes, "two inputs escape to {escaped}");
-            }
-        }
-    }
-
     #[cfg(unix)]
     #[test]
     fn unsafe_names_are_refused_escaped_and_never_read() {
@@ -756,7 +662,7 @@ mod tests {
         let dir = project();
         let out = dir.path().join("out");
         fs::create_dir_all(out.join("cell/tenants")).unwrap();
-        fs::write(out.join(crate::emit::MARKER), "m").unwrap();
+        fs::write(out.join(crate::layout::MARKER), "m").unwrap();
         fs::write(out.join("cell/tenants/x.yaml"), "kind: Namespace").unwrap();
         let symlink = |target: &str, link: &str| {
             std::os::unix::fs::symlink(target, dir.path().join(link)).unwrap();

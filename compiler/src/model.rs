@@ -1,11 +1,14 @@
 //! The typed declaration model.
 //!
-//! Consumes: nothing (plain data). Produced by `schema` from parsed files; read by `validate`
-//! and `lower`.
+//! Consumes: nothing (plain data). Produced by `schema` from parsed files (with [`parse_cidr`]
+//! for address blocks); read by `validate` and resolved by `plan`.
 //!
 //! Invariant: every value a user wrote keeps the span where it was written ([`Spanned`]), so any
 //! later stage can point at it; fields that are optional in the language are `Option` here and
-//! defaults are applied by the stage that uses them, never silently at parse time.
+//! defaults are applied when the plan is resolved (`facts/defaults.rs` names them), never
+//! silently at parse time.
+
+use std::net::IpAddr;
 
 use crate::quantity::Quantity;
 use crate::source::{FileId, Span};
@@ -397,7 +400,7 @@ pub struct Cell {
     /// classes and pools.
     pub runtime_classes: Vec<RuntimeClassDecl>,
     /// Label keys that no tenant pod may carry (`forbidden-label-keys`), on top of
-    /// `lower::admission::FORBIDDEN_LABEL_KEYS`.
+    /// `plan::admission::FORBIDDEN_LABEL_KEYS`.
     pub forbidden_label_keys: Vec<Spanned<String>>,
     /// The cell's object-store buckets and workload identity (`storage`), from which
     /// `lower/iam.rs` derives per-tenant storage IAM; no IAM is emitted when absent.
@@ -657,7 +660,7 @@ pub struct Endpoint {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Cidr {
     /// The network address.
-    pub address: std::net::IpAddr,
+    pub address: IpAddr,
     /// The prefix length.
     pub prefix: u8,
 }
@@ -665,6 +668,55 @@ pub struct Cidr {
 impl std::fmt::Display for Cidr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.address, self.prefix)
+    }
+}
+
+/// Parses `a.b.c.d/n`, an IPv6 block, or a bare address (a block of one address).
+///
+/// The error says what is wrong, for the label of `network-cidr-invalid`.
+pub fn parse_cidr(text: &str) -> Result<Cidr, String> {
+    let (address_text, prefix_text) = match text.split_once('/') {
+        Some((address, prefix)) => (address, Some(prefix)),
+        None => (text, None),
+    };
+    let address: IpAddr = address_text
+        .parse()
+        .map_err(|_| format!("`{address_text}` is not an IPv4 or IPv6 address"))?;
+    let bits: u8 = if address.is_ipv4() { 32 } else { 128 };
+    let prefix = match prefix_text {
+        None => bits,
+        Some(prefix) => {
+            let digits_only = !prefix.is_empty()
+                && prefix.chars().all(|ch| ch.is_ascii_digit())
+                && (prefix.len() == 1 || !prefix.starts_with('0'));
+            match prefix.parse::<u8>() {
+                Ok(value) if digits_only && value <= bits => value,
+                _ => return Err(format!("the prefix length must be 0 to {bits}")),
+            }
+        }
+    };
+    let network = mask(address, prefix);
+    if network != address {
+        return Err(format!(
+            "host bits are set below the prefix; the block is `{network}/{prefix}`"
+        ));
+    }
+    Ok(Cidr { address, prefix })
+}
+
+/// The address with every bit below `prefix` cleared.
+fn mask(address: IpAddr, prefix: u8) -> IpAddr {
+    match address {
+        IpAddr::V4(v4) => {
+            let bits = u32::from(v4);
+            let kept = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+            IpAddr::V4((bits & kept).into())
+        }
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6);
+            let kept = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+            IpAddr::V6((bits & kept).into())
+        }
     }
 }
 
@@ -705,6 +757,29 @@ impl Sharing {
         matches!(self, Sharing::Mig | Sharing::MigSingle)
     }
 }
+
+/// Gives each closed set its declaration spelling wherever it is shown: printed, and serialized
+/// (the plan's `describe` JSON), so the plan keeps the enum and the views show what the
+/// declaration says.
+macro_rules! spelled_as_declared {
+    ($($set:ty),* $(,)?) => {
+        $(
+            impl std::fmt::Display for $set {
+                fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str(self.as_str())
+                }
+            }
+
+            impl serde::Serialize for $set {
+                fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                    serializer.serialize_str(self.as_str())
+                }
+            }
+        )*
+    };
+}
+
+spelled_as_declared!(Trust, WorkloadKind, Sharing);
 
 /// A GPU node pool.
 #[derive(Debug, Clone, PartialEq)]
@@ -810,4 +885,52 @@ pub struct Priority {
     pub preempt: Option<Spanned<bool>>,
     /// Free-text description.
     pub description: Option<Spanned<String>>,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use super::parse_cidr;
+
+    #[test]
+    fn parses_canonical_blocks_and_bare_addresses() {
+        assert_eq!(
+            parse_cidr("10.40.0.0/16").unwrap().to_string(),
+            "10.40.0.0/16"
+        );
+        assert_eq!(
+            parse_cidr("169.254.20.10").unwrap().to_string(),
+            "169.254.20.10/32"
+        );
+        assert_eq!(parse_cidr("0.0.0.0/0").unwrap().to_string(), "0.0.0.0/0");
+        assert_eq!(
+            parse_cidr("fd00:10::/32").unwrap().to_string(),
+            "fd00:10::/32"
+        );
+        assert_eq!(parse_cidr("fd00::1").unwrap().to_string(), "fd00::1/128");
+    }
+
+    #[test]
+    fn rejects_blocks_that_are_not_canonical_cidrs() {
+        for text in [
+            "10.40.0.1/16",
+            "10.40.0.0/33",
+            "10.40.0.0/",
+            "10.40.0.0/016",
+            "10.40.0.0/+8",
+            "10.40.0/16",
+            "010.40.0.0/16",
+            "s3.amazonaws.com",
+            "fd00::1/64",
+            "fd00::/129",
+            "",
+        ] {
+            assert!(parse_cidr(text).is_err(), "{text} was accepted");
+        }
+        assert_eq!(
+            parse_cidr("10.40.0.1/16").unwrap_err(),
+            "host bits are set below the prefix; the block is `10.40.0.0/16`"
+        );
+    }
 }

@@ -144,6 +144,40 @@ pub fn char_kind_forbidden(ch: char) -> Option<&'static str> {
     })
 }
 
+/// Whether a bucket name follows the rules both S3 and Cloud Storage share.
+pub fn bucket_name_ok(name: &str) -> bool {
+    (3..=63).contains(&name.len())
+        && name.starts_with(|ch: char| ch.is_ascii_lowercase() || ch.is_ascii_digit())
+        && name.ends_with(|ch: char| ch.is_ascii_lowercase() || ch.is_ascii_digit())
+        && name
+            .chars()
+            .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || matches!(ch, '.' | '-'))
+        && !name.contains("..")
+}
+
+/// Whether an OIDC provider is a host and path without scheme or wildcard.
+pub fn oidc_provider_ok(provider: &str) -> bool {
+    (1..=255).contains(&provider.len())
+        && provider.contains('.')
+        && provider
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '.' | '-' | '/'))
+        && provider
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
+/// Whether a Google Cloud project id is valid: 6 to 30 characters, lowercase letters, digits
+/// and `-`, starting with a letter and not ending with `-`.
+pub fn project_id_ok(project: &str) -> bool {
+    (6..=30).contains(&project.len())
+        && project.starts_with(|ch: char| ch.is_ascii_lowercase())
+        && !project.ends_with('-')
+        && project
+            .chars()
+            .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,5 +259,21 @@ mod tests {
         assert!(label_value("train_exclusive.v1").is_ok());
         assert!(label_value("has space").is_err());
         assert!(label_value("").is_ok());
+    }
+
+    #[test]
+    fn cloud_names_follow_their_rules() {
+        assert!(bucket_name_ok("fleet-us-east-1a-models"));
+        assert!(!bucket_name_ok("Fleet"));
+        assert!(!bucket_name_ok("a*b"));
+        assert!(project_id_ok("fleet-eu-prod"));
+        assert!(!project_id_ok("fleet"));
+        assert!(oidc_provider_ok(
+            "oidc.eks.us-east-1.amazonaws.com/id/ABC123"
+        ));
+        assert!(!oidc_provider_ok(
+            "https://oidc.eks.us-east-1.amazonaws.com/id/ABC"
+        ));
+        assert!(!oidc_provider_ok("oidc.eks.*.amazonaws.com"));
     }
 }

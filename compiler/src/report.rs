@@ -1,7 +1,9 @@
-//! Reports read from the plan: the quota report of a cell.
+//! Reports read from the plan: the capacity and quota reports of a cell.
 //!
-//! Consumes: a cell plan. Produces: the bodies (without headers) of `reports/quota.json` and
-//! `reports/quota.md`: per tenant and reserved pool resource, its Kueue entitlement and the three
+//! Consumes: a cell plan. Produces: the bodies (without headers) of `reports/capacity.json` and
+//! `reports/capacity.md` (per pool resource its capacity and what each tenant reserves, the
+//! stranded capacity of each MIG layout, the node labels of each node group), and of
+//! `reports/quota.json` and `reports/quota.md`: per tenant and reserved pool resource, its Kueue entitlement and the three
 //! terms of its effective capacity with the binding one marked; per tenant, its cpu, memory and
 //! pods ceiling and how it is split over its namespaces; per pool resource, what no tenant
 //! reserved and how far reserved plus burst oversubscribe it; the guard's GitOps identities and
@@ -14,6 +16,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
+use crate::facts::naming::{DEVICE_PLUGIN_CONFIGMAP, MIG_PARTED_CONFIGMAP};
 use crate::plan::{
     CellPlan, Effective, Entitlement, ExceptionPlan, NamespacePlan, ROOT_COHORT, TenantPlan, Term,
 };
@@ -291,12 +294,12 @@ fn pod_security_markdown(out: &mut String, cell: &CellPlan) {
         "Objects tenantc manages may be changed only by the GitOps controller `{}` or the break-glass group `{}` (policy `{}`).",
         cell.gitops.user,
         cell.gitops.break_glass,
-        crate::lower::guard::GUARD_NAME
+        crate::facts::naming::GUARD_NAME
     );
     out.push_str(
         "Every tenant namespace is Pod Security `restricted` (enforce, audit, warn), except where a reviewed exception relaxes `enforce`; there policy `",
     );
-    out.push_str(crate::lower::guard::EXCEPTIONS_NAME);
+    out.push_str(crate::facts::naming::EXCEPTIONS_NAME);
     out.push_str(
         "` enforces every other `restricted` rule, and audit and warn stay `restricted`.\n",
     );
@@ -570,6 +573,138 @@ the root cohort holds what no tenant reserved.\n\n",
 }
 
 /// Small generated fleets for the property tests of the reports and of `describe`.
+/// The capacity report of a cell as `(json, markdown)`: per pool resource its capacity and what
+/// each tenant reserves (burst is not counted), the stranded capacity of each MIG layout with a
+/// witness placement, and the node labels each node group needs.
+pub fn capacity(cell: &CellPlan) -> (Value, String) {
+    let capacity = &cell.gpu.capacity;
+    let rows = &capacity.rows;
+    let groups = &capacity.node_groups;
+    let stranded: Vec<Value> = capacity
+        .stranded
+        .iter()
+        .map(|layout| {
+            let per_gpu = &layout.per_gpu;
+            let gpus = layout.gpus;
+            json!({
+                "pool": layout.pool,
+                "layout": layout.layout,
+                "gpus": gpus,
+                "unused_compute_slices_per_gpu": per_gpu.unused_compute_slices,
+                "unused_memory_slices_per_gpu": per_gpu.unused_memory_slices,
+                "unused_placement_units_per_gpu": per_gpu.unused_placement_units,
+                "unused_compute_slices": i64::from(per_gpu.unused_compute_slices).saturating_mul(gpus),
+                "unused_memory_slices": i64::from(per_gpu.unused_memory_slices).saturating_mul(gpus),
+                "placement": layout.placement,
+            })
+        })
+        .collect();
+    let json_rows: Vec<Value> = rows
+        .iter()
+        .map(|row| {
+            let reserved: i64 = row.reserved.values().sum();
+            json!({
+                "pool": row.pool,
+                "resource": row.resource,
+                "capacity": row.capacity,
+                "reserved": row.reserved,
+                "reserved_total": reserved,
+                "free": row.capacity - reserved,
+            })
+        })
+        .collect();
+    let json_groups: Vec<Value> = groups
+        .iter()
+        .map(|group| {
+            json!({
+                "pool": group.pool,
+                "layout": group.layout,
+                "nodes": group.nodes,
+                "labels": group.labels,
+            })
+        })
+        .collect();
+    let report = json!({
+        "cell": cell.name,
+        "resources": json_rows,
+        "stranded": stranded,
+        "node_groups": json_groups,
+    });
+
+    let mut md = format!("# Capacity of cell `{}`\n\n", cell.name);
+    md.push_str("Reserved is the sum of the tenants' `reserved` (Kueue nominal quota); burst is not counted.\n\n");
+    md.push_str("| pool | resource | capacity | reserved | free | reserved by |\n");
+    md.push_str("|---|---|---:|---:|---:|---|\n");
+    for row in rows {
+        let reserved: i64 = row.reserved.values().sum();
+        let by: Vec<String> = row
+            .reserved
+            .iter()
+            .map(|(tenant, count)| format!("{tenant} {count}"))
+            .collect();
+        md.push_str(&format!(
+            "| {} | `{}` | {} | {} | {} | {} |\n",
+            row.pool,
+            row.resource,
+            row.capacity,
+            reserved,
+            row.capacity - reserved,
+            if by.is_empty() {
+                "-".to_string()
+            } else {
+                by.join(", ")
+            }
+        ));
+    }
+    md.push_str("\n## Stranded MIG capacity\n\n");
+    if stranded.is_empty() {
+        md.push_str("No pool uses MIG.\n");
+    } else {
+        md.push_str("Every GPU of a node group gets the layout, so no GPU of a MIG pool is outside a layout.\n");
+        md.push_str("The placement is one valid assignment of start positions (`profile@start`); mig-parted finds its own.\n\n");
+        md.push_str("| pool | layout | GPUs | placement per GPU | unused compute slices per GPU | unused memory slices per GPU | unused compute slices | unused memory slices |\n");
+        md.push_str("|---|---|---:|---|---:|---:|---:|---:|\n");
+        for row in &stranded {
+            let placed: Vec<&str> = row["placement"]
+                .as_array()
+                .map(|items| items.iter().filter_map(|item| item.as_str()).collect())
+                .unwrap_or_default();
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                row["pool"].as_str().unwrap_or(""),
+                row["layout"].as_str().unwrap_or(""),
+                row["gpus"],
+                placed.join(" "),
+                row["unused_compute_slices_per_gpu"],
+                row["unused_memory_slices_per_gpu"],
+                row["unused_compute_slices"],
+                row["unused_memory_slices"],
+            ));
+        }
+    }
+    md.push_str("\n## Node labels\n\n");
+    md.push_str(&format!(
+        "Point the GPU Operator at the generated configs: ClusterPolicy `migManager.config.name: {MIG_PARTED_CONFIGMAP}` and `devicePlugin.config.name: {DEVICE_PLUGIN_CONFIGMAP}` in namespace `{}`.\n\n",
+        cell.gpu.operator_namespace
+    ));
+    md.push_str("| pool | layout | nodes | labels |\n|---|---|---:|---|\n");
+    for group in groups {
+        let labels: Vec<String> = group
+            .labels
+            .iter()
+            .map(|(key, value)| format!("`{key}={value}`"))
+            .collect();
+        md.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            group.pool,
+            group.layout.as_deref().unwrap_or("-"),
+            group.nodes,
+            labels.join("<br>")
+        ));
+    }
+    (report, md)
+}
+
 #[cfg(test)]
 pub(crate) mod fixtures {
     use crate::InputFile;

@@ -74,7 +74,7 @@ pub fn declaration_files(root: &str) -> Vec<(String, String)> {
         }
     }
     // The signing material the weights stage verifies models with, recursively.
-    let mut pending: Vec<(std::path::PathBuf, String)> = crate::load::MATERIAL_FOLDERS
+    let mut pending: Vec<(std::path::PathBuf, String)> = crate::layout::MATERIAL_FOLDERS
         .iter()
         .map(|folder| (root.join(folder), folder.to_string()))
         .collect();

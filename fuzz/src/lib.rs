@@ -21,8 +21,8 @@ use std::fmt::Write as _;
 
 use tenantc::diag::render::{self, Color};
 use tenantc::diag::{Diagnostic, Severity};
+use tenantc::layout::DeclKind;
 use tenantc::parse::Format;
-use tenantc::schema::DeclKind;
 use tenantc::source::{FileId, SourceMap};
 use tenantc::{Compilation, InputFile, compile};
 

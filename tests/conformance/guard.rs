@@ -218,7 +218,7 @@ pub(super) fn only_the_gitops_controller_changes_managed_objects(cluster: &Clust
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         as_identity(cluster, who, &args, "")
     };
-    let strip = format!("{}-", tenantc::lower::MANAGED_BY.0);
+    let strip = format!("{}-", tenantc::kube::labels::MANAGED_BY.0);
     let mut results = Vec::new();
     let mut case = |who: &[&str], whom: &str, args: Vec<String>, what: String, expect: Expect| {
         let run = run_as(who, strs(&args));
@@ -266,8 +266,8 @@ pub(super) fn only_the_gitops_controller_changes_managed_objects(cluster: &Clust
     );
     let adopt = format!(
         "{}={}",
-        tenantc::lower::MANAGED_BY.0,
-        tenantc::lower::MANAGED_BY.1
+        tenantc::kube::labels::MANAGED_BY.0,
+        tenantc::kube::labels::MANAGED_BY.1
     );
     case(
         &gitops,
@@ -317,7 +317,7 @@ pub(super) fn only_the_gitops_controller_changes_managed_objects(cluster: &Clust
     // A tenant admin cannot create an object that claims to be tenantc's either.
     let forged = json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": "conformance-forged", "namespace": namespace, "labels": {tenantc::lower::MANAGED_BY.0: "tenantc"}},
+        "metadata": {"name": "conformance-forged", "namespace": namespace, "labels": {tenantc::kube::labels::MANAGED_BY.0: "tenantc"}},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": binding.json["roleRef"]["name"]},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": admin_group}],
     });
@@ -542,7 +542,7 @@ pub(super) fn excepted_namespaces_admit_only_the_declared_capabilities(cluster: 
     // The tenant floor lets a pod use the exception only on the nodes of its tenant's own pools
     // (`host-pools`): the node labels of its first pool, as the params list them.
     let host_pool: serde_json::Map<String, Value> =
-        tenantc::lower::admission::params(excepted.0, &cell)["hostPools"]
+        tenantc::plan::admission::params(excepted.0, &cell)["hostPools"]
             .split(',')
             .next()
             .unwrap_or("")
@@ -643,7 +643,7 @@ pub(super) fn excepted_namespaces_admit_only_the_declared_capabilities(cluster: 
         let selector = (namespace.name == excepted.1.name).then(|| host_pool.clone());
         for (idx, (what, change, expect)) in pods.into_iter().enumerate() {
             let body = pod(
-                &tenantc::lower::admission::params(tenant, &cell),
+                &tenantc::plan::admission::params(tenant, &cell),
                 &namespace.name,
                 &namespace.service_account,
                 &format!("guard-probe-{idx}"),

@@ -264,7 +264,7 @@ impl Probe {
         expect: Expect,
     ) -> Probe {
         Probe {
-            floor: tenantc::lower::admission::params(tenant, cell),
+            floor: tenantc::plan::admission::params(tenant, cell),
             group: member_group(tenant),
             namespace: namespace.name.clone(),
             service_account: namespace.service_account.clone(),

@@ -53,7 +53,7 @@ pub fn fleet() -> PathBuf {
 pub const FLEET: &str = "tests/fixtures/fleet";
 
 /// Every folder of a fleet that the build reads: declarations, signing material, templates.
-pub const FLEET_FOLDERS: [&str; 5] = tenantc::load::READ_FOLDERS;
+pub const FLEET_FOLDERS: [&str; 5] = tenantc::layout::READ_FOLDERS;
 
 /// Copies the frozen fixture fleet's folders into `to` (which may exist).
 pub fn copy_fleet(to: &Path) {

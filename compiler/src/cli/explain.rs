@@ -1,7 +1,7 @@
 //! `tenantc explain [CODE]`: the reference section of a diagnostic code, or the list of every
-//! code with its stage, documented severities and description.
+//! code with its stage, severities and description.
 //!
-//! Consumes: a code and `docs/diagnostics.md`, compiled in. Produces: the section as Markdown
+//! Consumes: a code, the code registry and `docs/diagnostics.md`, compiled in. Produces: the section as Markdown
 //! text or JSON on stdout.
 //!
 //! Invariant: reads nothing at run time; the reference is the one this binary was built with.
@@ -28,22 +28,14 @@ fn doc_section(code: &str) -> Option<&'static str> {
     section.get(..end)
 }
 
-/// The severities a code's section documents, in the order it names them: `error`,
-/// `warning`, or both for a code reported as either (such as `file-not-regular`).
-fn doc_severities(code: &str) -> Vec<&'static str> {
-    let line = doc_section(code)
-        .and_then(|section| {
-            section
-                .lines()
-                .find_map(|line| line.strip_prefix("Severity: "))
-        })
-        .unwrap_or("");
-    let mut found: Vec<(usize, &'static str)> = ["error", "warning"]
-        .into_iter()
-        .filter_map(|word| line.find(word).map(|at| (at, word)))
-        .collect();
-    found.sort_unstable();
-    found.into_iter().map(|(_, word)| word).collect()
+/// The severities a code is reported with, as the registry lists them (and `docs/diagnostics.md`
+/// names them, a test of `diag::code` says): `error`, `warning`, or both for a code reported as
+/// either (such as `file-not-regular`).
+fn severities(code: Code) -> Vec<&'static str> {
+    code.severities()
+        .iter()
+        .map(|severity| severity.as_str())
+        .collect()
 }
 
 /// Runs `tenantc explain`.
@@ -53,7 +45,7 @@ pub fn run(code: Option<&str>, format: DescribeFormat) -> Result<Exit, Fatal> {
         serde_json::json!({
             "code": code.as_str(),
             "stage": code.stage(),
-            "severities": doc_severities(code.as_str()),
+            "severities": severities(*code),
             "description": code.description(),
         })
     };
@@ -75,7 +67,7 @@ pub fn run(code: Option<&str>, format: DescribeFormat) -> Result<Exit, Fatal> {
                 "{:<36} {:<10} {:<13} {}\n",
                 code.as_str(),
                 code.stage(),
-                doc_severities(code.as_str()).join("|"),
+                severities(*code).join("|"),
                 code.description()
             ));
         }

@@ -5,4 +5,12 @@
 //! Invariant: a fact depends only on the model; no module here reads a later stage (`plan`,
 //! `lower`, `emit`), so every stage may read it.
 
+pub mod cloud;
+pub mod defaults;
+pub mod gpu;
+pub mod naming;
+pub mod pod_security;
+pub mod rbac;
+pub mod split;
 pub mod storage;
+pub mod topology;

@@ -1,14 +1,19 @@
-//! Typed Kubernetes objects that `k8s-openapi` does not model: the CRD kinds tenantc emits.
+//! Typed objects and documents that `k8s-openapi` does not model: the CRD kinds tenantc emits
+//! (`kueue.rs`, `gitops.rs`), the GPU Operator's config documents (`gpu_operator.rs`), the cloud
+//! IAM documents (`iam.rs`), and the label keys several stages name (`labels.rs`).
 //!
-//! Consumes: nothing; `lower` builds these structs. Produces: values that serialize (through
+//! Consumes: nothing; `plan` and `lower` build these structs. Produces: values that serialize (through
 //! serde) to exactly the objects the API server and the CRD's controller accept.
 //!
-//! Invariant: every field of a struct here exists in the vendored CRD schema under
+//! Invariant: every field of a CRD kind's struct here exists in the vendored CRD schema under
 //! `schema/crds/`, which a test checks by walking a maximal instance against the schema; core
 //! kinds come from `k8s-openapi`, never from here.
 
 pub mod gitops;
+pub mod gpu_operator;
+pub mod iam;
 pub mod kueue;
+pub mod labels;
 
 #[cfg(test)]
 mod crd_schema;

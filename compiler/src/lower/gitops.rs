@@ -167,8 +167,8 @@ fn application_set(cell: &CellPlan, sync: &SyncPlan, units: &[Unit<'_>]) -> Appl
                     name: Some("{{.name}}".to_string()),
                     labels: Some(BTreeMap::from([
                         (
-                            super::MANAGED_BY.0.to_string(),
-                            super::MANAGED_BY.1.to_string(),
+                            crate::kube::labels::MANAGED_BY.0.to_string(),
+                            crate::kube::labels::MANAGED_BY.1.to_string(),
                         ),
                         (SYNC_STEP_LABEL.to_string(), "{{.step}}".to_string()),
                     ])),

@@ -1,65 +1,27 @@
-//! GPU plumbing of a cell: the mig-parted config, the device-plugin config, node labels and the
-//! capacity report.
+//! The GPU Operator objects of a cell: two ConfigMaps in the GPU Operator namespace,
+//! `tenantc-mig-parted-config` with one named mig-parted config per MIG layout and
+//! `tenantc-device-plugin-config` with one device-plugin config per pool.
 //!
-//! Consumes: a validated [`Cell`], the tenants' quotas in it and the cell's catalog.
-//! Produces: two ConfigMaps in the GPU Operator namespace (`tenantc-mig-parted-config` with one
-//! named mig-parted config per MIG layout, `tenantc-device-plugin-config` with one device-plugin
-//! config per pool), the node labels each pool or node group needs, and the capacity report.
-//! Both configs are typed documents (`gpu_config.rs`, the module `config`), which the ConfigMaps
-//! write as canonical YAML text when they are serialized.
+//! Consumes: the cell's [`GpuPlan`], whose documents `plan/gpu.rs` resolved. Produces: the
+//! ConfigMaps as typed objects ([`OperatorConfigMap`]), which write the documents as canonical
+//! YAML text when they are serialized.
 //!
-//! Invariants:
-//! - The mig-parted document has exactly `version: v1` and `mig-configs` at the top; every
-//!   config has at least one entry; every MIG entry carries a `device-filter` with the pool's
-//!   PCI ids, so a config never lands on another GPU model; `all-disabled` is always present
-//!   (the GPU Operator's default label value).
-//! - Config names are `<pool>-<layout>`, valid label values (validation checks the length).
+//! Invariant: a plain mapping of the plan; the mig-parted ConfigMap exists exactly when the
+//! plan has a mig-parted document, the device-plugin one when the cell has a pool.
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::catalog::{Catalog, placement};
-use crate::hardware::{self, GPU_RESOURCE};
-use crate::model::{Cell, MigLayout, Pool, Sharing, Tenant};
+use crate::facts::naming::{DEVICE_PLUGIN_CONFIGMAP, MIG_PARTED_CONFIGMAP};
+use crate::kube::gpu_operator::{Document, OperatorConfigMap};
+use crate::plan::gpu::GpuPlan;
 
-// The typed config documents are a part of this module, kept in their own file beside it.
-#[path = "gpu_config.rs"]
-pub mod config;
-
-use config::{
-    DevicePluginConfig, Devices, Document, Flags, MigConfigEntry, MigPartedConfig, MigStrategy,
-    OperatorConfigMap, ReplicatedResource, ReplicatedResources, Version,
-};
-
-/// The default GPU Operator namespace.
-pub const DEFAULT_GPU_OPERATOR_NAMESPACE: &str = "gpu-operator";
-/// The mig-parted ConfigMap name (set ClusterPolicy `migManager.config.name` to it).
-pub const MIG_PARTED_CONFIGMAP: &str = "tenantc-mig-parted-config";
-/// The device-plugin ConfigMap name (set ClusterPolicy `devicePlugin.config.name` to it).
-pub const DEVICE_PLUGIN_CONFIGMAP: &str = "tenantc-device-plugin-config";
-/// The mig-parted config that turns MIG off.
-pub const MIG_DISABLED: &str = "all-disabled";
-
-/// The mig-parted config name of a layout, also the `nvidia.com/mig.config` label value.
-pub fn mig_config_name(pool: &Pool, layout: &MigLayout) -> String {
-    format!("{}-{}", pool.name.value, layout.name.value)
-}
-
-/// The GPU Operator namespace of a cell.
-pub fn operator_namespace(cell: &Cell) -> &str {
-    cell.gpu_operator_namespace
-        .as_ref()
-        .map_or(DEFAULT_GPU_OPERATOR_NAMESPACE, |ns| ns.value.as_str())
-}
-
-fn configmap(cell: &Cell, name: &str, data: BTreeMap<String, Document>) -> OperatorConfigMap {
+fn configmap(gpu: &GpuPlan, name: &str, data: BTreeMap<String, Document>) -> OperatorConfigMap {
     OperatorConfigMap {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
-            namespace: Some(operator_namespace(cell).to_string()),
+            namespace: Some(gpu.operator_namespace.clone()),
             labels: Some(super::managed_labels()),
             ..ObjectMeta::default()
         },
@@ -67,366 +29,34 @@ fn configmap(cell: &Cell, name: &str, data: BTreeMap<String, Document>) -> Opera
     }
 }
 
-/// The mig-parted config document of a cell, or `None` when no pool has a MIG-capable GPU (every
-/// node group of a MIG-capable model gets an `nvidia.com/mig.config` label, so the config must
-/// exist, if only with `all-disabled`).
-pub fn mig_parted_document(cell: &Cell, catalog: &Catalog) -> Option<MigPartedConfig> {
-    let mig_capable = cell.pools.iter().any(|pool| {
-        catalog
-            .sku(&pool.gpu.value)
-            .is_some_and(|sku| sku.mig_table.is_some())
-    });
-    if !mig_capable {
-        return None;
-    }
-    let mut configs = BTreeMap::from([(
-        MIG_DISABLED.to_string(),
-        vec![MigConfigEntry {
-            device_filter: None,
-            devices: Devices::All,
-            mig_enabled: false,
-            mig_devices: None,
-        }],
-    )]);
-    for pool in cell.pools.iter().filter(|pool| pool.sharing.value.is_mig()) {
-        let pci_ids = catalog
-            .sku(&pool.gpu.value)
-            .map(|sku| sku.pci_ids.clone())
-            .unwrap_or_default();
-        for layout in &pool.mig_layouts {
-            let devices: BTreeMap<String, i64> = layout
-                .profiles
-                .iter()
-                .map(|(name, count)| (name.value.clone(), count.value))
-                .collect();
-            let entry = MigConfigEntry {
-                device_filter: Some(pci_ids.clone()),
-                devices: Devices::All,
-                mig_enabled: true,
-                mig_devices: Some(devices),
-            };
-            configs.insert(mig_config_name(pool, layout), vec![entry]);
-        }
-    }
-    Some(MigPartedConfig {
-        version: Version::V1,
-        mig_configs: configs,
-    })
-}
-
-/// The device-plugin config of one pool.
-pub fn device_plugin_document(pool: &Pool) -> DevicePluginConfig {
-    let mig_strategy = match pool.sharing.value {
-        Sharing::Mig => MigStrategy::Mixed,
-        Sharing::MigSingle => MigStrategy::Single,
-        Sharing::Exclusive | Sharing::TimeSlice | Sharing::Mps => MigStrategy::None,
-    };
-    let replicas = pool.replicas.as_ref().map_or(1, |r| r.value);
-    // `renameByDefault` advertises replicas as `nvidia.com/gpu.shared`, apart from whole GPUs.
-    let resources = ReplicatedResources {
-        rename_by_default: true,
-        resources: vec![ReplicatedResource {
-            name: GPU_RESOURCE.to_string(),
-            replicas,
-        }],
-    };
-    let sharing = match pool.sharing.value {
-        Sharing::TimeSlice => Some(config::Sharing::TimeSlicing(resources)),
-        Sharing::Mps => Some(config::Sharing::Mps(resources)),
-        Sharing::Exclusive | Sharing::Mig | Sharing::MigSingle => None,
-    };
-    DevicePluginConfig {
-        version: Version::V1,
-        flags: Flags { mig_strategy },
-        sharing,
-    }
-}
-
 /// The GPU Operator objects of a cell, as `(file, object)`.
-pub fn operator_objects(cell: &Cell, catalog: &Catalog) -> Vec<(String, OperatorConfigMap)> {
+pub fn operator_objects(gpu: &GpuPlan) -> Vec<(String, OperatorConfigMap)> {
     let mut objects = Vec::new();
-    if let Some(document) = mig_parted_document(cell, catalog) {
+    if let Some(document) = &gpu.mig_parted {
         objects.push((
             "configmap-mig-parted-config.yaml".to_string(),
             configmap(
-                cell,
+                gpu,
                 MIG_PARTED_CONFIGMAP,
-                BTreeMap::from([("config.yaml".to_string(), Document::MigParted(document))]),
+                BTreeMap::from([(
+                    "config.yaml".to_string(),
+                    Document::MigParted(document.clone()),
+                )]),
             ),
         ));
     }
-    if !cell.pools.is_empty() {
-        let data = cell
-            .pools
+    if !gpu.device_plugins.is_empty() {
+        let data = gpu
+            .device_plugins
             .iter()
-            .map(|pool| {
-                (
-                    pool.name.value.clone(),
-                    Document::DevicePlugin(device_plugin_document(pool)),
-                )
-            })
+            .map(|(pool, document)| (pool.clone(), Document::DevicePlugin(document.clone())))
             .collect();
         objects.push((
             "configmap-device-plugin-config.yaml".to_string(),
-            configmap(cell, DEVICE_PLUGIN_CONFIGMAP, data),
+            configmap(gpu, DEVICE_PLUGIN_CONFIGMAP, data),
         ));
     }
     objects
-}
-
-/// A group of nodes with one GPU configuration.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NodeGroup {
-    /// The pool.
-    pub pool: String,
-    /// The layout, for MIG node groups.
-    pub layout: Option<String>,
-    /// Nodes in the group.
-    pub nodes: i64,
-    /// The node labels the group needs, sorted by key.
-    pub labels: BTreeMap<String, String>,
-}
-
-/// The node groups of a cell and the labels each needs.
-pub fn node_groups(cell: &Cell, catalog: &Catalog) -> Vec<NodeGroup> {
-    let mut groups = Vec::new();
-    for pool in &cell.pools {
-        let mig_capable = catalog
-            .sku(&pool.gpu.value)
-            .is_some_and(|sku| sku.mig_table.is_some());
-        let mut base = BTreeMap::from([(
-            "nvidia.com/device-plugin.config".to_string(),
-            pool.name.value.clone(),
-        )]);
-        for (key, value) in &pool.labels {
-            base.insert(key.value.clone(), value.value.clone());
-        }
-        if pool.sharing.value.is_mig() {
-            for (idx, layout) in pool.mig_layouts.iter().enumerate() {
-                let mut labels = base.clone();
-                labels.insert(
-                    "nvidia.com/mig.config".to_string(),
-                    mig_config_name(pool, layout),
-                );
-                groups.push(NodeGroup {
-                    pool: pool.name.value.clone(),
-                    layout: Some(layout.name.value.clone()),
-                    nodes: hardware::layout_nodes(pool, idx),
-                    labels,
-                });
-            }
-        } else {
-            if mig_capable {
-                base.insert(
-                    "nvidia.com/mig.config".to_string(),
-                    MIG_DISABLED.to_string(),
-                );
-            }
-            groups.push(NodeGroup {
-                pool: pool.name.value.clone(),
-                layout: None,
-                nodes: pool.nodes.value,
-                labels: base,
-            });
-        }
-    }
-    groups
-}
-
-/// One row of the capacity report.
-#[derive(Debug, Clone, PartialEq)]
-struct Row {
-    pool: String,
-    resource: String,
-    capacity: i64,
-    reserved: BTreeMap<String, i64>,
-}
-
-fn stranded(cell: &Cell, catalog: &Catalog) -> Vec<serde_json::Value> {
-    let mut rows = Vec::new();
-    for pool in cell.pools.iter().filter(|pool| pool.sharing.value.is_mig()) {
-        let Some(table) = catalog.table_for_sku(&pool.gpu.value) else {
-            continue;
-        };
-        for (idx, layout) in pool.mig_layouts.iter().enumerate() {
-            let request: Vec<(String, u32)> = layout
-                .profiles
-                .iter()
-                .map(|(name, count)| (name.value.clone(), u32::try_from(count.value).unwrap_or(0)))
-                .collect();
-            let (Ok(per_gpu), Ok(witness)) = (
-                placement::stranded_capacity(table, &request),
-                placement::place(table, &request),
-            ) else {
-                continue;
-            };
-            let witness: Vec<String> = witness
-                .instances
-                .iter()
-                .map(|instance| format!("{}@{}", instance.profile, instance.start))
-                .collect();
-            let gpus = hardware::layout_nodes(pool, idx).saturating_mul(pool.gpus_per_node.value);
-            rows.push(json!({
-                "pool": pool.name.value,
-                "layout": layout.name.value,
-                "gpus": gpus,
-                "unused_compute_slices_per_gpu": per_gpu.unused_compute_slices,
-                "unused_memory_slices_per_gpu": per_gpu.unused_memory_slices,
-                "unused_placement_units_per_gpu": per_gpu.unused_placement_units,
-                "unused_compute_slices": i64::from(per_gpu.unused_compute_slices).saturating_mul(gpus),
-                "unused_memory_slices": i64::from(per_gpu.unused_memory_slices).saturating_mul(gpus),
-                "placement": witness,
-            }));
-        }
-    }
-    rows
-}
-
-fn rows(cell: &Cell, tenants: &[&Tenant], catalog: &Catalog) -> Vec<Row> {
-    let mut rows: Vec<Row> = Vec::new();
-    for pool in &cell.pools {
-        for offer in hardware::offers(pool, catalog) {
-            rows.push(Row {
-                pool: pool.name.value.clone(),
-                resource: offer.resource,
-                capacity: offer.capacity,
-                reserved: BTreeMap::new(),
-            });
-        }
-    }
-    for tenant in tenants {
-        let Some(quota) = tenant.quota_in(&cell.name.value) else {
-            continue;
-        };
-        for reservation in &quota.pools {
-            let Some((pool, offer)) = hardware::resolve(cell, reservation, catalog) else {
-                continue;
-            };
-            if let Some(row) = rows
-                .iter_mut()
-                .find(|row| row.pool == pool.name.value && row.resource == offer.resource)
-            {
-                let entry = row.reserved.entry(tenant.name.value.clone()).or_insert(0);
-                *entry = entry.saturating_add(reservation.reserved.value);
-            }
-        }
-    }
-    rows
-}
-
-/// The capacity report of a cell as `(json, markdown)` bodies (without headers).
-pub fn capacity_report(
-    cell: &Cell,
-    tenants: &[&Tenant],
-    catalog: &Catalog,
-) -> (serde_json::Value, String) {
-    let rows = rows(cell, tenants, catalog);
-    let stranded = stranded(cell, catalog);
-    let groups = node_groups(cell, catalog);
-    let json_rows: Vec<serde_json::Value> = rows
-        .iter()
-        .map(|row| {
-            let reserved: i64 = row.reserved.values().sum();
-            json!({
-                "pool": row.pool,
-                "resource": row.resource,
-                "capacity": row.capacity,
-                "reserved": row.reserved,
-                "reserved_total": reserved,
-                "free": row.capacity - reserved,
-            })
-        })
-        .collect();
-    let json_groups: Vec<serde_json::Value> = groups
-        .iter()
-        .map(|group| {
-            json!({
-                "pool": group.pool,
-                "layout": group.layout,
-                "nodes": group.nodes,
-                "labels": group.labels,
-            })
-        })
-        .collect();
-    let report = json!({
-        "cell": cell.name.value,
-        "resources": json_rows,
-        "stranded": stranded,
-        "node_groups": json_groups,
-    });
-
-    let mut md = format!("# Capacity of cell `{}`\n\n", cell.name.value);
-    md.push_str("Reserved is the sum of the tenants' `reserved` (Kueue nominal quota); burst is not counted.\n\n");
-    md.push_str("| pool | resource | capacity | reserved | free | reserved by |\n");
-    md.push_str("|---|---|---:|---:|---:|---|\n");
-    for row in &rows {
-        let reserved: i64 = row.reserved.values().sum();
-        let by: Vec<String> = row
-            .reserved
-            .iter()
-            .map(|(tenant, count)| format!("{tenant} {count}"))
-            .collect();
-        md.push_str(&format!(
-            "| {} | `{}` | {} | {} | {} | {} |\n",
-            row.pool,
-            row.resource,
-            row.capacity,
-            reserved,
-            row.capacity - reserved,
-            if by.is_empty() {
-                "-".to_string()
-            } else {
-                by.join(", ")
-            }
-        ));
-    }
-    md.push_str("\n## Stranded MIG capacity\n\n");
-    if stranded.is_empty() {
-        md.push_str("No pool uses MIG.\n");
-    } else {
-        md.push_str("Every GPU of a node group gets the layout, so no GPU of a MIG pool is outside a layout.\n");
-        md.push_str("The placement is one valid assignment of start positions (`profile@start`); mig-parted finds its own.\n\n");
-        md.push_str("| pool | layout | GPUs | placement per GPU | unused compute slices per GPU | unused memory slices per GPU | unused compute slices | unused memory slices |\n");
-        md.push_str("|---|---|---:|---|---:|---:|---:|---:|\n");
-        for row in &stranded {
-            let placed: Vec<&str> = row["placement"]
-                .as_array()
-                .map(|items| items.iter().filter_map(|item| item.as_str()).collect())
-                .unwrap_or_default();
-            md.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                row["pool"].as_str().unwrap_or(""),
-                row["layout"].as_str().unwrap_or(""),
-                row["gpus"],
-                placed.join(" "),
-                row["unused_compute_slices_per_gpu"],
-                row["unused_memory_slices_per_gpu"],
-                row["unused_compute_slices"],
-                row["unused_memory_slices"],
-            ));
-        }
-    }
-    md.push_str("\n## Node labels\n\n");
-    md.push_str(&format!(
-        "Point the GPU Operator at the generated configs: ClusterPolicy `migManager.config.name: {MIG_PARTED_CONFIGMAP}` and `devicePlugin.config.name: {DEVICE_PLUGIN_CONFIGMAP}` in namespace `{}`.\n\n",
-        operator_namespace(cell)
-    ));
-    md.push_str("| pool | layout | nodes | labels |\n|---|---|---:|---|\n");
-    for group in &groups {
-        let labels: Vec<String> = group
-            .labels
-            .iter()
-            .map(|(key, value)| format!("`{key}={value}`"))
-            .collect();
-        md.push_str(&format!(
-            "| {} | {} | {} | {} |\n",
-            group.pool,
-            group.layout.as_deref().unwrap_or("-"),
-            group.nodes,
-            labels.join("<br>")
-        ));
-    }
-    (report, md)
 }
 
 #[cfg(test)]

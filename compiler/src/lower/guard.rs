@@ -48,24 +48,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 
-use super::{LABEL_PREFIX, MANAGED_BY, body, cluster_meta, managed_labels};
+use super::{body, cluster_meta, managed_labels};
 use crate::emit::Body;
 use crate::emit::InternalError;
+use crate::facts::naming::{EXCEPTIONS_NAME, GUARD_NAME};
+use crate::kube::labels::{LABEL_PREFIX, MANAGED_BY};
 use crate::plan::{CellPlan, GitOpsPlan, TenantPlan};
 
-/// The GitOps identity of a cell that declares none: Argo CD's application controller as its
-/// install manifests name it.
-pub const DEFAULT_GITOPS_USER: &str = "system:serviceaccount:argocd:argocd-application-controller";
-/// The break-glass group of a cell that declares none: `system:masters`, which passes every
-/// authorization check and may delete the policy itself, so the guard cannot stop it anyway.
-pub const DEFAULT_BREAK_GLASS: &str = "system:masters";
-/// The name of the guard policy and its binding.
-pub const GUARD_NAME: &str = "tenantc-guard-managed-objects";
 /// The name of the policy and binding that keep tenantc from adopting an existing Namespace.
 pub const ADOPTION_NAME: &str = "tenantc-guard-adoption";
 
-/// The name of the Pod Security exception policy and its binding.
-pub const EXCEPTIONS_NAME: &str = "tenantc-pod-security-exceptions";
 /// The prefix of the name of each tenant's RoleBinding subjects policy and binding.
 pub const SUBJECTS_NAME: &str = "tenantc-rolebinding-subjects";
 /// The namespace annotation listing the capabilities an exception grants, comma-separated.
@@ -75,39 +67,6 @@ pub fn capabilities_annotation() -> String {
 /// The namespace annotation recording each exception's reason and approver.
 pub fn exceptions_annotation() -> String {
     format!("{LABEL_PREFIX}/pod-security-exceptions")
-}
-
-/// Capabilities the `baseline` Pod Security level lets containers add (also what
-/// `policy/pod_security.rs` checks them against).
-pub(crate) const BASELINE_CAPABILITIES: &[&str] = &[
-    "AUDIT_WRITE",
-    "CHOWN",
-    "DAC_OVERRIDE",
-    "FOWNER",
-    "FSETID",
-    "KILL",
-    "MKNOD",
-    "NET_BIND_SERVICE",
-    "SETFCAP",
-    "SETGID",
-    "SETPCAP",
-    "SETUID",
-    "SYS_CHROOT",
-];
-
-/// The lowest Pod Security level whose `enforce` admits containers adding `capabilities`:
-/// `restricted` for none, `baseline` when `baseline` allows each, else `privileged`.
-pub fn enforce_level(capabilities: &[String]) -> &'static str {
-    if capabilities.is_empty() {
-        "restricted"
-    } else if capabilities
-        .iter()
-        .all(|capability| BASELINE_CAPABILITIES.contains(&capability.as_str()))
-    {
-        "baseline"
-    } else {
-        "privileged"
-    }
 }
 
 /// The cell's policies and bindings, as `(file in cluster/, object)`.
@@ -596,23 +555,9 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
     use super::*;
-
-    #[test]
-    fn the_enforce_level_is_the_lowest_that_admits_the_capabilities() {
-        let level = |capabilities: &[&str]| {
-            enforce_level(
-                &capabilities
-                    .iter()
-                    .map(|capability| capability.to_string())
-                    .collect::<Vec<_>>(),
-            )
-        };
-        assert_eq!(level(&[]), "restricted");
-        assert_eq!(level(&["CHOWN"]), "baseline");
-        // Neither `restricted` nor `baseline` lets a container add IPC_LOCK.
-        assert_eq!(level(&["IPC_LOCK"]), "privileged");
-        assert_eq!(level(&["CHOWN", "IPC_LOCK"]), "privileged");
-    }
+    use crate::facts::defaults::{
+        BREAK_GLASS as DEFAULT_BREAK_GLASS, GITOPS_USER as DEFAULT_GITOPS_USER,
+    };
 
     #[test]
     fn cel_strings_escape_quotes_and_backslashes() {
@@ -653,13 +598,6 @@ mod tests {
             "{declared}"
         );
         assert!(!declared.contains(DEFAULT_GITOPS_USER));
-    }
-
-    #[test]
-    fn every_exceptable_capability_needs_the_relaxed_namespace() {
-        for (capability, _) in crate::schema::EXCEPTABLE_CAPABILITIES {
-            assert_ne!(enforce_level(&[capability.to_string()]), "restricted");
-        }
     }
 
     /// The subjects policy of the example fleet's `acme-research` in `us-east-1a`, without its

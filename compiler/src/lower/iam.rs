@@ -18,158 +18,26 @@
 //!   `checkpoints/<tenant>/`; write grants name only `checkpoints/<tenant>/`, and only
 //!   the `train` identity has them; ListBucket always carries an `s3:prefix` condition.
 //! - Trust names exactly the workload's own ServiceAccount with `StringEquals`, never a pattern.
-//! - Every document is typed ([`PolicyDocument`], [`GcpPolicy`], …) and written with sorted keys,
-//!   so the audit of `validate/audit.rs` reads back the same types from the bytes.
+//! - Every document is typed (`kube/iam.rs`: [`PolicyDocument`], [`GcpPolicy`], …) and written
+//!   with sorted keys, so the audit of `validate/audit.rs` reads back the same types from the
+//!   bytes.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::emit::{Extra, InternalError};
+use crate::facts::cloud::{google_account_email, oidc_provider_arn, role_arn};
+use crate::kube::iam::{
+    Conditions, GCP_READ_ROLE, GCP_WORKLOAD_IDENTITY_ROLE, GCP_WRITE_ROLE, GcpBinding,
+    GcpCondition, GcpPolicy, Identities, Identity, LIST_ACTION, POLICY_VERSION,
+    PodIdentityAssociation, PolicyDocument, READ_ACTIONS, Statement, WRITE_ACTIONS,
+};
 use crate::plan::storage::{
-    IdentityPlan, StoragePlan, google_account_email, oidc_provider_arn, role_arn,
+    IdentityPlan, StoragePlan, read_prefixes, service_account_subject, workload_identity_member,
+    write_prefixes,
 };
 use crate::plan::{NamespacePlan, TenantPlan};
-use crate::validate::iam::{checkpoints_prefix, models_prefix};
-
-/// The IAM policy language version.
-pub const POLICY_VERSION: &str = "2012-10-17";
-/// Actions that read objects.
-pub const READ_ACTIONS: [&str; 1] = ["s3:GetObject"];
-/// The action that lists a bucket, always limited by an `s3:prefix` condition.
-pub const LIST_ACTION: &str = "s3:ListBucket";
-/// Actions that write checkpoints (multipart uploads included).
-pub const WRITE_ACTIONS: [&str; 4] = [
-    "s3:AbortMultipartUpload",
-    "s3:DeleteObject",
-    "s3:ListMultipartUploadParts",
-    "s3:PutObject",
-];
-/// The Google role that reads objects.
-pub const GCP_READ_ROLE: &str = "roles/storage.objectViewer";
-/// The Google role that reads and writes objects.
-pub const GCP_WRITE_ROLE: &str = "roles/storage.objectUser";
-/// The Google role that lets a Kubernetes ServiceAccount act as a Google service account.
-pub const GCP_WORKLOAD_IDENTITY_ROLE: &str = "roles/iam.workloadIdentityUser";
-/// The workload kind whose identity may write checkpoints.
-pub const WRITER_KIND: &str = "train";
-
-/// An AWS IAM policy document (identity or trust policy).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyDocument {
-    /// Always [`POLICY_VERSION`].
-    #[serde(rename = "Version")]
-    pub version: String,
-    /// The statements.
-    #[serde(rename = "Statement")]
-    pub statement: Vec<Statement>,
-}
-
-/// Condition operator → condition key → values.
-pub type Conditions = BTreeMap<String, BTreeMap<String, Vec<String>>>;
-
-/// One statement of an AWS policy.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Statement {
-    /// A name for reviews.
-    #[serde(rename = "Sid")]
-    pub sid: String,
-    /// `Allow` (tenantc emits nothing else).
-    #[serde(rename = "Effect")]
-    pub effect: String,
-    /// Who may assume the role (trust policies only).
-    #[serde(rename = "Principal", default, skip_serializing_if = "Option::is_none")]
-    pub principal: Option<BTreeMap<String, String>>,
-    /// Actions.
-    #[serde(rename = "Action")]
-    pub action: Vec<String>,
-    /// Resources (identity policies only).
-    #[serde(rename = "Resource", default, skip_serializing_if = "Vec::is_empty")]
-    pub resource: Vec<String>,
-    /// Conditions.
-    #[serde(
-        rename = "Condition",
-        default,
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub condition: Conditions,
-}
-
-/// The input of `aws eks create-pod-identity-association --cli-input-json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PodIdentityAssociation {
-    /// The EKS cluster.
-    pub cluster_name: String,
-    /// The tenant namespace.
-    pub namespace: String,
-    /// The workload's ServiceAccount.
-    pub service_account: String,
-    /// The role it assumes.
-    pub role_arn: String,
-}
-
-/// A Google IAM policy fragment: bindings to add to a bucket's or service account's policy.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GcpPolicy {
-    /// The bindings.
-    pub bindings: Vec<GcpBinding>,
-    /// Policy version 3, which conditional bindings need.
-    pub version: u32,
-}
-
-/// One Google IAM binding.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GcpBinding {
-    /// The role.
-    pub role: String,
-    /// Who holds it.
-    pub members: Vec<String>,
-    /// When it applies.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub condition: Option<GcpCondition>,
-}
-
-/// A Google IAM condition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GcpCondition {
-    /// A short name.
-    pub title: String,
-    /// The CEL expression.
-    pub expression: String,
-}
-
-/// The summary file of a tenant's IAM folder, with the generated-code header.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Identities {
-    /// The generated-code header.
-    #[serde(rename = "$comment")]
-    pub comment: String,
-    /// Per workload kind, what its identity is.
-    pub identities: Vec<Identity>,
-}
-
-/// One workload kind's identity.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Identity {
-    /// Train or infer.
-    pub workload: String,
-    /// The namespace.
-    pub namespace: String,
-    /// The ServiceAccount.
-    pub service_account: String,
-    /// The AWS role ARN or the Google service account e-mail.
-    pub cloud_identity: String,
-    /// Whether it may write checkpoints.
-    pub writes_checkpoints: bool,
-}
 
 /// The object ARN pattern covering every key under `prefix` in `bucket`.
 pub fn object_arn(bucket: &str, prefix: &str) -> String {
@@ -184,34 +52,6 @@ pub fn bucket_arn(bucket: &str) -> String {
 /// The CEL condition that limits a Google binding to the objects under `prefix`.
 pub fn gcs_prefix_condition(bucket: &str, prefix: &str) -> String {
     format!("resource.name.startsWith(\"projects/_/buckets/{bucket}/objects/{prefix}\")")
-}
-
-/// The prefixes a workload may read in `bucket`: its models, the shared bases granted to it on
-/// that bucket and, for the writer, its own checkpoints (to resume from them).
-pub fn read_prefixes(tenant: &TenantPlan, kind: &str, bucket: &str) -> Vec<String> {
-    let mut prefixes = vec![models_prefix(&tenant.name)];
-    prefixes.extend(
-        tenant
-            .shared_bases
-            .iter()
-            .filter(|base| base.on(bucket))
-            .map(|base| base.prefix.clone()),
-    );
-    if kind == WRITER_KIND {
-        prefixes.push(checkpoints_prefix(&tenant.name));
-    }
-    prefixes.sort();
-    prefixes.dedup();
-    prefixes
-}
-
-/// The prefixes a workload may write: its checkpoints, for the writer only.
-pub fn write_prefixes(tenant: &TenantPlan, kind: &str) -> Vec<String> {
-    if kind == WRITER_KIND {
-        vec![checkpoints_prefix(&tenant.name)]
-    } else {
-        Vec::new()
-    }
 }
 
 /// The identity policy of a workload's AWS role: what it reads and lists in each bucket (one
@@ -346,22 +186,6 @@ pub fn trust(storage: &StoragePlan, namespace: &NamespacePlan) -> Option<PolicyD
     })
 }
 
-/// `system:serviceaccount:<namespace>:<name>`.
-pub fn service_account_subject(namespace: &NamespacePlan) -> String {
-    format!(
-        "system:serviceaccount:{}:{}",
-        namespace.name, namespace.service_account
-    )
-}
-
-/// The Workload Identity member of a Kubernetes ServiceAccount.
-pub fn workload_identity_member(pool: &str, namespace: &NamespacePlan) -> String {
-    format!(
-        "serviceAccount:{pool}[{}/{}]",
-        namespace.name, namespace.service_account
-    )
-}
-
 /// The conditional bindings of a workload's Google service account on one bucket.
 pub fn bucket_bindings(bucket: &str, project: &str, tenant: &TenantPlan, kind: &str) -> GcpPolicy {
     let member = format!(
@@ -454,7 +278,7 @@ pub fn files(
         });
     };
     for namespace in &tenant.namespaces {
-        let kind = namespace.workload;
+        let kind = namespace.workload.as_str();
         let cloud_identity = match &storage.identity {
             IdentityPlan::AwsPodIdentity { account, cluster } => {
                 let arn = role_arn(account, cell, &tenant.name, kind);

@@ -31,6 +31,7 @@ use super::tenant::tenant_labels;
 use super::{body, managed_labels};
 use crate::emit::Body;
 use crate::emit::InternalError;
+use crate::facts::split::CeilingResource;
 use crate::kube::kueue::{
     ClusterQueue, ClusterQueuePreemption, ClusterQueueSpec, Cohort, CohortSpec, FairSharing,
     FlavorQuotas, LocalQueue, LocalQueueSpec, ReclaimWithinCohortPolicy, ResourceFlavor,
@@ -42,9 +43,6 @@ use crate::plan::{
     CEILING_FLAVOR, CeilingQuota, CellPlan, Entitlement, FlavorQuota, LOCAL_QUEUE, QueuePlan,
     ROOT_COHORT, TenantPlan,
 };
-
-/// The resources of the tenant ceiling, in the order the ClusterQueue covers them.
-const CEILING_RESOURCES: [&str; 3] = ["cpu", "memory", "pods"];
 
 /// The cell-wide Kueue objects as `(file, object, declaration files of tenants that decide it)`.
 pub(super) fn cell_objects(
@@ -241,7 +239,7 @@ pub(super) fn tenant_objects(
             queueing_strategy: None,
             namespace_selector: LabelSelector {
                 match_expressions: Some(vec![LabelSelectorRequirement {
-                    key: "kubernetes.io/metadata.name".to_string(),
+                    key: crate::kube::labels::NAMESPACE_NAME_LABEL.to_string(),
                     operator: "In".to_string(),
                     values: Some(namespaces),
                 }]),
@@ -292,7 +290,10 @@ fn split_groups(queue: &QueuePlan) -> Vec<ResourceGroup> {
         pods: queue.pods,
     };
     let mut groups = vec![ResourceGroup {
-        covered_resources: CEILING_RESOURCES.iter().map(|r| r.to_string()).collect(),
+        covered_resources: CeilingResource::ALL
+            .iter()
+            .map(|r| r.as_str().to_string())
+            .collect(),
         flavors: vec![FlavorQuotas {
             name: CEILING_FLAVOR.to_string(),
             resources: ceiling_quotas(&ceiling),
@@ -327,7 +328,10 @@ fn one_group(queue: &QueuePlan, rest: &CeilingQuota) -> Vec<ResourceGroup> {
         borrowing: 0,
         lending: None,
     };
-    let mut covered: Vec<String> = CEILING_RESOURCES.iter().map(|r| r.to_string()).collect();
+    let mut covered: Vec<String> = CeilingResource::ALL
+        .iter()
+        .map(|r| r.as_str().to_string())
+        .collect();
     covered.extend(queue.gpu_resources.iter().cloned());
     let mut ceiling = ceiling_quotas(rest);
     ceiling.extend(queue.gpu_resources.iter().map(|resource| {
@@ -362,16 +366,20 @@ fn one_group(queue: &QueuePlan, rest: &CeilingQuota) -> Vec<ResourceGroup> {
 
 /// cpu, memory and pods quotas that are the tenant's own: nothing borrowed, nothing lent.
 fn ceiling_quotas(ceiling: &CeilingQuota) -> Vec<ResourceQuota> {
-    let values = [
-        Quantity(ceiling.cpu.clone()),
-        Quantity(ceiling.memory.clone()),
-        count(ceiling.pods),
-    ];
-    CEILING_RESOURCES
+    CeilingResource::ALL
         .iter()
-        .zip(values)
+        .map(|resource| {
+            (
+                resource,
+                match resource {
+                    CeilingResource::Cpu => Quantity(ceiling.cpu.clone()),
+                    CeilingResource::Memory => Quantity(ceiling.memory.clone()),
+                    CeilingResource::Pods => count(ceiling.pods),
+                },
+            )
+        })
         .map(|(resource, nominal)| ResourceQuota {
-            name: resource.to_string(),
+            name: resource.as_str().to_string(),
             nominal_quota: nominal,
             borrowing_limit: Some(count(0)),
             lending_limit: Some(count(0)),
@@ -475,14 +483,14 @@ mod tests {
 
     /// Per ceiling resource, the sum of the nominal quotas over all flavors, in milli units.
     fn ceiling_sums(groups: &[ResourceGroup]) -> Vec<i128> {
-        CEILING_RESOURCES
+        CeilingResource::ALL
             .iter()
             .map(|resource| {
                 groups
                     .iter()
                     .flat_map(|group| &group.flavors)
                     .flat_map(|flavor| &flavor.resources)
-                    .filter(|quota| quota.name == *resource)
+                    .filter(|quota| quota.name == resource.as_str())
                     .map(|quota| {
                         crate::quantity::Quantity::parse(&quota.nominal_quota.0)
                             .unwrap()
@@ -551,7 +559,7 @@ mod tests {
             groups[1]
                 .covered_resources
                 .iter()
-                .all(|resource| !CEILING_RESOURCES.contains(&resource.as_str()))
+                .all(|resource| CeilingResource::ALL.iter().all(|r| r.as_str() != resource))
         );
     }
 

@@ -1,7 +1,6 @@
 //! Lowering: the plan to Kubernetes objects.
 //!
-//! Consumes: a [`Plan`] (and, for the GPU Operator configs and the capacity report, the cells it
-//! was resolved from). Produces: a [`Manifest`] of typed objects serialized into the canonical
+//! Consumes: a [`Plan`], and nothing else. Produces: a [`Manifest`] of typed objects serialized into the canonical
 //! YAML tree, each placed in its kustomization folder: `<cell>/cluster/` (PriorityClasses, the
 //! tenant ClusterRoles, the admission policies of `guard.rs`, the RuntimeClasses, and the tenant
 //! admission policy and its params namespace),
@@ -39,42 +38,16 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
-use crate::catalog::Catalog;
 use crate::emit::Body;
 use crate::emit::{Extra, InternalError, Manifest, Object};
-use crate::hardware;
-use crate::model::Fleet;
+use crate::kube::labels::{MANAGED_BY, NAMESPACE_NAME_LABEL};
 use crate::plan::{CellPlan, Plan, PriorityPlan};
 
-/// Label on every emitted object.
-pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "tenantc");
-/// Label prefix of tenant metadata.
-pub const LABEL_PREFIX: &str = "tenant.platform";
-/// The default CPU request for containers that set none.
-pub const DEFAULT_CPU: &str = "100m";
-/// The default memory request for containers that set none.
-pub const DEFAULT_MEMORY: &str = "256Mi";
-
-/// Lowers the whole plan.
-pub fn lower(
-    plan: &Plan,
-    fleet: &Fleet,
-    base_catalog: &Catalog,
-) -> Result<Manifest, InternalError> {
+/// Lowers the whole plan: the only input is the plan, so nothing here can read a declaration or
+/// recompute what resolve decided.
+pub fn lower(plan: &Plan) -> Result<Manifest, InternalError> {
     let mut manifest = Manifest::default();
     for cell_plan in &plan.cells {
-        let Some(cell) = fleet
-            .cells
-            .iter()
-            .find(|cell| cell.name.value == cell_plan.name)
-        else {
-            return Err(InternalError(format!(
-                "the plan names cell `{}`, which the fleet does not hold",
-                cell_plan.name
-            )));
-        };
-        let catalog = hardware::cell_catalog(cell, base_catalog);
-        let catalog = catalog.as_ref();
         let cell_name = &cell_plan.name;
         let cell_source = cell_plan.source.clone();
         let cell_only = BTreeSet::from([cell_source.clone()]);
@@ -115,7 +88,7 @@ pub fn lower(
             push("kueue", file, sources, body);
             children.insert("kueue".to_string());
         }
-        for (file, object) in gpu::operator_objects(cell, catalog) {
+        for (file, object) in gpu::operator_objects(&cell_plan.gpu) {
             push("gpu-operator", file, cell_only.clone(), body(&object)?);
             children.insert("gpu-operator".to_string());
         }
@@ -164,7 +137,7 @@ pub fn lower(
             });
         }
         manifest.extras.extend(iam_files);
-        reports(&mut manifest, cell_plan, cell, fleet, catalog);
+        reports(&mut manifest, cell_plan);
         // The cell folder lists its tenants; the header names the folder, not each file, so
         // that editing a tenant never rewrites the cell's kustomization.
         let child_sources = BTreeSet::from([cell_source, "tenants/".to_string()]);
@@ -175,24 +148,13 @@ pub fn lower(
     Ok(manifest)
 }
 
-/// The cell's reports: capacity (from the cells) and quota (from the plan).
-fn reports(
-    manifest: &mut Manifest,
-    cell_plan: &CellPlan,
-    cell: &crate::model::Cell,
-    fleet: &Fleet,
-    catalog: &Catalog,
-) {
-    let tenants_here: Vec<&crate::model::Tenant> = fleet
-        .tenants
-        .iter()
-        .filter(|tenant| tenant.quota_in(&cell_plan.name).is_some())
-        .collect();
+/// The cell's reports: capacity and quota.
+fn reports(manifest: &mut Manifest, cell_plan: &CellPlan) {
     let mut report_sources = BTreeSet::from([cell_plan.source.clone()]);
     report_sources.extend(cell_plan.tenants.iter().map(|t| t.source.clone()));
     let header = crate::emit::header(&report_sources);
     let comment = header.trim_start_matches("# ").trim_end().to_string();
-    let (json_report, markdown) = gpu::capacity_report(cell, &tenants_here, catalog);
+    let (json_report, markdown) = crate::report::capacity(cell_plan);
     let (quota_json, quota_markdown) = crate::report::quota(cell_plan);
     for (name, json, markdown) in [
         ("capacity", json_report, markdown),
@@ -223,7 +185,7 @@ pub(crate) fn tenant_namespaces(
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
     LabelSelector {
         match_expressions: Some(vec![LabelSelectorRequirement {
-            key: "kubernetes.io/metadata.name".to_string(),
+            key: NAMESPACE_NAME_LABEL.to_string(),
             operator: "In".to_string(),
             values: Some(
                 tenant
@@ -277,4 +239,40 @@ fn priority_class(priority: &PriorityPlan) -> PriorityClass {
 pub(crate) fn kube_version(cell: &CellPlan) -> String {
     let (major, minor) = cell.kubernetes;
     format!("v{major}.{minor}")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use super::*;
+    use crate::validate::test_support::{compile_files, example_files};
+
+    #[test]
+    fn lowering_reads_the_plan_alone() {
+        // The signature is the contract: a plan in, a manifest out, nothing else to read.
+        let lower_plan: fn(&Plan) -> Result<Manifest, InternalError> = lower;
+        let files = example_files();
+        let borrowed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_str()))
+            .collect();
+        let compilation = compile_files(&borrowed);
+        let output = compilation.output.expect("the example fleet builds");
+        let plan = compilation.plan.expect("a plan");
+        // The declarations are gone; the plan still lowers to the same bytes.
+        drop(compilation.fleet);
+        let tree = crate::emit::render(&lower_plan(&plan).unwrap()).unwrap();
+        assert!(tree.len() > 100, "{} files", tree.len());
+        for (path, bytes) in &tree {
+            assert_eq!(output.get(path), Some(bytes), "{path}");
+        }
+        // Only the platform templates' objects (and their folders' kustomizations) come on top.
+        let extra: Vec<&String> = output
+            .keys()
+            .filter(|path| !tree.contains_key(*path))
+            .filter(|path| !path.contains("/templates/") && !path.ends_with("kustomization.yaml"))
+            .collect();
+        assert!(extra.is_empty(), "{extra:?}");
+    }
 }

@@ -36,10 +36,9 @@ use super::body;
 use super::tenant::tenant_labels;
 use crate::emit::Body;
 use crate::emit::InternalError;
+use crate::kube::labels::NAMESPACE_NAME_LABEL;
 use crate::plan::{CellPlan, TenantPlan};
 
-/// The label the API server sets on every namespace to its name.
-pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// The port of the egress to endpoints.
 pub const ENDPOINT_PORT: i32 = 443;
 

@@ -36,9 +36,10 @@ use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{LABEL_PREFIX, MANAGED_BY, body, guard, kube_version, rbac};
+use super::{body, guard, kube_version};
 use crate::emit::Body;
 use crate::emit::InternalError;
+use crate::kube::labels::{LABEL_PREFIX, MANAGED_BY, NAMESPACE_NAME_LABEL};
 use crate::plan::{CellPlan, NamespacePlan, TenantPlan};
 
 /// The ResourceQuota of a namespace's share of the tenant ceiling and GPU reservations.
@@ -54,7 +55,7 @@ pub(super) fn objects(
     let mut objects = Vec::new();
     let labels = tenant_labels(tenant);
     for namespace in &tenant.namespaces {
-        let kind = namespace.workload;
+        let kind = namespace.workload.as_str();
         let meta = |name: &str| ObjectMeta {
             name: Some(name.to_string()),
             namespace: Some(namespace.name.clone()),
@@ -93,7 +94,7 @@ pub(super) fn objects(
         for group_kind in ["admin", "member", "viewer"] {
             let (Some(group), Some(cluster_role)) = (
                 tenant.groups.get(group_kind),
-                rbac::cluster_role_of(group_kind),
+                crate::facts::rbac::cluster_role_of(group_kind),
             ) else {
                 continue;
             };
@@ -220,10 +221,7 @@ fn namespace_object(tenant: &TenantPlan, namespace: &NamespacePlan, cell: &CellP
     let mut labels = tenant_labels(tenant);
     let version = kube_version(cell);
     labels.extend([
-        (
-            "kubernetes.io/metadata.name".to_string(),
-            namespace.name.clone(),
-        ),
+        (NAMESPACE_NAME_LABEL.to_string(), namespace.name.clone()),
         (format!("{LABEL_PREFIX}/team"), tenant.team.clone()),
         (format!("{LABEL_PREFIX}/trust"), tenant.trust.to_string()),
         (format!("{LABEL_PREFIX}/cell"), cell.name.clone()),

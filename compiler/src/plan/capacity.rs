@@ -1,7 +1,7 @@
 //! Effective capacity: what a tenant can really get of each resource it reserves in a cell.
 //!
-//! Consumes: a cell plan whose tenants' queues are resolved, the cell and the fleet (for the
-//! declared gangs). Produces: per tenant, per reserved pool resource, the three terms and their
+//! Consumes: a cell's pools and every tenant's resolved ClusterQueue flavors, the cell and the
+//! fleet (for the declared gangs). Produces: per tenant, per reserved pool resource, the three terms and their
 //! minimum: `effective = min(quota, cell_admit, topology_fit)`.
 //!
 //! - `quota`: nominal plus borrowing limit, what the ClusterQueue admits at most.
@@ -18,7 +18,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::CellPlan;
+use super::PoolPlan;
+use super::host::Seat;
 use crate::model::{Cell, Fleet};
 
 /// The term of the minimum that binds.
@@ -79,14 +80,20 @@ fn keeps(entitlement: &super::Entitlement) -> i64 {
     })
 }
 
-/// Fills every tenant's `capacity` in the cell plan.
-pub(super) fn fill(plan: &mut CellPlan, cell: &Cell, fleet: &Fleet) {
+/// Every tenant's effective capacity in the cell (`tenants`, in the order given), from the
+/// cell's pools and every tenant's ClusterQueue flavors.
+pub(super) fn effective(
+    pools: &[PoolPlan],
+    tenants: &[Seat],
+    cell: &Cell,
+    fleet: &Fleet,
+) -> Vec<Vec<Effective>> {
     // What each tenant keeps of each (flavor, resource): nominal above the lending limit.
     // What all tenants keep of each (pool, resource), summed once; a tenant's own part is
     // subtracted below, so each row costs a lookup, not a scan of every tenant.
     let mut kept: BTreeMap<(String, String), i64> = BTreeMap::new();
-    for tenant in &plan.tenants {
-        for flavor in &tenant.queue.flavors {
+    for tenant in tenants {
+        for flavor in tenant.flavors {
             for entitlement in &flavor.resources {
                 let total = kept
                     .entry((flavor.pool.clone(), entitlement.resource.clone()))
@@ -95,15 +102,15 @@ pub(super) fn fill(plan: &mut CellPlan, cell: &Cell, fleet: &Fleet) {
             }
         }
     }
-    let pools = plan.pools.clone();
-    for tenant in &mut plan.tenants {
+    let mut capacities = Vec::new();
+    for tenant in tenants {
         let declaration = fleet
             .tenants
             .iter()
             .find(|declared| declared.name.value == tenant.name)
             .and_then(|declared| declared.quota_in(&cell.name.value));
         let mut rows = Vec::new();
-        for flavor in &tenant.queue.flavors {
+        for flavor in tenant.flavors {
             let Some(pool) = pools.iter().find(|pool| pool.name == flavor.pool) else {
                 continue;
             };
@@ -134,12 +141,12 @@ pub(super) fn fill(plan: &mut CellPlan, cell: &Cell, fleet: &Fleet) {
                             let gang = reservation.gang.as_ref()?.value;
                             let domain = match &reservation.within {
                                 Some(level) => pool_decl
-                                    .map(crate::validate::kueue::topology_levels)
+                                    .map(crate::facts::topology::topology_levels)
                                     .unwrap_or_default()
                                     .into_iter()
                                     .find(|candidate| candidate.label == level.value)
                                     .map(|level| level.nodes.saturating_mul(pool.gpus_per_node)),
-                                None => pool_decl.map(crate::validate::kueue::nvlink_domain_gpus),
+                                None => pool_decl.map(crate::facts::topology::nvlink_domain_gpus),
                             }?;
                             Some((gang, domain))
                         })
@@ -174,6 +181,7 @@ pub(super) fn fill(plan: &mut CellPlan, cell: &Cell, fleet: &Fleet) {
                 });
             }
         }
-        tenant.capacity = rows;
+        capacities.push(rows);
     }
+    capacities
 }

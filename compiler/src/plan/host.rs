@@ -1,10 +1,10 @@
 //! Host access: whether a tenant's pods may reach the node itself in a cell.
 //!
-//! Consumes: a cell's declaration, the fleet and the cell's plan with every tenant's
-//! ClusterQueue flavors. Produces: each tenant's [`HostAccessPlan`] (which the admission
-//! params' `hostAccess` and describe read), the Pod Security exceptions that stay in each
-//! namespace's plan, and a `pod-security-exception-not-allowed` warning for every exception
-//! withheld in the cell.
+//! Consumes: a cell's declaration, the fleet, the cell's pools and every tenant's ClusterQueue
+//! flavors and namespaces. Produces: each tenant's [`HostAccessPlan`] (which the admission
+//! params' `hostAccess` and describe read; the plan keeps a namespace's Pod Security exceptions
+//! only where it is granted), and a `pod-security-exception-not-allowed` warning for every
+//! exception withheld in the cell.
 //!
 //! RDMA devices and the capabilities of a Pod Security exception act on the node's kernel and
 //! devices, so they are granted only where the tenant shares no node with another tenant (the
@@ -27,10 +27,10 @@
 use serde::Serialize;
 
 use crate::diag::{Code, Diagnostic};
-use crate::model::{Cell, Fleet};
+use crate::model::{Cell, Fleet, Sharing, Trust};
 use crate::source::{SourceMap, Span};
 
-use super::{CellPlan, PoolPlan, TenantPlan};
+use super::PoolPlan;
 
 /// Whether a tenant's pods may use RDMA devices and its Pod Security exceptions in one cell,
 /// and why (never the host's network, PID or IPC namespaces).
@@ -51,38 +51,50 @@ struct Shared {
     help: Option<String>,
 }
 
-/// Decides host access for every tenant of the cell, withholds the exceptions of tenants
-/// without it, and returns a warning per withheld exception.
-pub(super) fn grant(
+/// What host access reads of one tenant of the cell: its name and trust class, the flavors of
+/// its ClusterQueue and its namespaces with the exceptions their workloads declare.
+pub(super) struct Seat<'a> {
+    /// The tenant.
+    pub name: &'a str,
+    /// Its trust class.
+    pub trust: Trust,
+    /// The flavors of its ClusterQueue.
+    pub flavors: &'a [super::FlavorQuota],
+    /// Its namespaces, before any exception is withheld.
+    pub namespaces: &'a [super::NamespacePlan],
+}
+
+/// Decides host access for every tenant of the cell (`seats`, in name order), and returns a
+/// warning per exception withheld from a tenant without it; the plan then keeps a namespace's
+/// exceptions only where its tenant is granted.
+pub(super) fn decide(
     cell: &Cell,
+    cell_name: &str,
     fleet: &Fleet,
     sources: &SourceMap,
-    plan: &mut CellPlan,
-) -> Vec<Diagnostic> {
+    pools: &[PoolPlan],
+    seats: &[Seat],
+) -> (Vec<HostAccessPlan>, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
-    let decisions: Vec<(HostAccessPlan, Option<Shared>)> = plan
-        .tenants
-        .iter()
-        .map(|tenant| decide(tenant, plan, cell, fleet, sources))
-        .collect();
-    for (tenant, (access, shared)) in plan.tenants.iter_mut().zip(decisions) {
+    let mut decisions = Vec::new();
+    for seat in seats {
+        let (access, shared) = decide_one(seat, seats, pools, cell, fleet, sources);
         if !access.granted {
-            for namespace in &mut tenant.namespaces {
-                let withheld = std::mem::take(&mut namespace.exceptions);
-                if withheld.is_empty() {
+            for namespace in seat.namespaces {
+                if namespace.exceptions.is_empty() {
                     continue;
                 }
                 let Some(declared) = fleet
                     .tenants
                     .iter()
-                    .find(|declared| declared.name.value == tenant.name)
+                    .find(|declared| declared.name.value == seat.name)
                 else {
                     continue;
                 };
                 let exceptions = declared
                     .workloads
                     .iter()
-                    .filter(|workload| workload.kind.value.as_str() == namespace.workload)
+                    .filter(|workload| workload.kind.value == namespace.workload)
                     .flat_map(|workload| &workload.exceptions);
                 for exception in exceptions {
                     let mut diagnostic = Diagnostic::warning(
@@ -90,12 +102,12 @@ pub(super) fn grant(
                         exception.name.span,
                         format!(
                             "Pod Security exception `{}` of workload `{}` is not granted in cell `{}`",
-                            exception.name.value, namespace.workload, plan.name
+                            exception.name.value, namespace.workload, cell_name
                         ),
                     )
                     .with_label(format!(
                         "`{}` stays `restricted` in cell `{}`: {}",
-                        namespace.name, plan.name, access.why
+                        namespace.name, cell_name, access.why
                     ));
                     if let Some(Shared {
                         span: Some(span),
@@ -108,20 +120,21 @@ pub(super) fn grant(
                     let help = shared.as_ref().and_then(|shared| shared.help.clone());
                     diagnostics.push(diagnostic.with_help(help.unwrap_or_else(|| format!(
                         "reserve in cell `{}` only pools no other tenant reserves, each with a taint only this tenant's flavor tolerates, or run the workload there without the exception",
-                        plan.name
+                        cell_name
                     ))));
                 }
             }
         }
-        tenant.cell_host_access = access;
+        decisions.push(access);
     }
-    diagnostics
+    (decisions, diagnostics)
 }
 
 /// Host access of one tenant, and the first reason a pool of it is shared.
-fn decide(
-    tenant: &TenantPlan,
-    plan: &CellPlan,
+fn decide_one(
+    tenant: &Seat,
+    seats: &[Seat],
+    pools: &[PoolPlan],
     cell: &Cell,
     fleet: &Fleet,
     sources: &SourceMap,
@@ -135,16 +148,16 @@ fn decide(
             None,
         )
     };
-    if tenant.trust != "hard" {
+    if tenant.trust != Trust::Hard {
         return denied(format!("trust `{}` is not `hard`", tenant.trust));
     }
-    let own = flavor_pools(tenant, plan);
+    let own = flavor_pools(tenant, pools);
     if own.is_empty() {
         return denied("it reserves no pool in the cell".to_string());
     }
     for pool in &own {
         if let Some(shared) = not_owned(tenant, pool, cell, sources)
-            .or_else(|| shared_with(tenant, pool, plan, cell, fleet))
+            .or_else(|| shared_with(tenant, pool, seats, pools, cell, fleet))
         {
             return (
                 HostAccessPlan {
@@ -169,28 +182,17 @@ fn decide(
 }
 
 /// The pools a tenant's ClusterQueue has flavors for.
-fn flavor_pools<'a>(tenant: &TenantPlan, plan: &'a CellPlan) -> Vec<&'a PoolPlan> {
-    plan.pools
+fn flavor_pools<'a>(tenant: &Seat, pools: &'a [PoolPlan]) -> Vec<&'a PoolPlan> {
+    pools
         .iter()
-        .filter(|pool| {
-            tenant
-                .queue
-                .flavors
-                .iter()
-                .any(|flavor| flavor.pool == pool.name)
-        })
+        .filter(|pool| tenant.flavors.iter().any(|flavor| flavor.pool == pool.name))
         .collect()
 }
 
 /// Why `pool` is not reserved for `tenant` by the platform, if it is not: an `exclusive` pool
 /// whose cell names no `owner`, or another one.
-fn not_owned(
-    tenant: &TenantPlan,
-    pool: &PoolPlan,
-    cell: &Cell,
-    sources: &SourceMap,
-) -> Option<Shared> {
-    if pool.sharing != "exclusive" || pool.owner.as_deref() == Some(tenant.name.as_str()) {
+fn not_owned(tenant: &Seat, pool: &PoolPlan, cell: &Cell, sources: &SourceMap) -> Option<Shared> {
+    if pool.sharing != Sharing::Exclusive || pool.owner.as_deref() == Some(tenant.name) {
         // A pool that is not `exclusive` is reported by `shared_with`.
         return None;
     }
@@ -233,13 +235,14 @@ fn not_owned(
 
 /// Why another tenant's pods could land on `pool`, if they could.
 fn shared_with(
-    tenant: &TenantPlan,
+    tenant: &Seat,
     pool: &PoolPlan,
-    plan: &CellPlan,
+    seats: &[Seat],
+    pools: &[PoolPlan],
     cell: &Cell,
     fleet: &Fleet,
 ) -> Option<Shared> {
-    if pool.sharing != "exclusive" {
+    if pool.sharing != Sharing::Exclusive {
         return Some(Shared {
             why: format!(
                 "pool `{}` is `{}`, not `exclusive`",
@@ -250,12 +253,8 @@ fn shared_with(
             help: None,
         });
     }
-    for other in plan
-        .tenants
-        .iter()
-        .filter(|other| other.name != tenant.name)
-    {
-        let other_pools = flavor_pools(other, plan);
+    for other in seats.iter().filter(|other| other.name != tenant.name) {
+        let other_pools = flavor_pools(other, pools);
         if other_pools
             .iter()
             .any(|candidate| candidate.name == pool.name)

@@ -1,20 +1,28 @@
 //! Resolve: the validated fleet to a plan, the resolved model every later stage reads.
 //!
-//! Consumes: a [`Fleet`] that validated without errors, its sources and the catalog.
+//! Consumes: a [`Fleet`] that validated without errors, the models the weights stage verified,
+//! its sources and the catalog.
 //! Produces: a [`Plan`]: per cell, each pool's offers, node labels, taints, flavor and topology,
-//! the priority ladder, the cohort tree and what its NetworkPolicies are made from (`network.rs`);
-//! per tenant and cell, its namespaces with their ResourceQuota parts, its ClusterQueue entitlements per flavor and resource, the pools it can
-//! reach and why, and its effective capacity; plus the diagnostics of the checks that need this
-//! resolved view (`pinning.rs`: no tenant can reach a pool its trust class or org forbids).
+//! the priority ladder, the cohort tree, what its NetworkPolicies are made from (`network.rs`)
+//! and its GPU Operator configs and capacity figures (`gpu.rs`); per tenant and cell, its
+//! namespaces with their ResourceQuota parts, its ClusterQueue entitlements per flavor and
+//! resource, the pools it can reach and why, its effective capacity, its host access and its
+//! verified weights; plus the diagnostics of the checks that need this resolved view
+//! (`pinning.rs`: no tenant can reach a pool its trust class or org forbids).
 //!
 //! Invariants:
 //! - Pure and deterministic: cells, pools, tenants and resources are in sorted order.
-//! - Every hardware fact is computed here once (`hardware::offers`), and `lower` maps the plan
-//!   to objects without recomputing any; `tenantc describe` and the quota reports read the plan.
+//! - Built once: every field is computed before its struct is made, and nothing fills in or
+//!   changes a plan after [`resolve`] returns it.
+//! - Every hardware fact is computed here once (`hardware::offers`, `hardware::resolve`,
+//!   `catalog::placement`), and `lower` maps the plan to objects without recomputing any (it
+//!   takes only the plan); `tenantc describe` and the reports read the plan.
 //! - A tenant's plan in a cell depends only on the tenant and the cell, except the fields named
 //!   `cell_*` or held by [`CellPlan`] (the cohort quota and the reports), which sum up tenants.
 
+pub mod admission;
 mod capacity;
+pub mod gpu;
 pub mod host;
 pub mod network;
 mod pinning;
@@ -27,9 +35,11 @@ use serde::Serialize;
 
 use crate::catalog::Catalog;
 use crate::diag::Diagnostic;
+use crate::facts::defaults;
 use crate::hardware::{self, GPU_RESOURCE, Offer};
-use crate::model::{Cell, Fleet, Sharing, Tenant, Trust};
+use crate::model::{Cell, Fleet, Sharing, Tenant, Trust, WorkloadKind};
 use crate::source::SourceMap;
+use crate::weights::VerifiedModel;
 
 pub use capacity::{Effective, Term};
 pub use network::NetworkPlan;
@@ -89,6 +99,10 @@ pub struct CellPlan {
     /// `describe`.
     #[serde(skip)]
     pub storage: Option<storage::StoragePlan>,
+    /// The GPU Operator's configs and the capacity report's figures (`gpu.rs`); not part of
+    /// `describe`.
+    #[serde(skip)]
+    pub gpu: gpu::GpuPlan,
 }
 
 /// The identities the guard on managed objects lets through.
@@ -155,7 +169,7 @@ pub struct PoolPlan {
     /// The GPU model key.
     pub gpu: String,
     /// Sharing mode, as declared.
-    pub sharing: &'static str,
+    pub sharing: Sharing,
     /// Nodes.
     pub nodes: i64,
     /// GPUs per node.
@@ -189,7 +203,7 @@ impl PoolPlan {
             .iter()
             .map(|offer| offer.resource.as_str())
             .collect();
-        if self.sharing != "exclusive" && !resources.contains(&GPU_RESOURCE) {
+        if self.sharing != Sharing::Exclusive && !resources.contains(&GPU_RESOURCE) {
             resources.push(GPU_RESOURCE);
         }
         resources
@@ -304,7 +318,7 @@ pub struct TenantPlan {
     /// Team.
     pub team: String,
     /// Trust class.
-    pub trust: &'static str,
+    pub trust: Trust,
     /// Identity groups per role (`admin`, `member`, `viewer`).
     pub groups: BTreeMap<String, String>,
     /// Container default requests `(cpu, memory)`.
@@ -330,9 +344,10 @@ pub struct TenantPlan {
     /// it is granted on (`facts::storage::granted_buckets`); not part of `describe`.
     #[serde(skip)]
     pub shared_bases: Vec<SharedBasePlan>,
-    /// The tenant's model weights, each verified against its lock entry and signature (the
-    /// weights stage fills it; a model that failed is never here), sorted by name and version.
-    pub weights: Vec<crate::weights::VerifiedModel>,
+    /// The tenant's model weights, each verified against its lock entry and signature (what the
+    /// weights stage verified, an input of resolve; a model that failed is never here), sorted by
+    /// name and version.
+    pub weights: Vec<VerifiedModel>,
 }
 
 /// A shared base a tenant reads in a cell, and where.
@@ -372,7 +387,7 @@ pub struct FleetShare {
 #[derive(Debug, Clone, Serialize)]
 pub struct NamespacePlan {
     /// The workload kind.
-    pub workload: &'static str,
+    pub workload: WorkloadKind,
     /// The namespace name.
     pub name: String,
     /// The workload's ServiceAccount.
@@ -415,7 +430,7 @@ impl NamespacePlan {
     /// namespace the lowest level that admits what the exceptions grant (`lower/guard.rs`
     /// re-enforces every other `restricted` rule).
     pub fn enforce_level(&self) -> &'static str {
-        crate::lower::guard::enforce_level(&self.excepted_capabilities())
+        crate::facts::pod_security::enforce_level(&self.excepted_capabilities())
     }
 }
 
@@ -496,9 +511,12 @@ pub struct Reach {
     pub why: String,
 }
 
-/// Resolves the fleet; returns the plan and the findings of the checks that need it.
+/// Resolves the fleet, with the models the weights stage verified (by tenant), into the plan;
+/// returns it with the findings of the checks that need it. Every field of the plan is computed
+/// here, once: nothing later fills in or changes a part of it.
 pub fn resolve(
     fleet: &Fleet,
+    verified: &BTreeMap<String, Vec<VerifiedModel>>,
     sources: &SourceMap,
     base_catalog: &Catalog,
 ) -> (Plan, Vec<Diagnostic>) {
@@ -511,13 +529,9 @@ pub fn resolve(
             continue;
         };
         let catalog = hardware::cell_catalog(cell, base_catalog);
-        let mut plan = cell_plan(cell, kubernetes, fleet, sources, catalog.as_ref());
-        diagnostics.extend(pinning::check(cell, fleet, &plan, catalog.as_ref()));
-        diagnostics.extend(host::grant(cell, fleet, sources, &mut plan));
-        let (runtime_classes, runtime_findings) = runtime::resolve(cell, &plan.pools);
-        plan.runtime_classes = runtime_classes;
-        diagnostics.extend(runtime_findings);
-        capacity::fill(&mut plan, cell, fleet);
+        let (plan, findings) =
+            cell_plan(cell, kubernetes, fleet, verified, sources, catalog.as_ref());
+        diagnostics.extend(findings);
         cells.push(plan);
     }
     cells.sort_by(|left, right| left.name.cmp(&right.name));
@@ -534,14 +548,17 @@ pub fn org_cohort(org: &str) -> String {
     format!("org-{org}")
 }
 
+/// One cell, resolved, with the findings of the checks that need its plan: pinning, host access
+/// and runtime classes, in that order.
 fn cell_plan(
     cell: &Cell,
     kubernetes: (u32, u32),
     fleet: &Fleet,
+    verified: &BTreeMap<String, Vec<VerifiedModel>>,
     sources: &SourceMap,
     catalog: &Catalog,
-) -> CellPlan {
-    let groups = crate::lower::gpu::node_groups(cell, catalog);
+) -> (CellPlan, Vec<Diagnostic>) {
+    let mut node_labels = crate::facts::gpu::flavor_node_labels(cell, catalog);
     // A tenant whose trust class could not be read is incomplete, an error: it is never
     // planned, as resolve runs only on a fleet without errors.
     let tenants_here: Vec<(&Tenant, &crate::model::Quota)> = fleet
@@ -552,17 +569,6 @@ fn cell_plan(
         .collect();
     let mut pools = Vec::new();
     for pool in &cell.pools {
-        // The labels every node group of the pool carries.
-        let mut node_labels: Option<BTreeMap<String, String>> = None;
-        for group in groups.iter().filter(|group| group.pool == pool.name.value) {
-            node_labels = Some(match node_labels {
-                None => group.labels.clone(),
-                Some(common) => common
-                    .into_iter()
-                    .filter(|(key, value)| group.labels.get(key) == Some(value))
-                    .collect(),
-            });
-        }
         let shared_org = if pool.sharing.value.is_shared() {
             tenants_here
                 .iter()
@@ -579,7 +585,7 @@ fn cell_plan(
         pools.push(PoolPlan {
             name: pool.name.value.clone(),
             gpu: pool.gpu.value.clone(),
-            sharing: pool.sharing.value.as_str(),
+            sharing: pool.sharing.value,
             nodes: pool.nodes.value,
             gpus_per_node: pool.gpus_per_node.value,
             nvlink_domain: pool.nvlink_domain.as_ref().map(|domain| domain.value),
@@ -598,7 +604,8 @@ fn cell_plan(
                 )
                 .collect(),
             flavor: flavor_name(&pool.name.value),
-            node_labels: node_labels.unwrap_or_default(),
+            // The labels every node group of the pool carries.
+            node_labels: node_labels.remove(&pool.name.value).unwrap_or_default(),
             taints: pool
                 .taints
                 .iter()
@@ -610,7 +617,7 @@ fn cell_plan(
                 .collect(),
             topology: pool.topology.as_ref().map(|_| TopologyPlan {
                 name: flavor_name(&pool.name.value),
-                levels: crate::validate::kueue::topology_levels(pool)
+                levels: crate::facts::topology::topology_levels(pool)
                     .into_iter()
                     .map(|level| level.label)
                     .collect(),
@@ -658,24 +665,55 @@ fn cell_plan(
             .push(tenant.name.value.clone());
     }
 
-    let mut tenants: Vec<TenantPlan> = tenants_here
+    // Each tenant's namespaces and ClusterQueue first, in name order; host access and effective
+    // capacity depend on the other tenants' queues, so they are decided once all are known.
+    let mut ordered: Vec<(&Tenant, Trust, &crate::model::Quota)> = tenants_here
         .iter()
-        .filter_map(|(tenant, quota)| {
-            Some(tenant_plan(
-                fleet,
+        .filter_map(|(tenant, quota)| Some((*tenant, tenant.trust.as_ref()?.value, *quota)))
+        .collect();
+    ordered.sort_by(|left, right| left.0.name.value.cmp(&right.0.name.value));
+    let parts: Vec<TenantParts> = ordered
+        .iter()
+        .map(|(tenant, trust, quota)| {
+            tenant_parts(
                 tenant,
-                tenant.trust.as_ref()?.value,
+                *trust,
                 quota,
                 cell,
                 &pools,
                 &gpu_resources,
                 &priorities,
-                sources,
                 catalog,
-            ))
+            )
         })
         .collect();
-    tenants.sort_by(|left, right| left.name.cmp(&right.name));
+    let seats: Vec<host::Seat> = parts
+        .iter()
+        .map(|part| host::Seat {
+            name: &part.tenant.name.value,
+            trust: part.trust,
+            flavors: &part.queue.flavors,
+            namespaces: &part.namespaces,
+        })
+        .collect();
+    let (host_access, host_findings) =
+        host::decide(cell, &cell.name.value, fleet, sources, &pools, &seats);
+    let capacity = capacity::effective(&pools, &seats, cell, fleet);
+    let (runtime_classes, runtime_findings) = runtime::resolve(cell, &pools);
+    let tenants: Vec<TenantPlan> = parts
+        .into_iter()
+        .zip(host_access)
+        .zip(capacity)
+        .map(|((part, access), capacity)| {
+            let weights = verified
+                .get(&part.tenant.name.value)
+                .cloned()
+                .unwrap_or_default();
+            tenant_plan(
+                fleet, cell, &pools, sources, part, access, capacity, weights,
+            )
+        })
+        .collect();
 
     let mut unreserved: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
     for pool in &pools {
@@ -696,7 +734,7 @@ fn cell_plan(
         }
     }
 
-    CellPlan {
+    let plan = CellPlan {
         name: cell.name.value.clone(),
         source: sources.path(cell.file).to_string(),
         kubernetes,
@@ -709,14 +747,26 @@ fn cell_plan(
         gitops: gitops_plan(cell),
         tenants,
         network: network::network(cell),
-        runtime_classes: Vec::new(),
+        runtime_classes,
         forbidden_label_keys: cell
             .forbidden_label_keys
             .iter()
             .map(|key| key.value.clone())
             .collect(),
         storage: storage::storage_plan(cell),
-    }
+        gpu: gpu::gpu_plan(
+            cell,
+            &tenants_here
+                .iter()
+                .map(|(tenant, _)| *tenant)
+                .collect::<Vec<_>>(),
+            catalog,
+        ),
+    };
+    let mut diagnostics = pinning::check(cell, fleet, &plan, catalog);
+    diagnostics.extend(host_findings);
+    diagnostics.extend(runtime_findings);
+    (plan, diagnostics)
 }
 
 /// The cell's GitOps identities and sync settings, with the documented defaults for what it
@@ -736,8 +786,8 @@ fn gitops_plan(cell: &Cell) -> GitOpsPlan {
     let namespace = text(
         |gitops| &gitops.namespace,
         match controller {
-            Some(GitOpsController::Flux) => FLUX_NAMESPACE,
-            _ => ARGOCD_NAMESPACE,
+            Some(GitOpsController::Flux) => defaults::FLUX_NAMESPACE,
+            Some(GitOpsController::ArgoCd) | None => defaults::ARGOCD_NAMESPACE,
         },
     );
     let default_user = match controller {
@@ -766,44 +816,45 @@ fn gitops_plan(cell: &Cell) -> GitOpsPlan {
     });
     GitOpsPlan {
         user: text(|gitops| &gitops.user, &default_user),
-        break_glass: text(
-            |gitops| &gitops.break_glass,
-            crate::lower::guard::DEFAULT_BREAK_GLASS,
-        ),
+        break_glass: text(|gitops| &gitops.break_glass, defaults::BREAK_GLASS),
         sync,
     }
 }
 
-/// Argo CD's namespace when the cell declares none.
-pub const ARGOCD_NAMESPACE: &str = "argocd";
-/// Flux's namespace when the cell declares none.
-pub const FLUX_NAMESPACE: &str = "flux-system";
-
-#[allow(clippy::too_many_arguments)]
-fn tenant_plan(
-    fleet: &Fleet,
-    tenant: &Tenant,
+/// What a tenant's plan in a cell is made of before the cell-wide decisions (host access,
+/// effective capacity) that read every tenant's ClusterQueue.
+struct TenantParts<'a> {
+    tenant: &'a Tenant,
     trust: Trust,
-    quota: &crate::model::Quota,
+    quota: &'a crate::model::Quota,
+    /// Its namespaces, each with the exceptions its workload declares.
+    namespaces: Vec<NamespacePlan>,
+    queue: QueuePlan,
+}
+
+/// A tenant's namespaces and ClusterQueue in a cell.
+#[allow(clippy::too_many_arguments)]
+fn tenant_parts<'a>(
+    tenant: &'a Tenant,
+    trust: Trust,
+    quota: &'a crate::model::Quota,
     cell: &Cell,
     pools: &[PoolPlan],
     gpu_resources: &[String],
     priorities: &[PriorityPlan],
-    sources: &SourceMap,
     catalog: &Catalog,
-) -> TenantPlan {
+) -> TenantParts<'a> {
     let mut workloads: Vec<&crate::model::Workload> = tenant.workloads.iter().collect();
     workloads.sort_by_key(|workload| workload.kind.value);
     workloads.dedup_by_key(|workload| workload.kind.value);
     // Validation proved that explicit splits name every workload and add up.
-    let parts = crate::validate::kueue::split_ceilings(quota, &tenant.workloads);
+    let parts = crate::facts::split::split_ceilings(quota, &tenant.workloads);
     let other_quotas =
         network::other_quota(quota, &tenant.workloads, &network::dra_device_classes(cell));
     let mut namespaces = Vec::new();
     for ((workload, part), other_quota) in workloads.iter().zip(parts).zip(other_quotas) {
         let (cpu, memory, pods) = (part.cpu, part.memory, part.pods);
-        let name =
-            crate::validate::namespaces::namespace_name(&tenant.name.value, workload.kind.value);
+        let name = crate::facts::naming::namespace_name(&tenant.name.value, workload.kind.value);
         let mut gpu: BTreeMap<String, i64> = gpu_resources
             .iter()
             .map(|resource| (resource.clone(), 0))
@@ -835,7 +886,7 @@ fn tenant_plan(
             .collect();
         denied.sort();
         namespaces.push(NamespacePlan {
-            workload: workload.kind.value.as_str(),
+            workload: workload.kind.value,
             name,
             service_account: workload.service_account.value.clone(),
             priority,
@@ -862,7 +913,7 @@ fn tenant_plan(
         });
     }
 
-    let pool_ceilings = crate::validate::kueue::pool_ceilings(quota, cell);
+    let pool_ceilings = crate::facts::split::pool_ceilings(quota, cell);
     // Entitlements per pool flavor and resource.
     let mut per_pool: BTreeMap<&str, BTreeMap<String, Sums>> = BTreeMap::new();
     for reservation in &quota.pools {
@@ -956,9 +1007,61 @@ fn tenant_plan(
         .iter()
         .any(|class| class.preempt && Some(class.value) > lowest);
 
+    TenantParts {
+        tenant,
+        trust,
+        quota,
+        namespaces,
+        queue: QueuePlan {
+            name: tenant.name.value.clone(),
+            cohort: org_cohort(&tenant.org.value),
+            weight: quota.weight.as_ref().map(|weight| weight.value),
+            cpu: quota.cpu.value.to_string(),
+            memory: quota.memory.value.to_string(),
+            pods: quota.pods.value,
+            gpu_resources: gpu_resources.to_vec(),
+            flavors,
+            preempt_within,
+            ceiling_rest,
+        },
+    }
+}
+
+/// A tenant's plan in a cell, from its parts and the cell-wide decisions: its host access (a
+/// namespace keeps its exceptions only where it is granted), its effective capacity and its
+/// verified weights.
+#[allow(clippy::too_many_arguments)]
+fn tenant_plan(
+    fleet: &Fleet,
+    cell: &Cell,
+    pools: &[PoolPlan],
+    sources: &SourceMap,
+    parts: TenantParts,
+    cell_host_access: host::HostAccessPlan,
+    capacity: Vec<Effective>,
+    weights: Vec<VerifiedModel>,
+) -> TenantPlan {
+    let TenantParts {
+        tenant,
+        trust,
+        quota,
+        namespaces,
+        queue,
+    } = parts;
+    let namespaces: Vec<NamespacePlan> = if cell_host_access.granted {
+        namespaces
+    } else {
+        namespaces
+            .into_iter()
+            .map(|namespace| NamespacePlan {
+                exceptions: Vec::new(),
+                ..namespace
+            })
+            .collect()
+    };
     let reach = pools
         .iter()
-        .map(|pool| reach(tenant, pool, pools, &flavors, &namespaces))
+        .map(|pool| reach(tenant, pool, pools, &queue.flavors, &namespaces))
         .collect();
 
     let mut groups = BTreeMap::new();
@@ -977,36 +1080,24 @@ fn tenant_plan(
         source: sources.path(tenant.file).to_string(),
         org: tenant.org.value.clone(),
         team: tenant.team.value.clone(),
-        trust: trust.as_str(),
+        trust,
         groups,
         container_defaults: (
             defaults.cpu.as_ref().map_or_else(
-                || crate::lower::DEFAULT_CPU.to_string(),
+                || defaults::CONTAINER_CPU.to_string(),
                 |cpu| cpu.value.to_string(),
             ),
             defaults.memory.as_ref().map_or_else(
-                || crate::lower::DEFAULT_MEMORY.to_string(),
+                || defaults::CONTAINER_MEMORY.to_string(),
                 |memory| memory.value.to_string(),
             ),
         ),
         namespaces,
-        queue: QueuePlan {
-            name: tenant.name.value.clone(),
-            cohort: org_cohort(&tenant.org.value),
-            weight: quota.weight.as_ref().map(|weight| weight.value),
-            cpu: quota.cpu.value.to_string(),
-            memory: quota.memory.value.to_string(),
-            pods: quota.pods.value,
-            gpu_resources: gpu_resources.to_vec(),
-            flavors,
-            preempt_within,
-            ceiling_rest,
-        },
+        queue,
         reach,
-        capacity: Vec::new(),
+        capacity,
         fleet: fleet_shares(tenant, quota, cell),
-        // Decided by `host::grant` once every tenant of the cell is planned.
-        cell_host_access: host::HostAccessPlan::default(),
+        cell_host_access,
         registries: tenant
             .registries
             .iter()
@@ -1028,8 +1119,7 @@ fn tenant_plan(
                 .collect(),
             })
             .collect(),
-        // Filled by `compile` from the weights stage, which runs before the plan.
-        weights: Vec::new(),
+        weights,
     }
 }
 
@@ -1039,7 +1129,7 @@ fn fleet_shares(tenant: &Tenant, quota: &crate::model::Quota, cell: &Cell) -> Ve
         .fleet
         .iter()
         .filter_map(|reservation| {
-            let parts = crate::validate::kueue::fleet_cell_parts(reservation).ok()?;
+            let parts = crate::facts::split::fleet_cell_parts(reservation).ok()?;
             let parts: Vec<(String, i64)> = reservation
                 .cells
                 .iter()
@@ -1055,7 +1145,7 @@ fn fleet_shares(tenant: &Tenant, quota: &crate::model::Quota, cell: &Cell) -> Ve
                 total: reservation.gpus.value,
                 parts,
                 part,
-                reserved: crate::validate::kueue::reserved_gpus_of_model(
+                reserved: crate::facts::split::reserved_gpus_of_model(
                     quota,
                     cell,
                     &reservation.gpu.value,
@@ -1071,13 +1161,7 @@ type Sums = (i64, i64, i64, bool);
 
 /// Whether the tenant's trust class or org forbids the pool, and why.
 pub(crate) fn forbidden(tenant: &Tenant, pool: &PoolPlan) -> Option<String> {
-    let sharing = match pool.sharing {
-        "exclusive" => Sharing::Exclusive,
-        "mig" => Sharing::Mig,
-        "mig-single" => Sharing::MigSingle,
-        "time-slice" => Sharing::TimeSlice,
-        _ => Sharing::Mps,
-    };
+    let sharing = pool.sharing;
     // Fails closed: a tenant without a trust class (never planned) reaches no pool.
     let Some(trust) = tenant.trust.as_ref().map(|trust| trust.value) else {
         return Some("its trust class could not be read".to_string());

@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::facts::split::split_by_shares;
 use crate::model::{Cell, Quota, Workload};
-use crate::validate::kueue::split_by_shares;
 
 /// The DNS namespace when a cell declares none.
 pub const DEFAULT_DNS_NAMESPACE: &str = "kube-system";
@@ -238,7 +238,7 @@ mod tests {
         );
         let namespaces = &declared.cells[0].tenants[0].namespaces;
         // Namespaces in the order train (share 1), infer (share 2); the remainder goes to train.
-        assert_eq!(namespaces[0].workload, "train");
+        assert_eq!(namespaces[0].workload.as_str(), "train");
         let get = |idx: usize, key: &str| namespaces[idx].other_quota[key].clone();
         assert_eq!(get(0, "requests.ephemeral-storage"), "1Gi");
         assert_eq!(get(1, "requests.ephemeral-storage"), "2Gi");

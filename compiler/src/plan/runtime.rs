@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use super::PoolPlan;
 use crate::diag::{Code, Diagnostic};
-use crate::model::Cell;
+use crate::model::{Cell, Trust};
 
 /// A runtime class of a cell, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,8 +27,8 @@ pub struct RuntimeClassPlan {
     pub name: String,
     /// The CRI handler.
     pub handler: String,
-    /// The trust classes allowed to use it, in declaration spelling.
-    pub trust: Vec<&'static str>,
+    /// The trust classes allowed to use it, sorted by their declaration spelling.
+    pub trust: Vec<Trust>,
     /// The node selector of its pools; empty when it runs on every node of the cell.
     pub node_selector: BTreeMap<String, String>,
 }
@@ -67,8 +67,8 @@ pub(super) fn resolve(cell: &Cell, pools: &[PoolPlan]) -> (Vec<RuntimeClassPlan>
                 .with_help("give the pools a common `label`, such as `label \"runtime.tenantc.io/kata\" \"true\"`, or split the runtime class"),
             );
         }
-        let mut trust: Vec<&'static str> = class.trust.iter().map(|t| t.value.as_str()).collect();
-        trust.sort_unstable();
+        let mut trust: Vec<Trust> = class.trust.iter().map(|t| t.value).collect();
+        trust.sort_unstable_by_key(|trust| trust.as_str());
         trust.dedup();
         classes.push(RuntimeClassPlan {
             name: class.name.value.clone(),

@@ -1,15 +1,19 @@
 //! The storage IAM plan of a cell: its buckets, its workload identity, and the cloud names
 //! derived from them per tenant and workload kind.
 //!
-//! Consumes: a validated [`Cell`]. Produces: a [`StoragePlan`], and the names (role, role ARN,
-//! Google service account) that `lower/iam.rs`, the ServiceAccount annotations of
-//! `lower/tenant.rs` and the audit of `validate/audit.rs` must agree on.
+//! Consumes: a validated [`Cell`]. Produces: a [`StoragePlan`], and the ServiceAccount annotation
+//! of each tenant workload, from the cloud names of `facts/cloud.rs` that `lower/iam.rs` and the
+//! audit of `validate/audit.rs` use too.
 //!
 //! Invariant: every name is a pure function of the cell, the tenant and the workload kind, so
 //! the annotation on a ServiceAccount and the identity IAM trusts can never drift apart.
 
 use serde::Serialize;
 
+use super::{NamespacePlan, TenantPlan};
+use crate::facts::cloud::{
+    WRITER_KIND, checkpoints_prefix, google_account_email, models_prefix, role_arn,
+};
 use crate::model::{AwsMode, Cell, CloudIdentity};
 
 /// A cell's object storage and workload identity, resolved.
@@ -87,63 +91,6 @@ pub fn storage_plan(cell: &Cell) -> Option<StoragePlan> {
     })
 }
 
-/// The IAM path of the roles of a cell, so two cells in one account never share a role.
-pub fn role_path(cell: &str) -> String {
-    format!("/tenantc/{cell}/")
-}
-
-/// The IAM role name of a tenant workload: at most 63 characters, since the namespace
-/// `<tenant>-<kind>` is a DNS label.
-pub fn role_name(tenant: &str, kind: &str) -> String {
-    format!("{tenant}-{kind}")
-}
-
-/// The ARN of a tenant workload's role.
-pub fn role_arn(account: &str, cell: &str, tenant: &str, kind: &str) -> String {
-    format!(
-        "arn:aws:iam::{account}:role{}{}",
-        role_path(cell),
-        role_name(tenant, kind)
-    )
-}
-
-/// The ARN of an IRSA OIDC provider.
-pub fn oidc_provider_arn(account: &str, provider: &str) -> String {
-    format!("arn:aws:iam::{account}:oidc-provider/{provider}")
-}
-
-/// The account id of a tenant workload's Google service account: `<tenant>-<kind>` when it
-/// fits the 30 characters Google allows, otherwise a prefix of it and a hash of the whole; the
-/// hash is only 32 bits, so `validate::iam` refuses two tenants whose ids collide.
-pub fn google_account_id(tenant: &str, kind: &str) -> String {
-    let full = format!("{tenant}-{kind}");
-    if crate::validate::iam::project_id_ok(&full) {
-        return full;
-    }
-    // FNV-1a: stable across platforms and releases, unlike the standard hasher.
-    let mut hash: u32 = 0x811c_9dc5;
-    for byte in full.bytes() {
-        hash = (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193);
-    }
-    let head: String = full.chars().take(20).collect();
-    let head = head.trim_end_matches('-');
-    // An id starts with a letter; 1 + 20 + 1 + 8 characters stay within Google's 30.
-    let letter = if head.starts_with(|ch: char| ch.is_ascii_lowercase()) {
-        ""
-    } else {
-        "t"
-    };
-    format!("{letter}{head}-{hash:08x}")
-}
-
-/// The e-mail of a tenant workload's Google service account.
-pub fn google_account_email(project: &str, tenant: &str, kind: &str) -> String {
-    format!(
-        "{}@{project}.iam.gserviceaccount.com",
-        google_account_id(tenant, kind)
-    )
-}
-
 /// The ServiceAccount annotation that binds a tenant workload to its cloud identity, if the
 /// identity kind uses one (Pod Identity binds through an association instead).
 pub fn service_account_annotation(
@@ -165,29 +112,46 @@ pub fn service_account_annotation(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn google_account_ids_fit_googles_rules_and_stay_distinct() {
-        let short = google_account_id("acme-research", "train");
-        assert_eq!(short, "acme-research-train");
-        let long_a = google_account_id("a-very-long-tenant-name-for-testing-one", "train");
-        let long_b = google_account_id("a-very-long-tenant-name-for-testing-two", "train");
-        assert_ne!(long_a, long_b);
-        for id in [
-            short,
-            long_a,
-            long_b,
-            google_account_id("a", "infer"),
-            google_account_id("1abc", "train"),
-            google_account_id(&"9".repeat(57), "infer"),
-        ] {
-            assert!(
-                crate::validate::iam::project_id_ok(&id),
-                "{id} is not a valid account id"
-            );
-        }
+/// The prefixes a workload may read in `bucket`: its models, the shared bases granted to it on
+/// that bucket and, for the writer, its own checkpoints (to resume from them).
+pub fn read_prefixes(tenant: &TenantPlan, kind: &str, bucket: &str) -> Vec<String> {
+    let mut prefixes = vec![models_prefix(&tenant.name)];
+    prefixes.extend(
+        tenant
+            .shared_bases
+            .iter()
+            .filter(|base| base.on(bucket))
+            .map(|base| base.prefix.clone()),
+    );
+    if kind == WRITER_KIND {
+        prefixes.push(checkpoints_prefix(&tenant.name));
     }
+    prefixes.sort();
+    prefixes.dedup();
+    prefixes
+}
+
+/// The prefixes a workload may write: its checkpoints, for the writer only.
+pub fn write_prefixes(tenant: &TenantPlan, kind: &str) -> Vec<String> {
+    if kind == WRITER_KIND {
+        vec![checkpoints_prefix(&tenant.name)]
+    } else {
+        Vec::new()
+    }
+}
+
+/// `system:serviceaccount:<namespace>:<name>`.
+pub fn service_account_subject(namespace: &NamespacePlan) -> String {
+    format!(
+        "system:serviceaccount:{}:{}",
+        namespace.name, namespace.service_account
+    )
+}
+
+/// The Workload Identity member of a Kubernetes ServiceAccount.
+pub fn workload_identity_member(pool: &str, namespace: &NamespacePlan) -> String {
+    format!(
+        "serviceAccount:{pool}[{}/{}]",
+        namespace.name, namespace.service_account
+    )
 }

@@ -41,7 +41,7 @@ use serde_json::Value as Json;
 
 // The capabilities `baseline` lets containers add: the container runtimes' default set, which
 // the exception policy of `lower/guard.rs` uses too.
-use crate::lower::guard::BASELINE_CAPABILITIES;
+use crate::facts::pod_security::BASELINE_CAPABILITIES;
 
 /// A Pod Security level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

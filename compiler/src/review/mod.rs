@@ -10,9 +10,9 @@
 //! Invariants:
 //! - Pure and deterministic: tenants, cells, pools, namespaces, prefixes and rules are sorted or
 //!   in the plan's own stable order, so the same plan renders the same bytes.
-//! - Every fact is read from the plan or from the tables and functions the lowering itself uses
-//!   (`lower::rbac::ACCESS`, `lower::iam::read_prefixes`, `lower::iam::write_prefixes`,
-//!   `lower::admission::params` for each tenant's admission params), so the view cannot claim
+//! - Every fact is read from the plan or from the facts and plan functions the lowering itself
+//!   writes from (`facts::rbac::ACCESS`, `plan::storage::read_prefixes` and `write_prefixes`,
+//!   `plan::admission::params` for each tenant's admission params), so the view cannot claim
 //!   other access than what is emitted.
 //! - A tenant with no quota in any cell has no plan and so no summary: it is granted nothing.
 
@@ -22,9 +22,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::lower::iam::{read_prefixes, write_prefixes};
-use crate::lower::rbac::{ACCESS, Access, cluster_role_of};
-use crate::plan::storage::{IdentityPlan, google_account_email, role_arn};
+use crate::facts::cloud::{google_account_email, role_arn};
+use crate::facts::rbac::{ACCESS, Access, cluster_role_of};
+use crate::plan::storage::{IdentityPlan, read_prefixes, write_prefixes};
 use crate::plan::{CellPlan, Plan, TenantPlan};
 
 /// The reviewer view of a whole fleet.
@@ -68,7 +68,7 @@ pub struct GroupAccess {
     pub group: String,
     /// The ClusterRole its RoleBindings name.
     pub cluster_role: String,
-    /// What the role grants, per resource, in the order of `lower::rbac::ACCESS`.
+    /// What the role grants, per resource, in the order of `facts::rbac::ACCESS`.
     pub rules: Vec<RuleAccess>,
 }
 
@@ -136,7 +136,7 @@ pub struct CellAccess {
     pub runtime_classes: Vec<RuntimeAccess>,
     /// Its object-storage grants per namespace, where the cell declares storage.
     pub storage: Vec<StorageAccess>,
-    /// Its admission params in the cell, exactly as `lower::admission::params` emits them: what
+    /// Its admission params in the cell, exactly as `plan::admission::params` gives them to the emitted ConfigMap: what
     /// the tenant floor judges its requests by; `diff.rs` names every key.
     pub admission: BTreeMap<String, String>,
 }
@@ -428,16 +428,19 @@ fn cell_access(cell: &CellPlan, tenant: &TenantPlan) -> CellAccess {
                     namespace: namespace.name.clone(),
                     identity: match &storage.identity {
                         IdentityPlan::AwsPodIdentity { account, .. }
-                        | IdentityPlan::AwsIrsa { account, .. } => {
-                            role_arn(account, &cell.name, &tenant.name, namespace.workload)
-                        }
+                        | IdentityPlan::AwsIrsa { account, .. } => role_arn(
+                            account,
+                            &cell.name,
+                            &tenant.name,
+                            namespace.workload.as_str(),
+                        ),
                         IdentityPlan::Gcp { project, .. } => {
-                            google_account_email(project, &tenant.name, namespace.workload)
+                            google_account_email(project, &tenant.name, namespace.workload.as_str())
                         }
                     },
                     buckets: storage.buckets.clone(),
-                    read: read_by_bucket(tenant, namespace.workload, &storage.buckets),
-                    write: write_prefixes(tenant, namespace.workload),
+                    read: read_by_bucket(tenant, namespace.workload.as_str(), &storage.buckets),
+                    write: write_prefixes(tenant, namespace.workload.as_str()),
                 })
                 .collect()
         })
@@ -501,7 +504,7 @@ fn cell_access(cell: &CellPlan, tenant: &TenantPlan) -> CellAccess {
         ingress,
         runtime_classes,
         storage,
-        admission: crate::lower::admission::params(tenant, cell),
+        admission: crate::plan::admission::params(tenant, cell),
     }
 }
 

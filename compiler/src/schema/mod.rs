@@ -17,6 +17,7 @@ pub mod reader;
 use reader::{Ctx, Obj, boolean, choice, integer, number, quantity, string};
 
 use crate::diag::{Code, Diagnostic};
+use crate::layout::DeclKind;
 use crate::model::{
     AwsIdentity, AwsMode, CeilingSplit, Cell, Cidr, CloudIdentity, ContainerDefaults, Dns,
     Endpoint, FleetCellShare, FleetReservation, GcpIdentity, GitOps, GitOpsController,
@@ -28,25 +29,6 @@ use crate::model::{
 use crate::names;
 use crate::parse::{Document, Node};
 use crate::source::{SourceMap, Span};
-
-/// Which folder a declaration file sits in, and so what it must declare.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum DeclKind {
-    /// `tenants/`.
-    Tenant,
-    /// `cells/`.
-    Cell,
-}
-
-impl DeclKind {
-    /// The KDL node name and the word used in messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeclKind::Tenant => "tenant",
-            DeclKind::Cell => "cell",
-        }
-    }
-}
 
 /// The Kubernetes minor versions tenantc generates for (1.30 brought ValidatingAdmissionPolicy
 /// v1, which later stages emit).
@@ -1150,7 +1132,7 @@ fn storage(ctx: &Ctx, node: &Node) -> Option<Storage> {
                 ctx,
                 &bucket,
                 "bucket",
-                crate::validate::iam::bucket_name_ok,
+                crate::names::bucket_name_ok,
                 "3 to 63 lowercase letters, digits, `.` and `-`, starting and ending with a letter or digit",
             )
             .then_some(bucket)
@@ -1267,7 +1249,7 @@ fn aws_identity(ctx: &Ctx, node: &Node) -> Option<AwsIdentity> {
             ctx,
             provider,
             "OIDC provider",
-            crate::validate::iam::oidc_provider_ok,
+            crate::names::oidc_provider_ok,
             "a host and path such as `oidc.eks.us-east-1.amazonaws.com/id/<id>`, without `https://`",
         );
     }
@@ -1344,7 +1326,7 @@ fn gcp_identity(ctx: &Ctx, node: &Node) -> Option<GcpIdentity> {
         ctx,
         &project,
         "Google Cloud project",
-        crate::validate::iam::project_id_ok,
+        crate::names::project_id_ok,
         "6 to 30 lowercase letters, digits and `-`, starting with a letter",
     );
     if let Some(pool) = &workload_pool {
@@ -1354,7 +1336,7 @@ fn gcp_identity(ctx: &Ctx, node: &Node) -> Option<GcpIdentity> {
             "Workload Identity pool",
             |text| {
                 text.strip_suffix(".svc.id.goog")
-                    .is_some_and(crate::validate::iam::project_id_ok)
+                    .is_some_and(crate::names::project_id_ok)
             },
             "`<project id>.svc.id.goog`",
         );
@@ -1938,7 +1920,7 @@ fn endpoint(ctx: &Ctx, node: &Node) -> Option<Endpoint> {
 
 /// Reads an address block, reporting `network-cidr-invalid`.
 fn cidr(ctx: &Ctx, text: &Spanned<String>, key: &str) -> Option<Spanned<Cidr>> {
-    match crate::validate::network::parse_cidr(&text.value) {
+    match crate::model::parse_cidr(&text.value) {
         Ok(block) => Some(Spanned::new(block, text.span)),
         Err(reason) => {
             ctx.push(

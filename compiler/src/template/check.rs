@@ -31,10 +31,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::Target;
 use super::spans::SpanMap;
-use super::{Scope, Target};
 use crate::diag::{Code, Diagnostic};
 use crate::emit::{Body, Manifest, Object};
+use crate::layout::{TEMPLATES, TemplateScope};
 use crate::parse::{Map, Node, Value};
 use crate::source::{SourceMap, Span};
 
@@ -286,7 +287,7 @@ fn dotted(path: &[Result<String, usize>]) -> String {
 
 /// Sets `app.kubernetes.io/managed-by: tenantc` in the object's labels.
 fn label_managed(metadata: &mut ObjectMeta) {
-    let (key, value) = crate::lower::MANAGED_BY;
+    let (key, value) = crate::kube::labels::MANAGED_BY;
     metadata
         .labels
         .get_or_insert_with(Default::default)
@@ -438,7 +439,7 @@ fn check(
             .any(|owned| owned.name == namespace)
     });
     match (target.template.scope, target.tenant) {
-        (Scope::Tenant, Some(tenant)) => {
+        (TemplateScope::Tenant, Some(tenant)) => {
             if owner.is_none_or(|owner| owner.name != tenant.name) {
                 let whose = match owner {
                     Some(other) => format!("belongs to tenant `{}`", other.name),
@@ -601,10 +602,10 @@ fn check(
             sources.insert(tenant.source.clone());
             (
                 format!("{}/tenants/{}", target.cell.name, tenant.name),
-                format!("{}/{file}", super::FOLDER),
+                format!("{}/{file}", TEMPLATES),
             )
         }
-        None => (format!("{}/{}", target.cell.name, super::FOLDER), file),
+        None => (format!("{}/{}", target.cell.name, TEMPLATES), file),
     };
     Some(Object {
         folder,

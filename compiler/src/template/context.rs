@@ -188,11 +188,11 @@ pub fn tenant_view(tenant: &TenantPlan, cell: &CellPlan) -> TenantView {
             .collect(),
         labels: BTreeMap::from([
             (
-                format!("{}/tenant", crate::lower::LABEL_PREFIX),
+                format!("{}/tenant", crate::kube::labels::LABEL_PREFIX),
                 tenant.name.clone(),
             ),
             (
-                format!("{}/cell", crate::lower::LABEL_PREFIX),
+                format!("{}/cell", crate::kube::labels::LABEL_PREFIX),
                 cell.name.clone(),
             ),
         ]),

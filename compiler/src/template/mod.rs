@@ -33,32 +33,18 @@ use minijinja::{Environment, UndefinedBehavior};
 
 use crate::diag::{Code, Diagnostic};
 use crate::emit::Manifest;
+use crate::layout::TemplateScope;
 use crate::limits::MAX_FILE_BYTES;
 use crate::plan::{CellPlan, Plan, TenantPlan};
 use crate::source::{FileId, SourceMap, Span};
 
 pub use check::{ALLOWED_KINDS, ObjectKey};
 
-/// The folder templates live in, beside `tenants/` and `cells/`.
-pub const FOLDER: &str = "templates";
-
-/// The file name ending of a template.
-pub const EXTENSION: &str = ".yaml.j2";
-
 /// How many instructions one rendering may run before it is stopped.
 pub const MAX_FUEL: u64 = 1_000_000;
 
 /// How deep macros, includes and loops may nest in one rendering.
 const MAX_RECURSION: usize = 64;
-
-/// What a template is rendered for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Scope {
-    /// Once per tenant per cell it runs in (`templates/tenant/`).
-    Tenant,
-    /// Once per cell (`templates/cell/`).
-    Cell,
-}
 
 /// One loaded template.
 #[derive(Debug, Clone)]
@@ -68,27 +54,7 @@ pub struct Template {
     /// Its entry in the source map, which holds its text.
     pub file: FileId,
     /// What it is rendered for.
-    pub scope: Scope,
-}
-
-/// Whether `path` lies under `templates/`.
-pub fn in_folder(path: &str) -> bool {
-    path.strip_prefix(FOLDER)
-        .is_some_and(|rest| rest.starts_with('/'))
-}
-
-/// The scope of a template path, or `None` if the path is not a template: templates are
-/// `templates/tenant/<name>.yaml.j2` and `templates/cell/<name>.yaml.j2`, with no deeper folders.
-pub fn scope_of(path: &str) -> Option<Scope> {
-    let rest = path.strip_prefix(FOLDER)?.strip_prefix('/')?;
-    let (folder, name) = rest.split_once('/')?;
-    let scope = match folder {
-        "tenant" => Scope::Tenant,
-        "cell" => Scope::Cell,
-        _ => return None,
-    };
-    let stem = name.strip_suffix(EXTENSION)?;
-    (!stem.is_empty() && !name.contains('/')).then_some(scope)
+    pub scope: TemplateScope,
 }
 
 /// The template environment: every template that parsed, no loader, strict undefined values,
@@ -209,7 +175,7 @@ pub fn apply(
     sorted.sort_by(|left, right| left.path.cmp(&right.path));
     for cell in &plan.cells {
         let mut cell_has_templates = false;
-        for template in sorted.iter().filter(|t| t.scope == Scope::Cell) {
+        for template in sorted.iter().filter(|t| t.scope == TemplateScope::Cell) {
             let ctx = context::CellContext {
                 cell: context::cell_view(cell),
             };
@@ -233,10 +199,10 @@ pub fn apply(
             cell_has_templates |= manifest.objects.len() > before;
         }
         if cell_has_templates && let Some((children, _)) = manifest.folders.get_mut(&cell.name) {
-            children.insert(FOLDER.to_string());
+            children.insert(crate::layout::TEMPLATES.to_string());
         }
         for tenant in &cell.tenants {
-            for template in sorted.iter().filter(|t| t.scope == Scope::Tenant) {
+            for template in sorted.iter().filter(|t| t.scope == TemplateScope::Tenant) {
                 let ctx = context::TenantContext {
                     tenant: context::tenant_view(tenant, cell),
                     cell: context::cell_view(cell),

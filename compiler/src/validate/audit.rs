@@ -8,7 +8,7 @@
 //! condition, or trust in anything but the workload's own ServiceAccount.
 //!
 //! Invariants:
-//! - The audit reads the emitted bytes back into the typed documents of `lower/iam.rs` and
+//! - The audit reads the emitted bytes back into the typed documents of `kube/iam.rs` and
 //!   judges them by rules of its own (prefix sets and exact identities), never by comparing them
 //!   with what the generator would produce, so a bug in `lower/iam.rs` or a hand edit is caught.
 //! - A file the audit cannot read or does not know is itself a finding: nothing unaudited
@@ -16,18 +16,19 @@
 
 use crate::diag::{Code, Diagnostic};
 use crate::emit::OutputTree;
-use crate::lower::iam::{
+use crate::facts::cloud::{
+    checkpoints_prefix, google_account_email, models_prefix, oidc_provider_arn, role_arn,
+};
+use crate::kube::iam::{
     GCP_READ_ROLE, GCP_WORKLOAD_IDENTITY_ROLE, GCP_WRITE_ROLE, GcpPolicy, LIST_ACTION,
     PodIdentityAssociation, PolicyDocument, READ_ACTIONS, Statement, WRITE_ACTIONS,
-    service_account_subject, workload_identity_member,
 };
 use crate::model::Fleet;
 use crate::plan::storage::{
-    IdentityPlan, StoragePlan, google_account_email, oidc_provider_arn, role_arn,
+    IdentityPlan, StoragePlan, service_account_subject, workload_identity_member,
 };
 use crate::plan::{CellPlan, NamespacePlan, Plan, TenantPlan};
 use crate::source::Span;
-use crate::validate::iam::{checkpoints_prefix, models_prefix};
 
 /// The only workload kind that may write, and only its own checkpoints.
 const WRITER: &str = "train";
@@ -122,7 +123,12 @@ impl Context<'_> {
             problems.push(format!("`{file}` is not a document the audit knows"));
             return;
         };
-        let Some(namespace) = self.tenant.namespaces.iter().find(|ns| ns.workload == kind) else {
+        let Some(namespace) = self
+            .tenant
+            .namespaces
+            .iter()
+            .find(|ns| ns.workload.as_str() == kind)
+        else {
             problems.push(format!(
                 "`{file}` is for workload `{kind}`, which the tenant does not declare"
             ));
@@ -448,7 +454,7 @@ impl Context<'_> {
                     account,
                     &self.cell.name,
                     &self.tenant.name,
-                    namespace.workload,
+                    namespace.workload.as_str(),
                 )
         {
             problems.push(format!(

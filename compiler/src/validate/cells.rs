@@ -44,7 +44,7 @@ fn check_config_names(cell: &Cell, diagnostics: &mut Vec<Diagnostic>) {
     let mut seen: std::collections::BTreeMap<String, Span> = std::collections::BTreeMap::new();
     for pool in cell.pools.iter().filter(|pool| pool.sharing.value.is_mig()) {
         for layout in &pool.mig_layouts {
-            let config = crate::lower::gpu::mig_config_name(pool, layout);
+            let config = crate::facts::gpu::mig_config_name(pool, layout);
             if config.starts_with("all-") {
                 diagnostics.push(
                     Diagnostic::error(
@@ -489,7 +489,7 @@ fn check_config_name(
     layout: &crate::model::MigLayout,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    let config = crate::lower::gpu::mig_config_name(pool, layout);
+    let config = crate::facts::gpu::mig_config_name(pool, layout);
     if let Err(reason) = crate::names::label_value(&config) {
         diagnostics.push(
             Diagnostic::error(

@@ -3,63 +3,19 @@
 //! Consumes: the [`Fleet`]. Produces: diagnostics for model prefixes outside the tenant's own
 //! `models/<tenant>/` prefix (`model-prefix-outside-tenant`), shared-base prefixes that are not
 //! plain `shared/…/` prefixes (`shared-base-prefix-invalid`), and cell storage identities that do
-//! not match the cell's cloud (`storage-identity-mismatch`); also the name rules the schema
-//! stage uses for buckets, OIDC providers and project ids.
+//! not match the cell's cloud (`storage-identity-mismatch`).
 //!
 //! Invariant: after these checks every prefix `lower/iam.rs` grants is made of the characters
 //! `[A-Za-z0-9._/-]` only, so no grant can hold a wildcard, and a shared-base prefix can never
 //! name a `models/` or `checkpoints/` prefix of any tenant.
 
 use crate::diag::{Code, Diagnostic};
+use crate::facts::cloud::{google_account_id, models_prefix};
 use crate::facts::storage::{buckets_of, granted_buckets, grants_on};
 use crate::model::{Cell, Fleet, SharedBaseGrant};
 
-/// The prefix of a tenant's model weights inside a bucket.
-pub fn models_prefix(tenant: &str) -> String {
-    format!("models/{tenant}/")
-}
-
-/// The prefix of a tenant's training checkpoints inside a bucket.
-pub fn checkpoints_prefix(tenant: &str) -> String {
-    format!("checkpoints/{tenant}/")
-}
-
 /// The first folder of every shared-base prefix.
 pub const SHARED_ROOT: &str = "shared/";
-
-/// Whether a bucket name follows the rules both S3 and Cloud Storage share.
-pub fn bucket_name_ok(name: &str) -> bool {
-    (3..=63).contains(&name.len())
-        && name.starts_with(|ch: char| ch.is_ascii_lowercase() || ch.is_ascii_digit())
-        && name.ends_with(|ch: char| ch.is_ascii_lowercase() || ch.is_ascii_digit())
-        && name
-            .chars()
-            .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || matches!(ch, '.' | '-'))
-        && !name.contains("..")
-}
-
-/// Whether an OIDC provider is a host and path without scheme or wildcard.
-pub fn oidc_provider_ok(provider: &str) -> bool {
-    (1..=255).contains(&provider.len())
-        && provider.contains('.')
-        && provider
-            .chars()
-            .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '.' | '-' | '/'))
-        && provider
-            .split('/')
-            .all(|part| !part.is_empty() && part != "." && part != "..")
-}
-
-/// Whether a Google Cloud project id is valid: 6 to 30 characters, lowercase letters, digits
-/// and `-`, starting with a letter and not ending with `-`.
-pub fn project_id_ok(project: &str) -> bool {
-    (6..=30).contains(&project.len())
-        && project.starts_with(|ch: char| ch.is_ascii_lowercase())
-        && !project.ends_with('-')
-        && project
-            .chars()
-            .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-')
-}
 
 /// The object key part of a `scheme://bucket/key` prefix (the whole text when it has no
 /// scheme).
@@ -295,7 +251,7 @@ pub fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
 /// binds workloads to Google service accounts.
 ///
 /// A long `<tenant>-<kind>` is shortened to a prefix and a 32-bit hash
-/// ([`crate::plan::storage::google_account_id`]), which a pull request can collide on purpose
+/// ([`google_account_id`]), which a pull request can collide on purpose
 /// (an attack review found a colliding name in seconds); two workloads sharing an account would
 /// share its grants, and whichever Workload Identity binding is applied last would own it.
 fn google_account_ids_distinct(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
@@ -312,7 +268,7 @@ fn google_account_ids_distinct(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>)
     for tenant in &fleet.tenants {
         for workload in &tenant.workloads {
             let kind = workload.kind.value.as_str();
-            let id = crate::plan::storage::google_account_id(&tenant.name.value, kind);
+            let id = google_account_id(&tenant.name.value, kind);
             match seen.get(&id) {
                 Some((first, first_span)) if *first != tenant.name.value => {
                     diagnostics.push(
@@ -430,8 +386,8 @@ mod tests {
         let victim = "acme-research-foundation-models";
         let attacker = "acme-research-foundau4s7aecy";
         assert_eq!(
-            crate::plan::storage::google_account_id(victim, "train"),
-            crate::plan::storage::google_account_id(attacker, "train")
+            google_account_id(victim, "train"),
+            google_account_id(attacker, "train")
         );
         let run = |names: &[&str]| {
             let texts: Vec<(String, String)> = names
@@ -479,21 +435,5 @@ mod tests {
             assert!(prefix_problem(bad).is_some(), "{bad}");
         }
         assert_eq!(prefix_problem("shared/llama-70b/2026.10_01/"), None);
-    }
-
-    #[test]
-    fn cloud_names_follow_their_rules() {
-        assert!(bucket_name_ok("fleet-us-east-1a-models"));
-        assert!(!bucket_name_ok("Fleet"));
-        assert!(!bucket_name_ok("a*b"));
-        assert!(project_id_ok("fleet-eu-prod"));
-        assert!(!project_id_ok("fleet"));
-        assert!(oidc_provider_ok(
-            "oidc.eks.us-east-1.amazonaws.com/id/ABC123"
-        ));
-        assert!(!oidc_provider_ok(
-            "https://oidc.eks.us-east-1.amazonaws.com/id/ABC"
-        ));
-        assert!(!oidc_provider_ok("oidc.eks.*.amazonaws.com"));
     }
 }

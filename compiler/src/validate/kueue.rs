@@ -7,23 +7,26 @@
 //! reservations that split an NVLink domain (`reservation-splits-nvlink-domain`), ceiling
 //! splits that do not add up (`ceiling-split-mismatch`), fleet reservations that do not match
 //! the cells (`fleet-reservation-mismatch`) and Kueue's own limits (`kueue-limit-exceeded`).
-//! It also holds the arithmetic that lowering and reports share with these checks:
-//! [`split_ceilings`] and [`split_by_shares`] (a tenant's ceilings over its namespaces),
-//! [`fleet_split`] and [`fleet_cell_parts`] (a fleet reservation over its cells),
-//! [`topology_levels`] (a pool's levels with the implied hostname level),
-//! [`nvlink_domain_gpus`] and [`nvlink_domain_fits`], and [`flavor_node_labels`] (the node labels
-//! of each pool's ResourceFlavor, from the same node groups the plan intersects).
+//! The arithmetic these checks share with the plan lives in `facts/`: the exact splits
+//! (`facts/split.rs`), a pool's topology levels and NVLink domain (`facts/topology.rs`) and the
+//! node labels of each pool's ResourceFlavor (`facts/gpu.rs`).
 //!
 //! Invariants: pure; a reservation is counted against exactly the pool resource
-//! [`hardware::resolve`] maps it to, as `validate::tenants` and `lower` count it; every split
-//! is exact (the parts add up to the whole in the smallest unit, with no rounding loss), so a
-//! fleet that passes these checks lowers to namespace quotas that add up to its ceilings.
+//! [`hardware::resolve`] maps it to, as `validate::tenants` and `plan` count it; every split
+//! is checked with the function `plan` resolves it with, so a fleet that passes these checks
+//! lowers to namespace quotas that add up to its ceilings.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalog::Catalog;
 use crate::diag::{Code, Diagnostic, did_you_mean, list_names};
+use crate::facts::gpu::flavor_node_labels;
+use crate::facts::split::{
+    CeilingResource, FleetSplitError, counted_reservations, counts_ceiling_per_pool,
+    fleet_cell_parts, pool_ceilings, pool_of, reserved_gpus_of_model, split_ceilings,
+};
+use crate::facts::topology::{Level, nvlink_domain_fits, nvlink_domain_gpus, topology_levels};
 use crate::hardware;
 use crate::model::{
     Cell, Fleet, FleetCellShare, FleetReservation, HOSTNAME_LABEL, Pool, PoolQuota, Quota, Sharing,
@@ -53,380 +56,6 @@ pub const MAX_GROUP_PAIRS: usize = crate::kube::kueue::MAX_PAIRS_PER_GROUP;
 pub const MAX_TOPOLOGY_LEVELS: usize = 16;
 /// The longest priority name: it becomes a WorkloadPriorityClass, named in a label value.
 pub const MAX_PRIORITY_NAME: usize = 63;
-
-// ---------------------------------------------------------------------------------------------
-// Shared arithmetic.
-
-/// One workload namespace's part of a tenant's ceilings in a cell.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CeilingPart {
-    /// The workload whose namespace gets the part.
-    pub workload: WorkloadKind,
-    /// CPU requests.
-    pub cpu: Quantity,
-    /// Memory requests.
-    pub memory: Quantity,
-    /// Pods.
-    pub pods: i64,
-}
-
-/// Splits `total` by `shares` in whole `unit`s: each part is the floor of its proportional
-/// share of the whole units, and what the floors leave (the rest of the units, and anything
-/// below one unit) goes to the first part, so the parts always add up to `total` exactly.
-///
-/// Shares below 1 count as 1; an empty list of shares gives no parts, and a `unit` below 1
-/// counts as 1.
-pub fn split_by_shares(total: i128, unit: i128, shares: &[i64]) -> Vec<i128> {
-    let unit = unit.max(1);
-    let shares: Vec<i128> = shares
-        .iter()
-        .map(|share| i128::from(*share).max(1))
-        .collect();
-    let share_sum: i128 = shares.iter().sum();
-    if shares.is_empty() {
-        return Vec::new();
-    }
-    let units = total / unit;
-    let mut parts: Vec<i128> = shares
-        .iter()
-        .map(|share| units.saturating_mul(*share) / share_sum * unit)
-        .collect();
-    let assigned: i128 = parts.iter().sum();
-    if let Some(first) = parts.first_mut() {
-        *first += total - assigned;
-    }
-    parts
-}
-
-/// A tenant's cpu, memory and pods ceilings in a cell, split over its workload namespaces, in
-/// the order of [`WorkloadKind`] (the order `lower` emits namespaces in).
-///
-/// With explicit `split` entries, each workload that has one gets it as declared (a fleet that
-/// passed [`check`] has exactly one per workload, adding up to the ceilings). Otherwise the
-/// ceilings are split by each workload's `share` (1 when absent) with [`split_by_shares`]:
-/// cpu in millicores, memory in whole bytes and pods in pods, the remainder to the first
-/// workload, so the parts add up to the ceilings exactly.
-pub fn split_ceilings(quota: &Quota, workloads: &[Workload]) -> Vec<CeilingPart> {
-    let mut kinds: Vec<&Workload> = workloads.iter().collect();
-    kinds.sort_by_key(|workload| workload.kind.value);
-    kinds.dedup_by_key(|workload| workload.kind.value);
-    if !quota.splits.is_empty() {
-        return kinds
-            .iter()
-            .filter_map(|workload| {
-                let split = quota
-                    .splits
-                    .iter()
-                    .find(|split| split.workload.value == workload.kind.value)?;
-                Some(CeilingPart {
-                    workload: workload.kind.value,
-                    cpu: split.cpu.value,
-                    memory: split.memory.value,
-                    pods: split.pods.value,
-                })
-            })
-            .collect();
-    }
-    let shares: Vec<i64> = kinds
-        .iter()
-        .map(|workload| workload.share.as_ref().map_or(1, |share| share.value))
-        .collect();
-    let cpu = split_by_shares(quota.cpu.value.milli(), 1, &shares);
-    let memory = split_by_shares(quota.memory.value.milli(), 1000, &shares);
-    let pods = split_by_shares(i128::from(quota.pods.value), 1, &shares);
-    kinds
-        .iter()
-        .zip(cpu)
-        .zip(memory)
-        .zip(pods)
-        .map(|(((workload, cpu), memory), pods)| CeilingPart {
-            workload: workload.kind.value,
-            // A part is at most its ceiling, so it is in range; the fallback is never taken.
-            cpu: Quantity::from_milli(cpu, quota.cpu.value.format()).unwrap_or(quota.cpu.value),
-            memory: Quantity::from_milli(memory, quota.memory.value.format())
-                .unwrap_or(quota.memory.value),
-            pods: i64::try_from(pods).unwrap_or(quota.pods.value),
-        })
-        .collect()
-}
-
-/// One pool's part of a tenant's cpu, memory and pods ceilings in a cell, as its ClusterQueue
-/// gives it to the pool's flavor.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PoolCeiling {
-    /// The pool.
-    pub pool: String,
-    /// CPU requests of pods on the pool.
-    pub cpu: Quantity,
-    /// Memory requests of pods on the pool.
-    pub memory: Quantity,
-    /// Pods on the pool.
-    pub pods: i64,
-}
-
-/// Whether a tenant's ClusterQueue in `cell` counts cpu, memory and pods per pool flavor:
-/// when a pool it reserves in has a topology (Kueue gives a topology-aware pod set one flavor
-/// for all its resources, so those flavors must hold cpu, memory and pods too), or when any
-/// reservation of the quota declares a part of the ceiling.
-pub fn counts_ceiling_per_pool(quota: &Quota, cell: &Cell) -> bool {
-    quota.pools.iter().any(|reservation| {
-        reservation.cpu.is_some()
-            || reservation.memory.is_some()
-            || reservation.pods.is_some()
-            || pool_of(cell, reservation).is_some_and(|pool| pool.topology.is_some())
-    })
-}
-
-/// The per-pool parts of a tenant's ceilings in `cell`, in the order the quota first names
-/// each pool; `None` when its ClusterQueue keeps the ceiling on the ceiling flavor alone (see
-/// [`counts_ceiling_per_pool`]). A pool's part is the sum of its reservations' parts, an
-/// undeclared part counting 0 (a fleet that passed [`check`] declares every part).
-pub fn pool_ceilings(quota: &Quota, cell: &Cell) -> Option<Vec<PoolCeiling>> {
-    if !counts_ceiling_per_pool(quota, cell) {
-        return None;
-    }
-    let mut parts: Vec<PoolCeiling> = Vec::new();
-    for reservation in &quota.pools {
-        if pool_of(cell, reservation).is_none() {
-            continue;
-        }
-        let index = match parts
-            .iter()
-            .position(|part| part.pool == reservation.pool.value)
-        {
-            Some(index) => index,
-            None => {
-                parts.push(PoolCeiling {
-                    pool: reservation.pool.value.clone(),
-                    cpu: Quantity::from_milli(0, quota.cpu.value.format())
-                        .unwrap_or(quota.cpu.value),
-                    memory: Quantity::from_milli(0, quota.memory.value.format())
-                        .unwrap_or(quota.memory.value),
-                    pods: 0,
-                });
-                parts.len() - 1
-            }
-        };
-        let Some(part) = parts.get_mut(index) else {
-            continue;
-        };
-        if let Some(cpu) = &reservation.cpu {
-            part.cpu = sum_quantity(part.cpu, cpu.value);
-        }
-        if let Some(memory) = &reservation.memory {
-            part.memory = sum_quantity(part.memory, memory.value);
-        }
-        if let Some(pods) = &reservation.pods {
-            part.pods = part.pods.saturating_add(pods.value);
-        }
-    }
-    Some(parts)
-}
-
-/// `a + b`, written as `b` is when `a` is zero (so a single declared part keeps its spelling).
-fn sum_quantity(a: Quantity, b: Quantity) -> Quantity {
-    if a.milli() == 0 {
-        b
-    } else {
-        a.saturating_add(b)
-    }
-}
-
-/// One cell's part of a fleet reservation, as [`fleet_split`] takes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FleetPart {
-    /// A fixed number of GPUs.
-    Fixed(i64),
-    /// A weight in the GPUs the fixed parts leave.
-    Weight(i64),
-}
-
-/// Why a fleet reservation does not split into its cells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FleetSplitError {
-    /// The fixed parts add up to more than the total.
-    FixedAboveTotal {
-        /// The sum of the fixed parts.
-        fixed: i64,
-    },
-    /// The fixed parts leave GPUs, and no cell has a weight to take them.
-    RestWithoutWeight {
-        /// The GPUs left.
-        rest: i64,
-    },
-    /// A cell entry has both a fixed part and a weight, or neither (its index).
-    PartAmbiguous(usize),
-}
-
-/// Splits `total` GPUs over cells: fixed parts as given, and the rest by weight, each weighted
-/// cell getting the floor of its proportional share and the remainder going one GPU each to
-/// the first weighted cells in declaration order. The parts add up to `total` exactly.
-pub fn fleet_split(total: i64, parts: &[FleetPart]) -> Result<Vec<i64>, FleetSplitError> {
-    let fixed = parts
-        .iter()
-        .map(|part| match part {
-            FleetPart::Fixed(gpus) => *gpus,
-            FleetPart::Weight(_) => 0,
-        })
-        .fold(0_i64, i64::saturating_add);
-    if fixed > total {
-        return Err(FleetSplitError::FixedAboveTotal { fixed });
-    }
-    let rest = total - fixed;
-    let weights: i128 = parts
-        .iter()
-        .map(|part| match part {
-            FleetPart::Weight(weight) => i128::from((*weight).max(1)),
-            FleetPart::Fixed(_) => 0,
-        })
-        .sum();
-    if weights == 0 {
-        return if rest == 0 {
-            Ok(parts
-                .iter()
-                .map(|part| match part {
-                    FleetPart::Fixed(gpus) => *gpus,
-                    FleetPart::Weight(_) => 0,
-                })
-                .collect())
-        } else {
-            Err(FleetSplitError::RestWithoutWeight { rest })
-        };
-    }
-    let mut split: Vec<i64> = parts
-        .iter()
-        .map(|part| match part {
-            FleetPart::Fixed(gpus) => *gpus,
-            FleetPart::Weight(weight) => {
-                let share = i128::from(rest) * i128::from((*weight).max(1)) / weights;
-                i64::try_from(share).unwrap_or(0)
-            }
-        })
-        .collect();
-    let mut remainder = total
-        - split
-            .iter()
-            .fold(0_i64, |sum, part| sum.saturating_add(*part));
-    for (part, gpus) in parts.iter().zip(split.iter_mut()) {
-        if remainder <= 0 {
-            break;
-        }
-        if matches!(part, FleetPart::Weight(_)) {
-            *gpus += 1;
-            remainder -= 1;
-        }
-    }
-    Ok(split)
-}
-
-/// The GPUs each cell entry of a fleet reservation gets, in declaration order.
-pub fn fleet_cell_parts(reservation: &FleetReservation) -> Result<Vec<i64>, FleetSplitError> {
-    let parts = reservation
-        .cells
-        .iter()
-        .enumerate()
-        .map(|(idx, share)| fleet_part(share).ok_or(FleetSplitError::PartAmbiguous(idx)))
-        .collect::<Result<Vec<_>, _>>()?;
-    fleet_split(reservation.gpus.value, &parts)
-}
-
-fn fleet_part(share: &FleetCellShare) -> Option<FleetPart> {
-    match (&share.gpus, &share.weight) {
-        (Some(gpus), None) => Some(FleetPart::Fixed(gpus.value)),
-        (None, Some(weight)) => Some(FleetPart::Weight(weight.value)),
-        _ => None,
-    }
-}
-
-/// A topology level as Kueue sees it: a node label and the nodes one domain holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Level {
-    /// The node label.
-    pub label: String,
-    /// Nodes per domain.
-    pub nodes: i64,
-}
-
-/// A pool's topology levels from coarse to fine, with `kubernetes.io/hostname` (one node per
-/// domain) as the last level; empty when the pool declares no topology.
-pub fn topology_levels(pool: &Pool) -> Vec<Level> {
-    let Some(topology) = &pool.topology else {
-        return Vec::new();
-    };
-    let mut levels: Vec<Level> = topology
-        .levels
-        .iter()
-        .map(|level| Level {
-            label: level.label.value.clone(),
-            nodes: level.nodes.value,
-        })
-        .collect();
-    if levels
-        .last()
-        .is_none_or(|last| last.label != HOSTNAME_LABEL)
-    {
-        levels.push(Level {
-            label: HOSTNAME_LABEL.to_string(),
-            nodes: 1,
-        });
-    }
-    levels
-}
-
-/// The GPUs of one NVLink domain of a pool: its `nvlink-domain`, or one node's GPUs.
-pub fn nvlink_domain_gpus(pool: &Pool) -> i64 {
-    pool.nvlink_domain
-        .as_ref()
-        .map_or(pool.gpus_per_node.value, |domain| domain.value)
-}
-
-/// The node labels of each pool's Kueue ResourceFlavor, by pool name: the labels every node
-/// group of the pool carries ([`crate::lower::gpu::node_groups`]), which are the pool's own
-/// labels, `nvidia.com/device-plugin.config`, and `nvidia.com/mig.config` when all its nodes
-/// share one MIG config (`all-disabled` on a MIG-capable model that is not shared by MIG, the
-/// layout's config on a MIG pool with exactly one layout). The plan's `node_labels` are these.
-pub fn flavor_node_labels(
-    cell: &Cell,
-    cell_catalog: &Catalog,
-) -> BTreeMap<String, BTreeMap<String, String>> {
-    let mut common: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    for group in crate::lower::gpu::node_groups(cell, cell_catalog) {
-        match common.get_mut(&group.pool) {
-            None => {
-                common.insert(group.pool.clone(), group.labels);
-            }
-            Some(labels) => labels.retain(|key, value| group.labels.get(key) == Some(value)),
-        }
-    }
-    common
-}
-
-/// Whether a pool's NVLink domain fits its hardware: the pool's GPUs are a whole number of
-/// domains, and a domain is either a divisor of one node's GPUs or a whole number of nodes.
-pub fn nvlink_domain_fits(pool: &Pool) -> bool {
-    let domain = nvlink_domain_gpus(pool);
-    let per_node = pool.gpus_per_node.value;
-    let gpus = pool.nodes.value.saturating_mul(per_node);
-    domain > 0
-        && per_node > 0
-        && gpus % domain == 0
-        && (per_node % domain == 0 || domain % per_node == 0)
-}
-
-/// The whole GPUs of `gpu` a tenant reserves in a cell: the sum of `reserved` over its
-/// reservations in the cell's `exclusive` pools of that model (a repeated reservation counts
-/// once, as in the capacity check).
-pub fn reserved_gpus_of_model(quota: &Quota, cell: &Cell, gpu: &str) -> i64 {
-    counted_reservations(quota)
-        .into_iter()
-        .filter(|reservation| {
-            pool_of(cell, reservation).is_some_and(|pool| {
-                pool.sharing.value == Sharing::Exclusive && pool.gpu.value == gpu
-            })
-        })
-        .map(|reservation| reservation.reserved.value)
-        .fold(0, i64::saturating_add)
-}
 
 // ---------------------------------------------------------------------------------------------
 // Checks.
@@ -513,28 +142,6 @@ pub(super) fn check(fleet: &Fleet, catalog: &Catalog, diagnostics: &mut Vec<Diag
             diagnostics,
         );
     }
-}
-
-/// The reservations of a quota that count: the first of each (pool, profile, workload).
-fn counted_reservations(quota: &Quota) -> Vec<&PoolQuota> {
-    let mut seen = BTreeSet::new();
-    quota
-        .pools
-        .iter()
-        .filter(|reservation| {
-            seen.insert((
-                reservation.pool.value.as_str(),
-                reservation.profile.as_ref().map(|p| p.value.as_str()),
-                reservation.workload.as_ref().map(|w| w.value),
-            ))
-        })
-        .collect()
-}
-
-fn pool_of<'a>(cell: &'a Cell, reservation: &PoolQuota) -> Option<&'a Pool> {
-    cell.pools
-        .iter()
-        .find(|pool| pool.name.value == reservation.pool.value)
 }
 
 /// Kueue's webhook rejects a ClusterQueue whose lendingLimit exceeds its nominalQuota.
@@ -920,23 +527,24 @@ fn check_pool_ceilings(
         }
     }
     for (first, declared) in &pools {
-        let missing: Vec<&str> = ["cpu", "memory", "pods"]
+        let missing: Vec<CeilingResource> = CeilingResource::ALL
             .into_iter()
             .zip(declared)
             .filter(|(_, declared)| !**declared)
-            .map(|(field, _)| field)
+            .map(|(resource, _)| resource)
             .collect();
         if missing.is_empty() {
             continue;
         }
-        let example: Vec<String> = missing
+        let example: Vec<&str> = missing
             .iter()
-            .map(|field| match *field {
-                "cpu" => "cpu=\"<cores>\"".to_string(),
-                "memory" => "memory=\"<bytes>\"".to_string(),
-                _ => "pods=<n>".to_string(),
+            .map(|resource| match resource {
+                CeilingResource::Cpu => "cpu=\"<cores>\"",
+                CeilingResource::Memory => "memory=\"<bytes>\"",
+                CeilingResource::Pods => "pods=<n>",
             })
             .collect();
+        let missing: Vec<&str> = missing.iter().map(|resource| resource.as_str()).collect();
         diagnostics.push(
             Diagnostic::error(
                 Code::PoolCeilingMissing,
@@ -966,28 +574,29 @@ fn check_pool_ceilings(
     };
     let sums = [
         (
-            "cpu",
+            CeilingResource::Cpu,
             parts.iter().map(|part| part.cpu.milli()).sum::<i128>(),
             quota.cpu.value.milli(),
             quota.cpu.value.format(),
             quota.cpu.span,
         ),
         (
-            "memory",
+            CeilingResource::Memory,
             parts.iter().map(|part| part.memory.milli()).sum::<i128>(),
             quota.memory.value.milli(),
             quota.memory.value.format(),
             quota.memory.span,
         ),
         (
-            "pods",
+            CeilingResource::Pods,
             parts.iter().map(|part| i128::from(part.pods)).sum::<i128>() * 1000,
             i128::from(quota.pods.value) * 1000,
             crate::quantity::Format::DecimalSi,
             quota.pods.span,
         ),
     ];
-    for (field, sum, ceiling, format, span) in sums {
+    for (resource, sum, ceiling, format, span) in sums {
+        let field = resource.as_str();
         if sum <= ceiling {
             continue;
         }
@@ -1008,16 +617,16 @@ fn check_pool_ceilings(
         )
         .with_label(format!("ceiling {}", show(ceiling)));
         for reservation in &quota.pools {
-            let part = match field {
-                "cpu" => reservation
+            let part = match resource {
+                CeilingResource::Cpu => reservation
                     .cpu
                     .as_ref()
                     .map(|q| (q.span, q.value.to_string())),
-                "memory" => reservation
+                CeilingResource::Memory => reservation
                     .memory
                     .as_ref()
                     .map(|q| (q.span, q.value.to_string())),
-                _ => reservation
+                CeilingResource::Pods => reservation
                     .pods
                     .as_ref()
                     .map(|q| (q.span, q.value.to_string())),
@@ -1070,7 +679,7 @@ fn check_pool_ceilings(
 }
 
 /// cpu, memory and pods: the ceiling resources a ClusterQueue covers beside the GPU resources.
-const CEILING_RESOURCE_COUNT: usize = 3;
+const CEILING_RESOURCE_COUNT: usize = CeilingResource::ALL.len();
 
 /// The checks of one cell; `cell_catalog` is the catalog as the cell sees it.
 fn check_cell(cell: &Cell, cell_catalog: &Catalog, diagnostics: &mut Vec<Diagnostic>) {
@@ -2260,6 +1869,9 @@ fn ratio_text(milli: i128) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    // The shared arithmetic lives in `facts/split.rs`; its tests stay here with the fleets
+    // they are built on.
+    use crate::facts::split::{FleetPart, fleet_split, split_by_shares};
     use crate::validate::test_support::{codes, compile_files, example_files, fleet};
 
     /// A deterministic generator for the seeded property loops.

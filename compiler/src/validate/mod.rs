@@ -51,10 +51,10 @@ pub struct Unreadable {
 
 impl Unreadable {
     /// Marks the declaration of an unreadable file under `cells/` or `tenants/`.
-    pub fn insert(&mut self, kind: crate::schema::DeclKind, stem: String) {
+    pub fn insert(&mut self, kind: crate::layout::DeclKind, stem: String) {
         match kind {
-            crate::schema::DeclKind::Cell => self.cells.insert(stem),
-            crate::schema::DeclKind::Tenant => self.tenants.insert(stem),
+            crate::layout::DeclKind::Cell => self.cells.insert(stem),
+            crate::layout::DeclKind::Tenant => self.tenants.insert(stem),
         };
     }
 }

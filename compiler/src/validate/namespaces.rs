@@ -17,8 +17,9 @@
 use std::collections::BTreeMap;
 
 use crate::diag::{Code, Diagnostic};
-use crate::lower::gpu::operator_namespace;
-use crate::model::{Cell, Fleet, Tenant, Workload, WorkloadKind};
+use crate::facts::gpu::operator_namespace;
+use crate::facts::naming::namespace_name;
+use crate::model::{Cell, Fleet, Tenant, Workload};
 use crate::source::Span;
 
 /// Namespaces that Kubernetes creates in every cluster.
@@ -31,11 +32,6 @@ pub const RESERVED_PREFIXES: [&str; 2] = ["kube-", "openshift-"];
 /// The namespace of one workload of a tenant, as `lower` names it.
 pub fn tenant_namespace(tenant: &Tenant, workload: &Workload) -> String {
     namespace_name(&tenant.name.value, workload.kind.value)
-}
-
-/// The namespace `<tenant>-<workload kind>`.
-pub fn namespace_name(tenant: &str, kind: WorkloadKind) -> String {
-    format!("{tenant}-{}", kind.as_str())
 }
 
 /// Why a namespace is reserved for the platform in every cluster, if it is.
@@ -178,6 +174,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::model::WorkloadKind;
     use crate::validate::test_support::{CELL, codes, tenant};
 
     #[test]

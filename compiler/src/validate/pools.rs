@@ -511,7 +511,7 @@ mod tests {
                 if tenant.cell_host_access.granted {
                     granted += 1;
                     assert!(
-                        owns_all && tenant.trust == "hard",
+                        owns_all && tenant.trust.as_str() == "hard",
                         "round {round}: `{}` got host access on pools it does not own: {pools:?}\n{files:?}",
                         tenant.name
                     );
@@ -522,7 +522,7 @@ mod tests {
                         .iter()
                         .any(|declared| declared.name.value == *pool && !declared.taints.is_empty())
                 });
-                if tenant.trust == "hard" && owns_all && all_tainted {
+                if tenant.trust.as_str() == "hard" && owns_all && all_tainted {
                     assert!(
                         tenant.cell_host_access.granted,
                         "round {round}: owner `{}` lost host access: {}\n{files:?}",

@@ -10,7 +10,7 @@
 //! reserves GPUs in the cell is left without one (its GPU pods could never be admitted).
 
 use super::duplicates;
-use super::tenants::unknown_reference;
+use super::tenants::{Referent, unknown_reference};
 use crate::diag::{Code, Diagnostic};
 use crate::model::Fleet;
 
@@ -35,7 +35,7 @@ pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
                     .any(|known| known.name.value == pool.value)
                 {
                     diagnostics.push(unknown_reference(
-                        "pool",
+                        Referent::Pool,
                         pool,
                         pool_names.clone(),
                         "name a pool of this cell whose nodes run the handler",

@@ -58,7 +58,7 @@ pub(super) fn check(
                     continue;
                 }
                 diagnostics.push(unknown_reference(
-                    "cell",
+                    Referent::Cell,
                     &quota.cell,
                     cells.keys().copied(),
                     "declare the cell in cells/, or fix the name",
@@ -219,15 +219,26 @@ fn ambiguous_workload(tenant: &Tenant, reservation: &PoolQuota) -> Diagnostic {
     ))
 }
 
+/// What a reference that names nothing declared was meant to name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Referent {
+    /// A cell, from a tenant's quota.
+    Cell,
+    /// A pool of a cell, from a reservation or a runtime class.
+    Pool,
+}
+
+/// The finding of a reference to a cell or pool that is not declared, with a did-you-mean
+/// among `candidates`.
 pub(super) fn unknown_reference<'a>(
-    what: &str,
+    referent: Referent,
     name: &Spanned<String>,
     candidates: impl Iterator<Item = &'a str> + Clone,
     fallback_help: &str,
 ) -> Diagnostic {
-    let code = match what {
-        "cell" => Code::CellUnknown,
-        _ => Code::PoolUnknown,
+    let (what, code) = match referent {
+        Referent::Cell => ("cell", Code::CellUnknown),
+        Referent::Pool => ("pool", Code::PoolUnknown),
     };
     let diagnostic = Diagnostic::error(
         code,
@@ -255,7 +266,7 @@ fn unknown_pool(cell: &Cell, reservation: &PoolQuota, catalog: &Catalog) -> Diag
     let names = cell.pools.iter().map(|p| p.name.value.as_str());
     let fallback = format!("declare the pool in cell `{}`", cell.name.value);
     let Some(profile) = &reservation.profile else {
-        return unknown_reference("pool", &reservation.pool, names, &fallback);
+        return unknown_reference(Referent::Pool, &reservation.pool, names, &fallback);
     };
     let offering: Vec<&str> = cell
         .pools
@@ -274,7 +285,7 @@ fn unknown_pool(cell: &Cell, reservation: &PoolQuota, catalog: &Catalog) -> Diag
     ) {
         (Some(close), _) => format!("did you mean `{close}`?"),
         (None, [only]) => format!("did you mean `{only}`, which offers `{}`?", profile.value),
-        (None, _) => return unknown_reference("pool", &reservation.pool, names, &fallback),
+        (None, _) => return unknown_reference(Referent::Pool, &reservation.pool, names, &fallback),
     };
     let offer_names = list_names(offering.iter().copied());
     Diagnostic::error(
@@ -386,12 +397,17 @@ fn check_reservation(
             )
             .with_label(match trust.value {
                 Trust::Hard => "hard tenants get whole GPUs only",
-                _ => "time-slicing and MPS share memory and faults between pods",
+                // `soft` allows every sharing mode, so only `mig` is refused a shared pool.
+                Trust::Mig | Trust::Soft => {
+                    "time-slicing and MPS share memory and faults between pods"
+                }
             })
             .with_secondary(trust.span, "trust class set here")
             .with_help(match trust.value {
                 Trust::Hard => "reserve in an `exclusive` pool, or lower the trust class",
-                _ => "reserve in a `mig` or `exclusive` pool, or set `trust \"soft\"`",
+                Trust::Mig | Trust::Soft => {
+                    "reserve in a `mig` or `exclusive` pool, or set `trust \"soft\"`"
+                }
             }),
         );
     }

@@ -35,17 +35,10 @@ use digest::{FileDigest, hex, root_digest};
 use lock::{LockFile, LockedModel};
 use sig::{BundleKind, PublicKey};
 
-/// The folder of tenants' public keys and trust roots.
-pub const KEYS: &str = "keys";
-/// The folder of lock files and signature files.
-pub const WEIGHTS: &str = "weights";
-
-/// Whether a repository path is signing material `load` reads for this stage.
-pub fn is_material(path: &str) -> bool {
-    path.strip_prefix(KEYS)
-        .or_else(|| path.strip_prefix(WEIGHTS))
-        .is_some_and(|rest| rest.starts_with('/'))
-}
+use crate::layout::{KEYS, WEIGHTS};
+// What is signing material is part of the folder layout (`layout.rs`); the CLI still names it
+// here.
+pub use crate::layout::is_material;
 
 /// The lock file of a tenant.
 pub fn lock_path(tenant: &str) -> String {
@@ -987,15 +980,6 @@ mod tests {
             contents: fixture("model-signing/signing-key.pub.pem"),
         });
         assert_eq!(codes(&inputs), ["weights-signature-invalid"]);
-    }
-
-    #[test]
-    fn material_is_only_what_lies_under_keys_and_weights() {
-        assert!(is_material("keys/a/k.pem"));
-        assert!(is_material("weights/a.lock"));
-        assert!(!is_material("keys"));
-        assert!(!is_material("keysmith/a"));
-        assert!(!is_material("tenants/a.kdl"));
     }
 
     /// Tenant `alpha` of a fleet and the fleet's signing material, as `tenantc weights lock`

@@ -101,7 +101,7 @@ or `--drain <cell>/<pool>@<level>=<domains>`";
 
 /// Parses the value of `--drain`.
 pub fn parse_drain(text: &str) -> Result<DrainSpec, SpecError> {
-    let text = crate::load::escape_str(text);
+    let text = crate::escape::escape_str(text);
     let bad = |why: &str| spec_error(format!("`--drain {text}` {why}"), DRAIN_FORM);
     let (cell, rest) = text.split_once('/').ok_or_else(|| bad("names no pool"))?;
     let (target, count) = match rest.rsplit_once('=') {
@@ -142,7 +142,7 @@ pub fn parse_drain(text: &str) -> Result<DrainSpec, SpecError> {
 
 /// Parses the value of `--remove-layout`: `<cell>/<pool>/<layout>`.
 pub fn parse_remove_layout(text: &str) -> Result<Change, SpecError> {
-    let text = crate::load::escape_str(text);
+    let text = crate::escape::escape_str(text);
     let mut parts = text.splitn(3, '/');
     match (parts.next(), parts.next(), parts.next()) {
         (Some(cell), Some(pool), Some(layout))

@@ -224,7 +224,7 @@ fn pool_view(plan: &PoolPlan, decl: &Pool, catalog: &Catalog) -> Option<PoolView
     Some(PoolView {
         name: plan.name.clone(),
         gpu: plan.gpu.clone(),
-        exclusive: plan.sharing == "exclusive",
+        exclusive: plan.sharing == crate::model::Sharing::Exclusive,
         owner: plan.owner.clone(),
         gpus_per_node: plan.gpus_per_node,
         groups,

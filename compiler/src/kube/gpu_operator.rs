@@ -1,7 +1,7 @@
 //! The documents the GPU Operator's ConfigMaps embed, typed, for the subset tenantc writes: the
 //! NVIDIA mig-parted config and the NVIDIA k8s-device-plugin config.
 //!
-//! Consumes: the values `gpu.rs` takes from a cell's pools (config names, PCI ids, MIG
+//! Consumes: the values `plan/gpu.rs` takes from a cell's pools (config names, PCI ids, MIG
 //! profiles, sharing modes and replicas).
 //! Produces: [`MigPartedConfig`] and [`DevicePluginConfig`], which serialize through serde into
 //! the canonical YAML tree (`emit::ser`), and [`OperatorConfigMap`], the ConfigMap that writes
@@ -153,7 +153,7 @@ pub enum Document {
 ///
 /// It serializes as a `ConfigMap` whose `data` maps each key to its document written by the
 /// canonical YAML writer, so the documents stay typed until they are emitted and a document that
-/// cannot be written fails the ConfigMap's serialization (an internal error of `lower`).
+/// cannot be written fails the ConfigMap's serialization (an internal error of `lower`, which builds the ConfigMaps).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OperatorConfigMap {
     /// The ConfigMap's metadata.
