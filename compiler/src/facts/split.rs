@@ -6,7 +6,7 @@
 //! Produces: the parts, in the order `plan` and `lower` emit them.
 //!
 //! Invariant: every split is exact (the parts add up to the whole in the smallest unit, with no
-//! rounding loss), so `validate/kueue.rs` checks what `plan` resolves, and a fleet that passes
+//! rounding loss), so `validate/kueue/` checks what `plan` resolves, and a fleet that passes
 //! the checks lowers to namespace quotas that add up to its ceilings.
 
 use std::collections::BTreeSet;

@@ -3,7 +3,7 @@
 //!
 //! Consumes: a validated pool. Produces: [`Level`]s and GPU counts.
 //!
-//! Invariant: `validate/kueue.rs` checks, `plan` emits and the effective capacity counts the
+//! Invariant: `validate/kueue/` checks, `plan` emits and the effective capacity counts the
 //! same levels, so a gang the checks accept fits the Topology Kueue is given.
 
 use crate::model::{HOSTNAME_LABEL, Pool};
