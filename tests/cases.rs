@@ -155,3 +155,31 @@ fn every_diagnostic_code_has_an_error_case() {
          WITHOUT_ERROR_CASE with the reason no declaration can show it): {missing:?}"
     );
 }
+
+/// Issue 19 item 4: every diagnostic that the fixture fleet and every ok and err case report has
+/// a severity that its code's registry entry lists (the severities live beside each `Code`).
+#[test]
+fn every_case_reports_each_code_only_with_a_severity_it_lists() {
+    let mut roots = vec![support::case_root(&support::fleet(), ".")];
+    for kind in ["ok", "err"] {
+        for case in support::subdirs(&support::repo().join("tests/cases").join(kind)) {
+            roots.push(support::case_root(&case, "input"));
+        }
+    }
+    assert!(roots.len() > 100, "{} roots", roots.len());
+    let mut seen = std::collections::BTreeSet::new();
+    for root in &roots {
+        let compilation = support::compile_root(root);
+        for diagnostic in &compilation.diagnostics {
+            assert!(
+                diagnostic.code.severities().contains(&diagnostic.severity),
+                "{}: {} reported as {}",
+                root.display(),
+                diagnostic.code.as_str(),
+                diagnostic.severity.as_str()
+            );
+            seen.insert((diagnostic.code.as_str(), diagnostic.severity.as_str()));
+        }
+    }
+    assert!(seen.len() > 50, "{} codes and severities seen", seen.len());
+}

@@ -92,6 +92,10 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     // Views and tools over the plan and the output.
     ("describe", &["diag", "escape", "facts", "plan", "report"]),
     (
+        "what_if",
+        &["catalog", "diag", "escape", "hardware", "model", "plan"],
+    ),
+    (
         "review",
         &["diag::render", "emit", "facts", "names", "plan", "quantity"],
     ),
@@ -152,6 +156,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
             "validate",
             "validate::audit",
             "weights",
+            "what_if",
             "emit::fs",
         ],
     ),
@@ -173,6 +178,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
             "policy",
             "review",
             "weights",
+            "what_if",
         ],
     ),
 ];
