@@ -9,6 +9,8 @@
 //! rely on it. Unit tests read fleets only from `tests/` (the frozen fixture fleet [`FLEET`], the
 //! twins), never the example fleet at the repository's top, whose only test is the golden test.
 
+pub(crate) mod support;
+
 /// A xorshift generator; the seed must not be zero.
 pub struct Rng(pub u64);
 

@@ -307,7 +307,7 @@ fn shared_with(
 #[cfg(test)]
 mod tests {
     use crate::diag::{Code, Severity};
-    use crate::validate::test_support::compile_files;
+    use crate::testing::support::compile_files;
 
     const EXCEPTION: &str = "workload \"train\" service-account=\"trainer\" priority=\"batch\" {\n        exception \"rdma\" capabilities=\"IPC_LOCK\" reason=\"RDMA\" approved-by=\"sec\"\n    }";
 

@@ -210,7 +210,7 @@ pub fn other_quota(
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-    use crate::validate::test_support::compile_files;
+    use crate::testing::support::compile_files;
 
     fn plan(kubernetes: &str, cell_extra: &str, quota_extra: &str) -> crate::plan::Plan {
         let cell = format!(

@@ -297,7 +297,7 @@ pub fn declaration_span(declaration: &Declaration) -> Span {
 #[cfg(test)]
 mod tests {
     use crate::model::Fleet;
-    use crate::validate::test_support::fleet;
+    use crate::testing::support::fleet;
 
     /// The declaration files under `tests/twins/<syntax>/`, as `(path, text)`.
     fn twin_files(syntax: &str) -> Vec<(String, String)> {
@@ -383,7 +383,7 @@ mod tests {
     #[test]
     fn an_unreadable_value_is_the_only_finding_and_leaves_its_declaration_incomplete() {
         use crate::diag::Code;
-        use crate::validate::test_support::{CELL, codes, tenant};
+        use crate::testing::support::{CELL, codes, tenant};
         // A cell whose only runtime class is for `hard` tenants on `train`.
         let cell = CELL.replacen(
             "    priority \"batch\" value=1000\n",
