@@ -1,4 +1,3 @@
-
 //! Compiles inline declarations for the unit tests of the check families.
 
 use crate::diag::Code;
