@@ -230,6 +230,11 @@ const CHECKS: &[(&str, bool, Check)] = &[
         guard::only_the_gitops_controller_changes_managed_objects,
     ),
     (
+        "guard_argo_cd_drives_the_generated_applications_past_the_guard",
+        true,
+        guard::argo_cd_drives_the_generated_applications_past_the_guard,
+    ),
+    (
         "guard_excepted_namespaces_admit_only_the_declared_capabilities",
         true,
         guard::excepted_namespaces_admit_only_the_declared_capabilities,

@@ -669,3 +669,244 @@ pub(super) fn excepted_namespaces_admit_only_the_declared_capabilities(cluster: 
     }
     report(results);
 }
+
+/// The ServiceAccount of Argo CD's ApplicationSet controller (Argo CD's install manifests), which
+/// creates the Applications of an ApplicationSet and steps a RollingSync by updating them.
+const APPLICATIONSET_CONTROLLER: &str = "argocd-applicationset-controller";
+/// The ServiceAccount of Argo CD's API server, which a UI or CLI sync writes through.
+const ARGOCD_SERVER: &str = "argocd-server";
+/// The harness's ClusterRoleBinding that gives the two Argo CD ServiceAccounts `cluster-admin`.
+const ARGOCD_BINDING: &str = "tenantc-conformance-argocd-admins";
+
+/// The cell's ApplicationSet from `argocd/`, as JSON.
+fn application_set() -> Value {
+    let compilation = support::compile_root(&support::fleet());
+    let tree = compilation.output.expect("an output tree");
+    let path = format!("argocd/applicationset-{CELL}.yaml");
+    let bytes = tree
+        .get(&path)
+        .unwrap_or_else(|| panic!("the fixture fleet emits {path}"));
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    let mut documents = yaml_documents(&text).unwrap_or_else(|error| panic!("{path}: {error}"));
+    assert_eq!(documents.len(), 1, "{path}: one object");
+    documents.remove(0)
+}
+
+/// The Applications Argo CD's list generator makes of `set`: the template with each
+/// `{{.key}}` replaced by the element's value, expanded here from the JSON (not by tenantc's
+/// own expansion), in the ApplicationSet's namespace.
+fn generated_applications(set: &Value) -> Vec<Value> {
+    let template = set["spec"]["template"].to_string();
+    let namespace = set["metadata"]["namespace"].as_str().expect("a namespace");
+    let elements = set["spec"]["generators"][0]["list"]["elements"]
+        .as_array()
+        .expect("a list generator");
+    elements
+        .iter()
+        .map(|element| {
+            let mut text = template.clone();
+            for (key, value) in element.as_object().expect("an element is a map") {
+                let value = value.as_str().expect("element values are strings");
+                text = text.replace(&format!("{{{{.{key}}}}}"), value);
+            }
+            assert!(!text.contains("{{"), "an unexpanded key in {text}");
+            let mut application: Value = serde_json::from_str(&text).unwrap();
+            application["apiVersion"] = json!("argoproj.io/v1alpha1");
+            application["kind"] = json!("Application");
+            application["metadata"]["namespace"] = json!(namespace);
+            application
+        })
+        .collect()
+}
+
+/// Argo CD in the cell itself (destination `https://kubernetes.default.svc`): after the first
+/// RollingSync step has installed the guard, Argo CD's other controllers must still create and
+/// step the Applications of the cell's ApplicationSet, or the sync stalls after `cluster/`;
+/// the ApplicationSet, which tenantc manages, stays guarded.
+pub(super) fn argo_cd_drives_the_generated_applications_past_the_guard(cluster: &Cluster) {
+    let (_, cell) = set_up(cluster);
+    let set = application_set();
+    let namespace = set["metadata"]["namespace"]
+        .as_str()
+        .expect("a namespace")
+        .to_string();
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": ARGOCD_BINDING},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [
+            {"kind": "ServiceAccount", "name": APPLICATIONSET_CONTROLLER, "namespace": namespace},
+            {"kind": "ServiceAccount", "name": ARGOCD_SERVER, "namespace": namespace},
+        ],
+    });
+    let run = cluster.kubectl(
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager",
+            "conformance-guard",
+            "-f",
+            "-",
+        ],
+        &binding.to_string(),
+    );
+    assert!(
+        run.ok,
+        "binding the Argo CD identities failed:\n{}",
+        run.stderr
+    );
+    let service_account = |name: &str| -> (String, String) {
+        (
+            format!("system:serviceaccount:{namespace}:{name}"),
+            format!("system:serviceaccounts:{namespace}"),
+        )
+    };
+    let (set_controller_user, set_controller_group) = service_account(APPLICATIONSET_CONTROLLER);
+    let set_controller: Vec<&str> = vec![
+        &set_controller_user,
+        "system:serviceaccounts",
+        &set_controller_group,
+    ];
+    let (server_user, server_group) = service_account(ARGOCD_SERVER);
+    let server: Vec<&str> = vec![&server_user, "system:serviceaccounts", &server_group];
+    let gitops: Vec<&str> = vec![&cell.gitops.user];
+    let operator: Vec<&str> = vec![OPERATOR];
+    let dry = "--dry-run=server";
+    let mut results = Vec::new();
+
+    // The GitOps controller syncs `argocd/`, so it applies the ApplicationSet.
+    let applied = as_identity(
+        cluster,
+        &gitops,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager",
+            FIELD_MANAGER,
+            "-f",
+            "-",
+        ],
+        &set.to_string(),
+    );
+    results.push(judge(
+        &applied,
+        "the GitOps controller applies the ApplicationSet",
+        Expect::Admitted,
+    ));
+    let set_name = set["metadata"]["name"]
+        .as_str()
+        .expect("a name")
+        .to_string();
+    results.push(judge(
+        &as_identity(
+            cluster,
+            &operator,
+            &[
+                "label",
+                "applicationset",
+                &set_name,
+                "-n",
+                &namespace,
+                "conformance/probe=1",
+                dry,
+            ],
+            "",
+        ),
+        &format!("a platform operator labels ApplicationSet {namespace}/{set_name}"),
+        Expect::RefusedWith("ValidatingAdmissionPolicy 'tenantc-guard-managed-objects'"),
+    ));
+
+    let applications = generated_applications(&set);
+    assert!(
+        !applications.is_empty(),
+        "the ApplicationSet generates nothing"
+    );
+    let mut created = Vec::new();
+    for application in &applications {
+        let name = application["metadata"]["name"]
+            .as_str()
+            .expect("a name")
+            .to_string();
+        let run = as_identity(
+            cluster,
+            &set_controller,
+            &["create", "-f", "-"],
+            &application.to_string(),
+        );
+        if run.ok {
+            created.push(name.clone());
+        }
+        results.push(judge(
+            &run,
+            &format!("the ApplicationSet controller creates Application {namespace}/{name}"),
+            Expect::Admitted,
+        ));
+    }
+    for name in &created {
+        let patch = |who: &[&str], body: &str| {
+            as_identity(
+                cluster,
+                who,
+                &[
+                    "patch",
+                    "application",
+                    name,
+                    "-n",
+                    &namespace,
+                    "--type=merge",
+                    "-p",
+                    body,
+                    dry,
+                ],
+                "",
+            )
+        };
+        // A RollingSync step turns automated sync off until the step's turn, then on.
+        results.push(judge(
+            &patch(
+                &set_controller,
+                r#"{"spec":{"syncPolicy":{"automated":null}}}"#,
+            ),
+            &format!("the ApplicationSet controller holds back Application {namespace}/{name}"),
+            Expect::Admitted,
+        ));
+        // A sync from the UI or the CLI is an `operation` written by the API server's identity.
+        results.push(judge(
+            &patch(
+                &server,
+                r#"{"operation":{"initiatedBy":{"username":"platform"},"sync":{"revision":"main"}}}"#,
+            ),
+            &format!("Argo CD's API server starts a sync of Application {namespace}/{name}"),
+            Expect::Admitted,
+        ));
+        // Applications have no status subresource: the application controller writes the
+        // status on the object.
+        results.push(judge(
+            &patch(&gitops, r#"{"status":{"sync":{"status":"Synced"}}}"#),
+            &format!(
+                "the application controller records the status of Application {namespace}/{name}"
+            ),
+            Expect::Admitted,
+        ));
+    }
+    for name in &created {
+        let run = cluster.kubectl(
+            &[
+                "delete",
+                "application",
+                name,
+                "-n",
+                &namespace,
+                "--wait=false",
+            ],
+            "",
+        );
+        assert!(
+            run.ok,
+            "deleting Application {name} failed:\n{}",
+            run.stderr
+        );
+    }
+    report(results);
+}

@@ -165,13 +165,14 @@ fn application_set(cell: &CellPlan, sync: &SyncPlan, units: &[Unit<'_>]) -> Appl
             template: ApplicationTemplate {
                 metadata: TemplateMeta {
                     name: Some("{{.name}}".to_string()),
-                    labels: Some(BTreeMap::from([
-                        (
-                            crate::kube::labels::MANAGED_BY.0.to_string(),
-                            crate::kube::labels::MANAGED_BY.1.to_string(),
-                        ),
-                        (SYNC_STEP_LABEL.to_string(), "{{.step}}".to_string()),
-                    ])),
+                    // No managed-by label: Argo CD's ApplicationSet controller and API server
+                    // write the Applications (RollingSync steps, UI syncs), and the guard would
+                    // refuse them. The ApplicationSet, which tenantc manages, is guarded, and
+                    // its controller puts any edited Application back to the template.
+                    labels: Some(BTreeMap::from([(
+                        SYNC_STEP_LABEL.to_string(),
+                        "{{.step}}".to_string(),
+                    )])),
                 },
                 spec: ApplicationSpec {
                     source: ApplicationSource {
