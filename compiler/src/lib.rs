@@ -89,6 +89,32 @@ impl Compilation {
 /// The declaration of tenant `name` among `inputs`, if a tenant file declares it readably
 /// (for `tenantc weights lock`, which needs the model's version, prefix and signer).
 pub fn read_tenant(inputs: &[InputFile], name: &str) -> Option<model::Tenant> {
+    let mut found = None;
+    read_tenant_files(inputs, |tenant| {
+        if tenant.name.value == name {
+            found = Some(tenant);
+            false
+        } else {
+            true
+        }
+    });
+    found
+}
+
+/// Every tenant whose declaration file reads as one, by name, each file parsed once (the first
+/// file of a name wins, as in [`read_tenant`]): what a command that works on many tenants reads.
+pub fn read_tenants(inputs: &[InputFile]) -> std::collections::BTreeMap<String, model::Tenant> {
+    let mut tenants = std::collections::BTreeMap::new();
+    read_tenant_files(inputs, |tenant| {
+        tenants.entry(tenant.name.value.clone()).or_insert(tenant);
+        true
+    });
+    tenants
+}
+
+/// Reads each tenant declaration file in `inputs` order and hands the tenant it declares to
+/// `each`, until `each` returns false.
+fn read_tenant_files(inputs: &[InputFile], mut each: impl FnMut(model::Tenant) -> bool) {
     let mut sources = SourceMap::new();
     for input in inputs {
         let Some((DeclKind::Tenant, Some(format))) = classify(&input.path) else {
@@ -103,12 +129,11 @@ pub fn read_tenant(inputs: &[InputFile], name: &str) -> Option<model::Tenant> {
         let _ = diag::allow::extract(&mut document);
         if let (Some(schema::Declaration::Tenant(tenant)), _) =
             schema::read(&document, DeclKind::Tenant, &sources)
-            && tenant.name.value == name
+            && !each(*tenant)
         {
-            return Some(*tenant);
+            return;
         }
     }
-    None
 }
 
 /// Compiles the given files.

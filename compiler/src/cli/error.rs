@@ -121,6 +121,11 @@ impl Fatal {
         self
     }
 
+    /// What went wrong, as one line (for a command that reports several errors in one run).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     /// The exit code of the error.
     pub fn exit(&self) -> Exit {
         match self.kind {

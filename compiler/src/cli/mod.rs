@@ -30,6 +30,7 @@ mod project;
 mod report;
 mod test_policy;
 mod weights;
+mod weights_batch;
 mod what_if;
 
 use std::io::IsTerminal;

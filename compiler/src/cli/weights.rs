@@ -48,24 +48,39 @@ Exit codes: 0 printed, 2 the folder cannot be hashed (a symbolic link, an unread
     #[command(
         long_about = "Write or replace the lock entry of a declared model (its declared version and prefix) in weights/<tenant>.lock, then verify the entry exactly as `tenantc build` will: the signature must verify with one of the model's declared keys and cover the locked files. Nothing is written if it does not.
 
-SOURCE is either a local copy of the weights folder (hashed here; pass the signature with --signature) or a model-signing bundle (a sigstore bundle whose signed statement lists every file and digest; no weights needed). A cosign-style detached signature (base64 DER ECDSA, `cosign sign-blob --key`) signs the line `<object path> sha256:<root>` and lists no files, so it needs the folder. Signature files must be committed under weights/.",
+SOURCE is either a local copy of the weights folder (hashed here; pass the signature with --signature) or a model-signing bundle (a sigstore bundle whose signed statement lists every file and digest; no weights needed). A cosign-style detached signature (base64 DER ECDSA, `cosign sign-blob --key`) signs the line `<object path> sha256:<root>` and lists no files, so it needs the folder. Signature files must be committed under weights/.
+
+Many models at once, reading the project once: --all locks every declared model of every tenant from its bundle at weights/<tenant>/<model>-<version>.sig.json; --list FILE (`-` for stdin) locks the models its lines name, one `TENANT MODEL SOURCE [SIGNATURE]` per line (blank lines and lines starting with # are skipped). Either writes no lock file unless every entry verifies, and prints every failure.",
         after_help = "Examples:
   tenantc weights lock acme-research llama-tiny weights/acme-research/llama-tiny-v3.sig.json
   tenantc weights lock acme-research llama-tiny ./llama-tiny --signature weights/acme-research/llama-tiny-v3.sig.json
   tenantc weights lock acme-research llama-tiny ./llama-tiny --signature weights/acme-research/llama-tiny-v3.sig
+  tenantc weights lock --all
+  tenantc weights lock --list models.txt
 
-Exit codes: 0 written, 1 the entry does not verify or the tenant's declaration has errors, 2 an undeclared tenant or model, a signature that is not a file under weights/, usage or IO errors."
+Exit codes: 0 written, 1 an entry does not verify or a tenant's declaration has errors, 2 an undeclared tenant or model, a signature that is not a file under weights/, usage or IO errors (nothing is written unless every entry verifies)."
     )]
     Lock {
         /// The tenant, as named in its declaration.
-        tenant: String,
+        #[arg(required_unless_present_any = ["all", "list"], conflicts_with_all = ["all", "list"])]
+        tenant: Option<String>,
         /// The model, as the tenant declares it.
-        model: String,
+        #[arg(required_unless_present_any = ["all", "list"])]
+        model: Option<String>,
         /// A weights folder, or a model-signing bundle under weights/.
-        source: PathBuf,
+        #[arg(required_unless_present_any = ["all", "list"])]
+        source: Option<PathBuf>,
         /// The signature file under weights/, when SOURCE is a weights folder.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["all", "list"])]
         signature: Option<PathBuf>,
+        /// Lock every declared model of every tenant from its bundle at
+        /// weights/<tenant>/<model>-<version>.sig.json, reading the project once.
+        #[arg(long, conflicts_with = "list")]
+        all: bool,
+        /// Lock the models listed in FILE (`-` for stdin), one `TENANT MODEL SOURCE [SIGNATURE]`
+        /// per line, reading the project once.
+        #[arg(long, value_name = "FILE")]
+        list: Option<PathBuf>,
         /// Project root holding tenants/, keys/ and weights/.
         #[arg(long, value_name = "DIR", default_value = ".")]
         root: PathBuf,
@@ -81,12 +96,17 @@ pub fn run(command: WeightsCommand) -> Result<Exit, Fatal> {
             threads,
         } => hash(&dir, files, threads),
         WeightsCommand::Lock {
-            tenant,
-            model,
-            source,
+            tenant: Some(tenant),
+            model: Some(model),
+            source: Some(source),
             signature,
+            all: false,
+            list: None,
             root,
         } => lock(&tenant, &model, &source, signature, &root),
+        WeightsCommand::Lock {
+            all, list, root, ..
+        } => super::weights_batch::lock_many(all, list.as_deref(), &root),
     }
 }
 
@@ -137,6 +157,43 @@ fn lock(
         .filter(|input| tenantc::weights::is_material(&input.path))
         .map(|input| (input.path.clone(), input.contents.clone()))
         .collect();
+    let (hashed, relative) = signed_source(root, source, signature)?;
+    if !declared.complete && !declared.models.iter().any(|m| m.name.value == model) {
+        // The model may be declared with a mistake that left it out: show the tenant
+        // file's diagnostics rather than say it declares no such model.
+        return Err(tenant_file_errors(&loaded, tenant, model));
+    }
+    let (entry, bytes) = tenantc::weights::prepare_lock(
+        &declared, model, hashed, &relative, &material,
+    )
+    .map_err(|error| {
+        let message = load::escape_str(error.message());
+        match error {
+            tenantc::weights::LockError::Usage(_) => Fatal::new(message),
+            tenantc::weights::LockError::NotVerified(_) => Fatal::declarations(message),
+        }
+    })?;
+    let lock_file = root.join(tenantc::weights::lock_path(tenant));
+    disk::write_atomically(&lock_file, &bytes)
+        .map_err(|error| Fatal::new(format!("cannot write {}: {error}", lock_file.display())))?;
+    Ok(print_out(&format!(
+        "locked {} {} {} ({} files, {}) in {}\n",
+        entry.name,
+        entry.version,
+        entry.digest,
+        entry.files.len(),
+        entry.signature.format,
+        tenantc::weights::lock_path(tenant)
+    )))
+}
+
+/// What a lock entry is made from: the hashed folder (when SOURCE is a folder) and the
+/// signature's path under the root; the same for one model and for a batch.
+pub(super) fn signed_source(
+    root: &Path,
+    source: &Path,
+    signature: Option<PathBuf>,
+) -> Result<(Option<Vec<digest::FileDigest>>, String), Fatal> {
     let (hashed, signature_file) = if disk::is_dir(source) {
         let Some(signature) = signature else {
             return Err(Fatal::new(
@@ -167,33 +224,7 @@ fn lock(
             root.display()
         )));
     };
-    if !declared.complete && !declared.models.iter().any(|m| m.name.value == model) {
-        // The model may be declared with a mistake that left it out: show the tenant
-        // file's diagnostics rather than say it declares no such model.
-        return Err(tenant_file_errors(&loaded, tenant, model));
-    }
-    let (entry, bytes) = tenantc::weights::prepare_lock(
-        &declared, model, hashed, &relative, &material,
-    )
-    .map_err(|error| {
-        let message = load::escape_str(error.message());
-        match error {
-            tenantc::weights::LockError::Usage(_) => Fatal::new(message),
-            tenantc::weights::LockError::NotVerified(_) => Fatal::declarations(message),
-        }
-    })?;
-    let lock_file = root.join(tenantc::weights::lock_path(tenant));
-    disk::write_atomically(&lock_file, &bytes)
-        .map_err(|error| Fatal::new(format!("cannot write {}: {error}", lock_file.display())))?;
-    Ok(print_out(&format!(
-        "locked {} {} {} ({} files, {}) in {}\n",
-        entry.name,
-        entry.version,
-        entry.digest,
-        entry.files.len(),
-        entry.signature.format,
-        tenantc::weights::lock_path(tenant)
-    )))
+    Ok((hashed, relative))
 }
 
 /// Whether `path` is a declaration file of `tenant`, `tenants/<tenant>.<ext>`.
@@ -205,7 +236,7 @@ fn is_file_of(path: &str, tenant: &str) -> bool {
 }
 
 /// Whether the root holds a declaration file of `tenant`, readable or not.
-fn has_tenant_file(loaded: &load::Loaded, tenant: &str) -> bool {
+pub(super) fn has_tenant_file(loaded: &load::Loaded, tenant: &str) -> bool {
     loaded
         .inputs
         .iter()
@@ -214,7 +245,7 @@ fn has_tenant_file(loaded: &load::Loaded, tenant: &str) -> bool {
 
 /// `weights lock` of a model that the tenant's declaration may hold with a mistake: prints the
 /// diagnostics of the tenant's files, and is the error that exits 1, as `check` would for them.
-fn tenant_file_errors(loaded: &load::Loaded, tenant: &str, model: &str) -> Fatal {
+pub(super) fn tenant_file_errors(loaded: &load::Loaded, tenant: &str, model: &str) -> Fatal {
     let compilation = tenantc::compile_loaded(loaded);
     let is_tenant_file = |path: &str| is_file_of(path, tenant);
     let diagnostics: Vec<tenantc::diag::Diagnostic> = compilation

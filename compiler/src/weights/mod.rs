@@ -45,6 +45,12 @@ pub fn lock_path(tenant: &str) -> String {
     format!("{WEIGHTS}/{tenant}.lock")
 }
 
+/// Where a model's model-signing bundle is committed by convention,
+/// `weights/<tenant>/<model>-<version>.sig.json`: what `tenantc weights lock --all` reads.
+pub fn bundle_path(tenant: &str, model: &str, version: &str) -> String {
+    format!("{WEIGHTS}/{tenant}/{model}-{version}.sig.json")
+}
+
 /// A model version whose weights were verified, as the plan carries it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VerifiedModel {
@@ -567,6 +573,25 @@ pub fn prepare_lock(
     signature_path: &str,
     material: &Material,
 ) -> Result<(LockedModel, Vec<u8>), LockError> {
+    let mut checked = material.clone();
+    let entry = lock_into(tenant, model_name, hashed, signature_path, &mut checked)?;
+    let bytes = checked
+        .remove(&lock_path(tenant.name.as_str()))
+        .unwrap_or_default();
+    Ok((entry, bytes))
+}
+
+/// [`prepare_lock`] for one model of a batch: on success the tenant's lock file in `material`
+/// holds the new entry (so the next model of the same tenant is added to it); on failure
+/// `material` is as it was. Nothing is copied per call, so locking every model of a large
+/// project reads it once.
+pub fn lock_into(
+    tenant: &Tenant,
+    model_name: &str,
+    hashed: Option<Vec<FileDigest>>,
+    signature_path: &str,
+    material: &mut Material,
+) -> Result<LockedModel, LockError> {
     let tenant_name = tenant.name.as_str();
     let model = tenant
         .models
@@ -664,8 +689,7 @@ pub fn prepare_lock(
     };
     lock::upsert(&mut lock, entry.clone());
     let bytes = lock::write(&lock);
-    let mut checked = material.clone();
-    checked.insert(lock_file, bytes.clone());
+    let previous = material.insert(lock_file.clone(), bytes);
     let only_this = Tenant {
         models: vec![model.clone()],
         ..tenant.clone()
@@ -674,8 +698,12 @@ pub fn prepare_lock(
         tenants: vec![only_this],
         cells: Vec::new(),
     };
-    let (_, diagnostics) = verify(&fleet, &checked);
+    let (_, diagnostics) = verify(&fleet, material);
     if let Some(diagnostic) = diagnostics.first() {
+        match previous {
+            Some(previous) => material.insert(lock_file, previous),
+            None => material.remove(&lock_file),
+        };
         // A detached signature signs the folder's root digest: one that does not verify may
         // sign another folder as well as come from another key.
         let folder = if format == "cosign-blob" && diagnostic.code == Code::WeightsSignatureInvalid
@@ -693,7 +721,7 @@ pub fn prepare_lock(
             diagnostic.code.as_str()
         )));
     }
-    Ok((entry, bytes))
+    Ok(entry)
 }
 
 #[cfg(test)]
