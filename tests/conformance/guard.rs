@@ -687,7 +687,8 @@ fn application_set() -> Value {
         .get(&path)
         .unwrap_or_else(|| panic!("the fixture fleet emits {path}"));
     let text = String::from_utf8(bytes.clone()).unwrap();
-    let mut documents = yaml_documents(&text).unwrap_or_else(|error| panic!("{path}: {error}"));
+    let mut documents =
+        yaml_documents_typed(&text).unwrap_or_else(|error| panic!("{path}: {error}"));
     assert_eq!(documents.len(), 1, "{path}: one object");
     documents.remove(0)
 }
