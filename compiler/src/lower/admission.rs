@@ -38,6 +38,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::{body, cluster_meta, managed_labels};
 use crate::emit::Body;
 use crate::emit::InternalError;
+use crate::facts::pod_security::PodSecurityLevel;
 use crate::kube::labels::{LABEL_PREFIX, NAMESPACE_NAME_LABEL};
 use crate::plan::admission::params;
 use crate::plan::{CellPlan, TenantPlan};
@@ -730,7 +731,7 @@ pub fn params_namespace(cell: &CellPlan) -> Namespace {
     for mode in ["enforce", "audit", "warn"] {
         labels.insert(
             format!("pod-security.kubernetes.io/{mode}"),
-            "restricted".to_string(),
+            PodSecurityLevel::Restricted.as_str().to_string(),
         );
         labels.insert(
             format!("pod-security.kubernetes.io/{mode}-version"),

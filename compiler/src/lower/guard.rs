@@ -52,6 +52,7 @@ use super::{body, cluster_meta, managed_labels};
 use crate::emit::Body;
 use crate::emit::InternalError;
 use crate::facts::naming::{EXCEPTIONS_NAME, GUARD_NAME};
+use crate::facts::pod_security::PodSecurityLevel;
 use crate::kube::labels::{LABEL_PREFIX, MANAGED_BY};
 use crate::plan::{CellPlan, GitOpsPlan, TenantPlan};
 
@@ -373,7 +374,7 @@ fn excepted_namespaces() -> LabelSelector {
             LabelSelectorRequirement {
                 key: "pod-security.kubernetes.io/enforce".to_string(),
                 operator: "NotIn".to_string(),
-                values: Some(vec!["restricted".to_string()]),
+                values: Some(vec![PodSecurityLevel::Restricted.as_str().to_string()]),
             },
         ]),
         match_labels: None,

@@ -39,6 +39,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::{body, guard, kube_version};
 use crate::emit::Body;
 use crate::emit::InternalError;
+use crate::facts::pod_security::PodSecurityLevel;
 use crate::kube::labels::{LABEL_PREFIX, MANAGED_BY, NAMESPACE_NAME_LABEL};
 use crate::plan::{CellPlan, NamespacePlan, TenantPlan};
 
@@ -91,18 +92,13 @@ pub(super) fn objects(
                 ..ServiceAccount::default()
             })?,
         ));
-        for group_kind in ["admin", "member", "viewer"] {
-            let (Some(group), Some(cluster_role)) = (
-                tenant.groups.get(group_kind),
-                crate::facts::rbac::cluster_role_of(group_kind),
-            ) else {
-                continue;
-            };
+        for (role, group) in &tenant.groups {
+            let cluster_role = crate::facts::rbac::cluster_role_of(*role);
             // Named after the role: `roleRef` cannot change in place, so binding another role
             // is always a new object (the old one is pruned), never an update the API server
             // refuses.
             objects.push((
-                format!("{kind}/rolebinding-{group_kind}.yaml"),
+                format!("{kind}/rolebinding-{role}.yaml"),
                 body(&RoleBinding {
                     metadata: meta(cluster_role),
                     role_ref: RoleRef {
@@ -236,12 +232,12 @@ fn namespace_object(tenant: &TenantPlan, namespace: &NamespacePlan, cell: &CellP
     // `restricted` rule in that namespace, reading the granted capabilities from the annotation.
     for (mode, level) in [
         ("enforce", namespace.enforce_level()),
-        ("audit", "restricted"),
-        ("warn", "restricted"),
+        ("audit", PodSecurityLevel::Restricted),
+        ("warn", PodSecurityLevel::Restricted),
     ] {
         labels.insert(
             format!("pod-security.kubernetes.io/{mode}"),
-            level.to_string(),
+            level.as_str().to_string(),
         );
         labels.insert(
             format!("pod-security.kubernetes.io/{mode}-version"),
