@@ -823,3 +823,89 @@ pub(super) fn tenant_objects(
         ),
     ])
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::plan::admission::ParamKey;
+
+    /// Every name the emitted policy reads as `params.data.<name>`.
+    fn read_keys() -> BTreeSet<String> {
+        let spec = policy().spec.unwrap();
+        let mut expressions: Vec<String> = spec
+            .match_conditions
+            .unwrap()
+            .into_iter()
+            .map(|condition| condition.expression)
+            .collect();
+        expressions.extend(
+            spec.variables
+                .unwrap()
+                .into_iter()
+                .map(|variable| variable.expression),
+        );
+        for validation in spec.validations.unwrap() {
+            expressions.push(validation.expression);
+            expressions.extend(validation.message_expression);
+        }
+        let mut names = BTreeSet::new();
+        for expression in &expressions {
+            for (at, _) in expression.match_indices("params.") {
+                let rest = &expression[at + "params.".len()..];
+                let rest = rest
+                    .strip_prefix("data.")
+                    .unwrap_or_else(|| panic!("params read other than by data: {rest}"));
+                let name: String = rest
+                    .chars()
+                    .take_while(|ch| ch.is_ascii_alphanumeric())
+                    .collect();
+                names.insert(name);
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn the_policy_reads_exactly_the_keys_the_params_write() {
+        let read = read_keys();
+        let unknown: Vec<&String> = read
+            .iter()
+            .filter(|name| ParamKey::parse(name).is_none())
+            .collect();
+        assert!(
+            unknown.is_empty(),
+            "the policy reads params.data keys no ParamKey writes: {unknown:?}"
+        );
+        let unread: Vec<&str> = ParamKey::ALL
+            .iter()
+            .map(|key| key.as_str())
+            .filter(|name| !read.contains(*name))
+            .collect();
+        assert!(
+            unread.is_empty(),
+            "params written that the policy never reads: {unread:?}"
+        );
+    }
+
+    #[test]
+    fn the_params_config_map_holds_every_key_once() {
+        use crate::testing::support::{compile_files, example_files};
+        let files = example_files();
+        let borrowed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_str()))
+            .collect();
+        let compilation = compile_files(&borrowed);
+        let plan = compilation.plan.as_ref().unwrap();
+        let cell = &plan.cells[0];
+        let data = params_config_map(&cell.tenants[0], cell).data.unwrap();
+        let written: Vec<&str> = data.keys().map(String::as_str).collect();
+        let mut expected: Vec<&str> = ParamKey::ALL.iter().map(|key| key.as_str()).collect();
+        expected.sort_unstable();
+        assert_eq!(written, expected);
+    }
+}

@@ -48,7 +48,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 
-use super::{body, cluster_meta, managed_labels};
+use super::{body, cel, cluster_meta, managed_labels};
 use crate::emit::Body;
 use crate::emit::InternalError;
 use crate::facts::naming::{EXCEPTIONS_NAME, GUARD_NAME};
@@ -122,13 +122,6 @@ pub fn subjects_name(tenant: &str) -> String {
     format!("{SUBJECTS_NAME}-{tenant}")
 }
 
-/// A CEL list literal of `items`, sorted and without repeats.
-fn cel_list<'a>(items: impl IntoIterator<Item = &'a String>) -> String {
-    let items: std::collections::BTreeSet<&String> = items.into_iter().collect();
-    let quoted: Vec<String> = items.into_iter().map(|item| cel_string(item)).collect();
-    format!("[{}]", quoted.join(", "))
-}
-
 /// The name and labels of a tenant's RoleBinding subjects policy and of its binding.
 fn subjects_meta(tenant: &TenantPlan) -> ObjectMeta {
     let mut labels = managed_labels();
@@ -165,8 +158,8 @@ const SUBJECT_ALLOWED: &str = "(s.kind == 'Group' && s.name in variables.groups)
 /// ServiceAccounts of its namespaces, written into the policy as CEL literals (no params, so
 /// no admission request waits on a params cache).
 fn subjects_policy(tenant: &TenantPlan, gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
-    let user = cel_string(&gitops.user);
-    let group = cel_string(&gitops.break_glass);
+    let user = cel::string(&gitops.user);
+    let group = cel::string(&gitops.break_glass);
     let variable = |name: &str, expression: String| Variable {
         name: name.to_string(),
         expression,
@@ -190,10 +183,10 @@ fn subjects_policy(tenant: &TenantPlan, gitops: &GitOpsPlan) -> ValidatingAdmiss
                 ),
             }]),
             variables: Some(vec![
-                variable("groups", cel_list(tenant.groups.values())),
+                variable("groups", cel::list(tenant.groups.values())),
                 variable(
                     "namespaces",
-                    cel_list(tenant.namespaces.iter().map(|namespace| &namespace.name)),
+                    cel::list(tenant.namespaces.iter().map(|namespace| &namespace.name)),
                 ),
                 variable(
                     "refused",
@@ -213,20 +206,6 @@ fn subjects_policy(tenant: &TenantPlan, gitops: &GitOpsPlan) -> ValidatingAdmiss
         }),
         status: None,
     }
-}
-
-/// A CEL string literal of `text` (single-quoted, with `\` and `'` escaped).
-fn cel_string(text: &str) -> String {
-    let mut quoted = String::from("'");
-    for ch in text.chars() {
-        match ch {
-            '\\' => quoted.push_str("\\\\"),
-            '\'' => quoted.push_str("\\'"),
-            _ => quoted.push(ch),
-        }
-    }
-    quoted.push('\'');
-    quoted
 }
 
 fn rule(groups: &[&str], operations: &[&str], resources: &[&str]) -> NamedRuleWithOperations {
@@ -256,8 +235,8 @@ fn carries_managed_label(which: &str) -> String {
     format!(
         "({which} != null && has({which}.metadata) && has({which}.metadata.labels) && \
          {key} in {which}.metadata.labels && {which}.metadata.labels[{key}] == {value})",
-        key = cel_string(key),
-        value = cel_string(value),
+        key = cel::string(key),
+        value = cel::string(value),
     )
 }
 
@@ -266,8 +245,8 @@ const FINALIZER_UPDATE_FIELDS: &str =
     "['finalizers', 'managedFields', 'resourceVersion', 'generation']";
 
 fn guard_policy(gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
-    let user = cel_string(&gitops.user);
-    let group = cel_string(&gitops.break_glass);
+    let user = cel::string(&gitops.user);
+    let group = cel::string(&gitops.break_glass);
     let managed = format!(
         "{} || {}",
         carries_managed_label("object"),
@@ -332,7 +311,7 @@ fn guard_policy(gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
 /// for a tenant named `kserve`) would otherwise be adopted, with its Secrets opened to the
 /// tenant's groups and pruned when the tenant goes.
 fn adoption_policy(gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
-    let group = cel_string(&gitops.break_glass);
+    let group = cel::string(&gitops.break_glass);
     ValidatingAdmissionPolicy {
         metadata: cluster_meta(ADOPTION_NAME),
         spec: Some(ValidatingAdmissionPolicySpec {
@@ -482,7 +461,7 @@ const RESTRICTED_RULES: &[(&str, &str)] = &[
 ];
 
 fn exceptions_policy() -> ValidatingAdmissionPolicy {
-    let annotation = cel_string(&capabilities_annotation());
+    let annotation = cel::string(&capabilities_annotation());
     let variables = [
         (
             "containers",
@@ -562,7 +541,7 @@ mod tests {
 
     #[test]
     fn cel_strings_escape_quotes_and_backslashes() {
-        assert_eq!(cel_string("a'b\\c"), "'a\\'b\\\\c'");
+        assert_eq!(cel::string("a'b\\c"), "'a\\'b\\\\c'");
     }
 
     #[test]

@@ -22,6 +22,7 @@
 //!   capacity no tenant reserved) and the reports.
 
 pub mod admission;
+pub mod cel;
 pub mod gitops;
 pub mod gpu;
 pub mod guard;
