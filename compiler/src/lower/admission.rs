@@ -39,7 +39,7 @@ use super::{body, cluster_meta, managed_labels};
 use crate::emit::Body;
 use crate::emit::InternalError;
 use crate::facts::pod_security::PodSecurityLevel;
-use crate::kube::labels::{LABEL_PREFIX, NAMESPACE_NAME_LABEL};
+use crate::kube::labels::{NAMESPACE_NAME_LABEL, TENANT_LABEL};
 use crate::plan::admission::params;
 use crate::plan::{CellPlan, TenantPlan};
 
@@ -48,7 +48,7 @@ pub const PARAMS_NAMESPACE: &str = "tenantc-system";
 /// The name of the policy.
 pub const POLICY_NAME: &str = "tenantc-tenant-floor";
 /// The annotation that names the weight digest a pod loads.
-pub const WEIGHT_DIGEST_ANNOTATION: &str = "tenantc.io/weight-digest";
+pub use crate::kube::labels::WEIGHT_DIGEST_ANNOTATION;
 /// The Kueue label that names a pod's LocalQueue.
 pub const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 /// The Kueue label that names a workload's WorkloadPriorityClass.
@@ -751,7 +751,7 @@ pub fn params_namespace(cell: &CellPlan) -> Namespace {
 /// The params ConfigMap of one tenant.
 pub fn params_config_map(tenant: &TenantPlan, cell: &CellPlan) -> ConfigMap {
     let mut labels = managed_labels();
-    labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
+    labels.insert(TENANT_LABEL.to_string(), tenant.name.clone());
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(params_name(&tenant.name)),
@@ -768,7 +768,7 @@ pub fn params_config_map(tenant: &TenantPlan, cell: &CellPlan) -> ConfigMap {
 /// The binding of one tenant: its namespaces, its params.
 pub fn binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding {
     let mut labels = managed_labels();
-    labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
+    labels.insert(TENANT_LABEL.to_string(), tenant.name.clone());
     ValidatingAdmissionPolicyBinding {
         metadata: ObjectMeta {
             name: Some(binding_name(&tenant.name)),

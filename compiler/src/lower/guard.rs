@@ -53,7 +53,10 @@ use crate::emit::Body;
 use crate::emit::InternalError;
 use crate::facts::naming::{EXCEPTIONS_NAME, GUARD_NAME};
 use crate::facts::pod_security::PodSecurityLevel;
-use crate::kube::labels::{LABEL_PREFIX, MANAGED_BY};
+use crate::kube::labels::{
+    MANAGED_BY, POD_SECURITY_CAPABILITIES_ANNOTATION, POD_SECURITY_EXCEPTIONS_ANNOTATION,
+    TENANT_LABEL,
+};
 use crate::plan::{CellPlan, GitOpsPlan, TenantPlan};
 
 /// The name of the policy and binding that keep tenantc from adopting an existing Namespace.
@@ -63,11 +66,11 @@ pub const ADOPTION_NAME: &str = "tenantc-guard-adoption";
 pub const SUBJECTS_NAME: &str = "tenantc-rolebinding-subjects";
 /// The namespace annotation listing the capabilities an exception grants, comma-separated.
 pub fn capabilities_annotation() -> String {
-    format!("{LABEL_PREFIX}/pod-security-capabilities")
+    POD_SECURITY_CAPABILITIES_ANNOTATION.to_string()
 }
 /// The namespace annotation recording each exception's reason and approver.
 pub fn exceptions_annotation() -> String {
-    format!("{LABEL_PREFIX}/pod-security-exceptions")
+    POD_SECURITY_EXCEPTIONS_ANNOTATION.to_string()
 }
 
 /// The cell's policies and bindings, as `(file in cluster/, object)`.
@@ -125,7 +128,7 @@ pub fn subjects_name(tenant: &str) -> String {
 /// The name and labels of a tenant's RoleBinding subjects policy and of its binding.
 fn subjects_meta(tenant: &TenantPlan) -> ObjectMeta {
     let mut labels = managed_labels();
-    labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
+    labels.insert(TENANT_LABEL.to_string(), tenant.name.clone());
     ObjectMeta {
         name: Some(subjects_name(&tenant.name)),
         labels: Some(labels),

@@ -40,7 +40,10 @@ use super::{body, guard, kube_version};
 use crate::emit::Body;
 use crate::emit::InternalError;
 use crate::facts::pod_security::PodSecurityLevel;
-use crate::kube::labels::{LABEL_PREFIX, MANAGED_BY, NAMESPACE_NAME_LABEL};
+use crate::kube::labels::{
+    CELL_LABEL, MANAGED_BY, NAMESPACE_NAME_LABEL, ORG_LABEL, TEAM_LABEL, TENANT_LABEL, TRUST_LABEL,
+    WORKLOAD_LABEL,
+};
 use crate::plan::{CellPlan, NamespacePlan, TenantPlan};
 
 /// The ResourceQuota of a namespace's share of the tenant ceiling and GPU reservations.
@@ -190,8 +193,8 @@ fn priority_scope(namespace: &NamespacePlan) -> Vec<ScopedResourceSelectorRequir
 pub(super) fn tenant_labels(tenant: &TenantPlan) -> BTreeMap<String, String> {
     BTreeMap::from([
         (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
-        (format!("{LABEL_PREFIX}/org"), tenant.org.clone()),
-        (format!("{LABEL_PREFIX}/tenant"), tenant.name.clone()),
+        (ORG_LABEL.to_string(), tenant.org.clone()),
+        (TENANT_LABEL.to_string(), tenant.name.clone()),
     ])
 }
 
@@ -218,13 +221,10 @@ fn namespace_object(tenant: &TenantPlan, namespace: &NamespacePlan, cell: &CellP
     let version = kube_version(cell);
     labels.extend([
         (NAMESPACE_NAME_LABEL.to_string(), namespace.name.clone()),
-        (format!("{LABEL_PREFIX}/team"), tenant.team.clone()),
-        (format!("{LABEL_PREFIX}/trust"), tenant.trust.to_string()),
-        (format!("{LABEL_PREFIX}/cell"), cell.name.clone()),
-        (
-            format!("{LABEL_PREFIX}/workload"),
-            namespace.workload.to_string(),
-        ),
+        (TEAM_LABEL.to_string(), tenant.team.clone()),
+        (TRUST_LABEL.to_string(), tenant.trust.to_string()),
+        (CELL_LABEL.to_string(), cell.name.clone()),
+        (WORKLOAD_LABEL.to_string(), namespace.workload.to_string()),
     ]);
     // `audit` and `warn` stay `restricted` everywhere, so an excepted pod is still reported.
     // An exception relaxes `enforce` to the lowest level that admits what it grants (no level
