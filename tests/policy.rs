@@ -84,7 +84,7 @@ fn member_group(cell: &CellPlan, namespace: &str) -> String {
         .iter()
         .find(|t| t.namespaces.iter().any(|ns| ns.name == namespace))
         .unwrap_or_else(|| panic!("no tenant owns namespace {namespace}"));
-    tenant.groups["member"].clone()
+    tenant.groups[&tenantc::model::TenantRole::Member].clone()
 }
 
 /// The request of an update case: `before` into `after`, by a member of the tenant.
@@ -1025,7 +1025,9 @@ fn a_group_whose_name_holds_a_comma_is_still_the_tenant() {
     let cell = cell(&plan, "us-east-1a");
     let mut tenant = tenant(cell, "acme-serving").clone();
     let group = "cn=serving,ou=acme,dc=example,dc=com".to_string();
-    tenant.groups.insert("member".to_string(), group.clone());
+    tenant
+        .groups
+        .insert(tenantc::model::TenantRole::Member, group.clone());
     let case = update_cases()
         .into_iter()
         .find(|case| case.fixture == "acme-serving-pod")

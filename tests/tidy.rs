@@ -9,6 +9,8 @@
 
 #[path = "tidy/closed_sets.rs"]
 mod closed_sets;
+#[path = "tidy/label_keys.rs"]
+mod label_keys;
 #[path = "tidy/layers.rs"]
 mod layers;
 mod support;

@@ -31,6 +31,44 @@ pub const TEMPLATE_EXTENSION: &str = ".yaml.j2";
 /// platform templates. `git.rs` reads a revision's copy of exactly these.
 pub const READ_FOLDERS: [&str; 5] = [CELLS, KEYS, TEMPLATES, TENANTS, WEIGHTS];
 
+/// The folder of a cell's output that holds one tenant's folders (`<cell>/tenants/<tenant>/`).
+pub const TENANT_OUTPUT: &str = "tenants";
+
+/// A kustomization folder of a cell's output (`<cell>/<path>/`), each synced as its own unit:
+/// the one way `lower` names the folder it adds an object to, and what the GitOps sync order is
+/// a function of.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CellFolder {
+    /// `cluster/`: tenantc's Namespaces and every cluster-scoped policy.
+    Cluster,
+    /// `kueue/`: the cell's Kueue objects.
+    Kueue,
+    /// `tenants/<tenant>/`: everything of one tenant.
+    Tenant(String),
+    /// `gpu-operator/`: the GPU Operator's ConfigMaps.
+    GpuOperator,
+}
+
+impl CellFolder {
+    /// The folder's path below the cell's folder.
+    pub fn path(&self) -> String {
+        match self {
+            CellFolder::Cluster => "cluster".to_string(),
+            CellFolder::Kueue => "kueue".to_string(),
+            CellFolder::Tenant(tenant) => format!("{TENANT_OUTPUT}/{tenant}"),
+            CellFolder::GpuOperator => "gpu-operator".to_string(),
+        }
+    }
+
+    /// The tenant whose folder it is, if it is a tenant's.
+    pub fn tenant(&self) -> Option<&str> {
+        match self {
+            CellFolder::Tenant(tenant) => Some(tenant),
+            CellFolder::Cluster | CellFolder::Kueue | CellFolder::GpuOperator => None,
+        }
+    }
+}
+
 /// The name of the marker file that identifies a folder as tenantc's output.
 pub const MARKER: &str = ".tenantc";
 

@@ -148,6 +148,50 @@ pub struct Groups {
     pub viewer: Option<Spanned<String>>,
 }
 
+impl Groups {
+    /// The group declared for `role`, if any.
+    pub fn of(&self, role: TenantRole) -> Option<&Spanned<String>> {
+        match role {
+            TenantRole::Admin => self.admin.as_ref(),
+            TenantRole::Member => self.member.as_ref(),
+            TenantRole::Viewer => self.viewer.as_ref(),
+        }
+    }
+
+    /// Every declared group with its role, in the order of [`TenantRole::ALL`].
+    pub fn declared(&self) -> impl Iterator<Item = (TenantRole, &Spanned<String>)> {
+        TenantRole::ALL
+            .into_iter()
+            .filter_map(|role| Some((role, self.of(role)?)))
+    }
+}
+
+/// The role of a tenant group, as the keys of its `groups` declaration name it: each is bound
+/// to one ClusterRole of tenantc's (`facts/rbac.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TenantRole {
+    /// `admin`: manages the tenant's workloads and RoleBindings.
+    Admin,
+    /// `member`: runs workloads.
+    Member,
+    /// `viewer`: reads.
+    Viewer,
+}
+
+impl TenantRole {
+    /// Every role, in the order of their spellings.
+    pub const ALL: [TenantRole; 3] = [TenantRole::Admin, TenantRole::Member, TenantRole::Viewer];
+
+    /// The declaration spelling (the key in `groups`), also the suffix of the role's files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TenantRole::Admin => "admin",
+            TenantRole::Member => "member",
+            TenantRole::Viewer => "viewer",
+        }
+    }
+}
+
 /// Container defaults (LimitRange) of a tenant.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ContainerDefaults {
@@ -779,7 +823,7 @@ macro_rules! spelled_as_declared {
     };
 }
 
-spelled_as_declared!(Trust, WorkloadKind, Sharing);
+spelled_as_declared!(Trust, WorkloadKind, Sharing, TenantRole);
 
 /// A GPU node pool.
 #[derive(Debug, Clone, PartialEq)]

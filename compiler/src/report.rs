@@ -17,6 +17,7 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use crate::facts::naming::{DEVICE_PLUGIN_CONFIGMAP, MIG_PARTED_CONFIGMAP};
+use crate::facts::pod_security::PodSecurityLevel;
 use crate::plan::{
     CellPlan, Effective, Entitlement, ExceptionPlan, NamespacePlan, ROOT_COHORT, TenantPlan, Term,
 };
@@ -248,8 +249,8 @@ fn quota_json(cell: &CellPlan) -> Value {
             "tenant": tenant.name,
             "namespace": namespace.name,
             "enforce": namespace.enforce_level(),
-            "audit": "restricted",
-            "warn": "restricted",
+            "audit": PodSecurityLevel::Restricted,
+            "warn": PodSecurityLevel::Restricted,
             "exception": exception.name,
             "capabilities": exception.capabilities,
             "reason": exception.reason,

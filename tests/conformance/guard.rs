@@ -22,6 +22,7 @@
 
 use super::*;
 
+use tenantc::model::TenantRole;
 use tenantc::plan::{CellPlan, Plan};
 
 /// The cell whose objects the checks apply: the fixture tenant with an exception runs there.
@@ -152,10 +153,10 @@ pub(super) fn only_the_gitops_controller_changes_managed_objects(cluster: &Clust
     let tenant = cell
         .tenants
         .iter()
-        .find(|tenant| tenant.groups.contains_key("admin"))
+        .find(|tenant| tenant.groups.contains_key(&TenantRole::Admin))
         .expect("a tenant with an admin group");
     let namespace = &tenant.namespaces[0].name;
-    let admin_group = &tenant.groups["admin"];
+    let admin_group = &tenant.groups[&TenantRole::Admin];
     let tenant_admin_user = format!("conformance:admin-of:{admin_group}");
     let tenant_admin: Vec<&str> = vec![&tenant_admin_user, admin_group];
     let gitops: Vec<&str> = vec![&cell.gitops.user];
@@ -634,8 +635,8 @@ pub(super) fn excepted_namespaces_admit_only_the_declared_capabilities(cluster: 
     ] {
         let group = tenant
             .groups
-            .get("member")
-            .or_else(|| tenant.groups.get("admin"))
+            .get(&TenantRole::Member)
+            .or_else(|| tenant.groups.get(&TenantRole::Admin))
             .expect("a tenant group");
         let user = format!("conformance:member-of:{group}");
         // In the excepted namespace every probe selects its tenant's own pool, so that the

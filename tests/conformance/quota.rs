@@ -29,6 +29,7 @@ use super::*;
 
 use std::time::Duration;
 
+use tenantc::model::TenantRole;
 use tenantc::plan::{CellPlan, NamespacePlan, Plan, TenantPlan};
 
 /// The ResourceQuota of a namespace's part of its tenant's ceiling and its GPU entitlements.
@@ -103,7 +104,7 @@ fn emitted<'a>(
 pub(super) fn member_group(tenant: &TenantPlan) -> String {
     tenant
         .groups
-        .get("member")
+        .get(&TenantRole::Member)
         .cloned()
         .unwrap_or_else(|| panic!("tenant {} has no member group", tenant.name))
 }

@@ -76,7 +76,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     ("report", &["diag", "facts", "plan"]),
     (
         "lower",
-        &["emit", "facts", "kube", "model", "plan", "report"],
+        &["emit", "facts", "kube", "layout", "model", "plan", "report"],
     ),
     (
         "template",

@@ -13,6 +13,9 @@
 //!   admin role writes RoleBindings.
 //! - Viewer is a subset of member, and member of admin, row by row; the viewer reads no Secrets.
 
+/// The tenant roles, the model's enum, for the stages above that read the roles here.
+pub use crate::model::TenantRole;
+
 /// The ClusterRole of a tenant's `admin` group.
 pub const ADMIN_ROLE: &str = "tenantc:tenant-admin";
 /// The ClusterRole of a tenant's `member` group.
@@ -118,14 +121,23 @@ pub const ACCESS: &[Access] = &[
     row("rbac.authorization.k8s.io", "roles", NONE, NONE, READ),
 ];
 
-/// The tenant ClusterRole that a tenant group of kind `group_kind` (`admin`, `member` or
-/// `viewer`, as declared in `groups`) is bound to.
-pub fn cluster_role_of(group_kind: &str) -> Option<&'static str> {
-    match group_kind {
-        "admin" => Some(ADMIN_ROLE),
-        "member" => Some(MEMBER_ROLE),
-        "viewer" => Some(VIEWER_ROLE),
-        _ => None,
+/// The tenant ClusterRole that a tenant group of `role` (as declared in `groups`) is bound to.
+pub fn cluster_role_of(role: TenantRole) -> &'static str {
+    match role {
+        TenantRole::Admin => ADMIN_ROLE,
+        TenantRole::Member => MEMBER_ROLE,
+        TenantRole::Viewer => VIEWER_ROLE,
+    }
+}
+
+impl Access {
+    /// The verbs `role` holds on this resource: its column of the table.
+    pub fn verbs(&self, role: TenantRole) -> &'static [&'static str] {
+        match role {
+            TenantRole::Admin => self.admin,
+            TenantRole::Member => self.member,
+            TenantRole::Viewer => self.viewer,
+        }
     }
 }
 
@@ -148,9 +160,9 @@ mod tests {
 
     fn columns(access: &Access) -> [(&'static str, &'static [&'static str]); 3] {
         [
-            ("viewer", access.viewer),
-            ("member", access.member),
-            ("admin", access.admin),
+            ("viewer", access.verbs(TenantRole::Viewer)),
+            ("member", access.verbs(TenantRole::Member)),
+            ("admin", access.verbs(TenantRole::Admin)),
         ]
     }
 
@@ -215,9 +227,10 @@ mod tests {
 
     #[test]
     fn every_group_kind_has_a_role() {
-        assert_eq!(cluster_role_of("admin"), Some(ADMIN_ROLE));
-        assert_eq!(cluster_role_of("member"), Some(MEMBER_ROLE));
-        assert_eq!(cluster_role_of("viewer"), Some(VIEWER_ROLE));
-        assert_eq!(cluster_role_of("owner"), None);
+        assert_eq!(cluster_role_of(TenantRole::Admin), ADMIN_ROLE);
+        assert_eq!(cluster_role_of(TenantRole::Member), MEMBER_ROLE);
+        assert_eq!(cluster_role_of(TenantRole::Viewer), VIEWER_ROLE);
+        let spellings: Vec<&str> = TenantRole::ALL.iter().map(|role| role.as_str()).collect();
+        assert_eq!(spellings, ["admin", "member", "viewer"]);
     }
 }

@@ -38,7 +38,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::{body, cluster_meta, managed_labels};
 use crate::emit::Body;
 use crate::emit::InternalError;
-use crate::kube::labels::{LABEL_PREFIX, NAMESPACE_NAME_LABEL};
+use crate::facts::pod_security::PodSecurityLevel;
+use crate::kube::labels::{NAMESPACE_NAME_LABEL, TENANT_LABEL};
 use crate::plan::admission::params;
 use crate::plan::{CellPlan, TenantPlan};
 
@@ -47,7 +48,7 @@ pub const PARAMS_NAMESPACE: &str = "tenantc-system";
 /// The name of the policy.
 pub const POLICY_NAME: &str = "tenantc-tenant-floor";
 /// The annotation that names the weight digest a pod loads.
-pub const WEIGHT_DIGEST_ANNOTATION: &str = "tenantc.io/weight-digest";
+pub use crate::kube::labels::WEIGHT_DIGEST_ANNOTATION;
 /// The Kueue label that names a pod's LocalQueue.
 pub const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 /// The Kueue label that names a workload's WorkloadPriorityClass.
@@ -730,7 +731,7 @@ pub fn params_namespace(cell: &CellPlan) -> Namespace {
     for mode in ["enforce", "audit", "warn"] {
         labels.insert(
             format!("pod-security.kubernetes.io/{mode}"),
-            "restricted".to_string(),
+            PodSecurityLevel::Restricted.as_str().to_string(),
         );
         labels.insert(
             format!("pod-security.kubernetes.io/{mode}-version"),
@@ -750,7 +751,7 @@ pub fn params_namespace(cell: &CellPlan) -> Namespace {
 /// The params ConfigMap of one tenant.
 pub fn params_config_map(tenant: &TenantPlan, cell: &CellPlan) -> ConfigMap {
     let mut labels = managed_labels();
-    labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
+    labels.insert(TENANT_LABEL.to_string(), tenant.name.clone());
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(params_name(&tenant.name)),
@@ -767,7 +768,7 @@ pub fn params_config_map(tenant: &TenantPlan, cell: &CellPlan) -> ConfigMap {
 /// The binding of one tenant: its namespaces, its params.
 pub fn binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding {
     let mut labels = managed_labels();
-    labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
+    labels.insert(TENANT_LABEL.to_string(), tenant.name.clone());
     ValidatingAdmissionPolicyBinding {
         metadata: ObjectMeta {
             name: Some(binding_name(&tenant.name)),
@@ -821,4 +822,90 @@ pub(super) fn tenant_objects(
             body(&binding(tenant))?,
         ),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::plan::admission::ParamKey;
+
+    /// Every name the emitted policy reads as `params.data.<name>`.
+    fn read_keys() -> BTreeSet<String> {
+        let spec = policy().spec.unwrap();
+        let mut expressions: Vec<String> = spec
+            .match_conditions
+            .unwrap()
+            .into_iter()
+            .map(|condition| condition.expression)
+            .collect();
+        expressions.extend(
+            spec.variables
+                .unwrap()
+                .into_iter()
+                .map(|variable| variable.expression),
+        );
+        for validation in spec.validations.unwrap() {
+            expressions.push(validation.expression);
+            expressions.extend(validation.message_expression);
+        }
+        let mut names = BTreeSet::new();
+        for expression in &expressions {
+            for (at, _) in expression.match_indices("params.") {
+                let rest = &expression[at + "params.".len()..];
+                let rest = rest
+                    .strip_prefix("data.")
+                    .unwrap_or_else(|| panic!("params read other than by data: {rest}"));
+                let name: String = rest
+                    .chars()
+                    .take_while(|ch| ch.is_ascii_alphanumeric())
+                    .collect();
+                names.insert(name);
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn the_policy_reads_exactly_the_keys_the_params_write() {
+        let read = read_keys();
+        let unknown: Vec<&String> = read
+            .iter()
+            .filter(|name| ParamKey::parse(name).is_none())
+            .collect();
+        assert!(
+            unknown.is_empty(),
+            "the policy reads params.data keys no ParamKey writes: {unknown:?}"
+        );
+        let unread: Vec<&str> = ParamKey::ALL
+            .iter()
+            .map(|key| key.as_str())
+            .filter(|name| !read.contains(*name))
+            .collect();
+        assert!(
+            unread.is_empty(),
+            "params written that the policy never reads: {unread:?}"
+        );
+    }
+
+    #[test]
+    fn the_params_config_map_holds_every_key_once() {
+        use crate::testing::support::{compile_files, example_files};
+        let files = example_files();
+        let borrowed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_str()))
+            .collect();
+        let compilation = compile_files(&borrowed);
+        let plan = compilation.plan.as_ref().unwrap();
+        let cell = &plan.cells[0];
+        let data = params_config_map(&cell.tenants[0], cell).data.unwrap();
+        let written: Vec<&str> = data.keys().map(String::as_str).collect();
+        let mut expected: Vec<&str> = ParamKey::ALL.iter().map(|key| key.as_str()).collect();
+        expected.sort_unstable();
+        assert_eq!(written, expected);
+    }
 }

@@ -31,6 +31,7 @@ use crate::kube::gitops::{
     KustomizationSpec, ListGenerator, MatchExpression, RollingSync, RollingSyncStep, SourceKind,
     SourceReference, Strategy, StrategyType, SyncPolicy, TemplateMeta,
 };
+use crate::layout::CellFolder;
 use crate::model::GitOpsController;
 use crate::plan::{CellPlan, Destination, SyncPlan};
 
@@ -39,7 +40,7 @@ pub const ARGOCD_FOLDER: &str = "argocd";
 /// The folder of `out/` that holds the Flux objects of every cell.
 pub const FLUX_FOLDER: &str = "flux";
 /// The label of each generated Application that its RollingSync step selects on.
-pub const SYNC_STEP_LABEL: &str = "tenantc.io/sync-step";
+pub use crate::kube::labels::SYNC_STEP_LABEL;
 /// How often Flux reconciles a folder.
 const FLUX_INTERVAL: &str = "10m";
 
@@ -65,36 +66,39 @@ pub(crate) fn first_wave_annotations() -> BTreeMap<String, String> {
     BTreeMap::from([(ARGOCD_SYNC_WAVE.to_string(), "-1".to_string())])
 }
 
-/// One synced folder of a cell: its unit's name suffix, its folder and its sync step.
+/// One synced folder of a cell: its unit's name suffix, its folder (path and kind) and its
+/// sync step.
 struct Unit<'a> {
     suffix: String,
-    folder: &'a str,
+    folder: String,
+    kind: &'a CellFolder,
     step: u8,
 }
 
-/// The sync step of a folder (see the module invariants).
-fn step_of(folder: &str) -> u8 {
+/// The sync step of a folder (see the module invariants): a function of its kind.
+fn step_of(folder: &CellFolder) -> u8 {
     match folder {
-        "cluster" => 1,
-        "kueue" => 2,
-        "gpu-operator" => 4,
-        _ => 3,
+        CellFolder::Cluster => 1,
+        CellFolder::Kueue => 2,
+        CellFolder::Tenant(_) => 3,
+        CellFolder::GpuOperator => 4,
     }
 }
 
-fn units(folders: &BTreeSet<String>) -> Vec<Unit<'_>> {
+fn units(folders: &BTreeSet<CellFolder>) -> Vec<Unit<'_>> {
     let mut units: Vec<Unit<'_>> = folders
         .iter()
         .map(|folder| Unit {
-            suffix: match folder.strip_prefix("tenants/") {
+            suffix: match folder.tenant() {
                 Some(tenant) => format!("tenant-{tenant}"),
-                None => folder.clone(),
+                None => folder.path(),
             },
-            folder,
+            folder: folder.path(),
+            kind: folder,
             step: step_of(folder),
         })
         .collect();
-    units.sort_by(|left, right| (left.step, left.folder).cmp(&(right.step, right.folder)));
+    units.sort_by(|left, right| (left.step, &left.folder).cmp(&(right.step, &right.folder)));
     units
 }
 
@@ -105,7 +109,7 @@ pub(super) type GitOpsObject = (&'static str, String, Body, Option<String>);
 /// The GitOps objects of a cell.
 pub(super) fn cell_objects(
     cell: &CellPlan,
-    folders: &BTreeSet<String>,
+    folders: &BTreeSet<CellFolder>,
 ) -> Result<Vec<GitOpsObject>, InternalError> {
     let Some(sync) = &cell.gitops.sync else {
         return Ok(Vec::new());
@@ -121,7 +125,7 @@ pub(super) fn cell_objects(
         GitOpsController::Flux => units
             .iter()
             .map(|unit| {
-                let tenant = unit.folder.strip_prefix("tenants/").map(str::to_string);
+                let tenant = unit.kind.tenant().map(str::to_string);
                 Ok((
                     FLUX_FOLDER,
                     format!("kustomization-{}-{}.yaml", cell.name, unit.suffix),

@@ -48,11 +48,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 
-use super::{body, cluster_meta, managed_labels};
+use super::{body, cel, cluster_meta, managed_labels};
 use crate::emit::Body;
 use crate::emit::InternalError;
 use crate::facts::naming::{EXCEPTIONS_NAME, GUARD_NAME};
-use crate::kube::labels::{LABEL_PREFIX, MANAGED_BY};
+use crate::facts::pod_security::PodSecurityLevel;
+use crate::kube::labels::{
+    MANAGED_BY, POD_SECURITY_CAPABILITIES_ANNOTATION, POD_SECURITY_EXCEPTIONS_ANNOTATION,
+    TENANT_LABEL,
+};
 use crate::plan::{CellPlan, GitOpsPlan, TenantPlan};
 
 /// The name of the policy and binding that keep tenantc from adopting an existing Namespace.
@@ -62,11 +66,11 @@ pub const ADOPTION_NAME: &str = "tenantc-guard-adoption";
 pub const SUBJECTS_NAME: &str = "tenantc-rolebinding-subjects";
 /// The namespace annotation listing the capabilities an exception grants, comma-separated.
 pub fn capabilities_annotation() -> String {
-    format!("{LABEL_PREFIX}/pod-security-capabilities")
+    POD_SECURITY_CAPABILITIES_ANNOTATION.to_string()
 }
 /// The namespace annotation recording each exception's reason and approver.
 pub fn exceptions_annotation() -> String {
-    format!("{LABEL_PREFIX}/pod-security-exceptions")
+    POD_SECURITY_EXCEPTIONS_ANNOTATION.to_string()
 }
 
 /// The cell's policies and bindings, as `(file in cluster/, object)`.
@@ -121,17 +125,10 @@ pub fn subjects_name(tenant: &str) -> String {
     format!("{SUBJECTS_NAME}-{tenant}")
 }
 
-/// A CEL list literal of `items`, sorted and without repeats.
-fn cel_list<'a>(items: impl IntoIterator<Item = &'a String>) -> String {
-    let items: std::collections::BTreeSet<&String> = items.into_iter().collect();
-    let quoted: Vec<String> = items.into_iter().map(|item| cel_string(item)).collect();
-    format!("[{}]", quoted.join(", "))
-}
-
 /// The name and labels of a tenant's RoleBinding subjects policy and of its binding.
 fn subjects_meta(tenant: &TenantPlan) -> ObjectMeta {
     let mut labels = managed_labels();
-    labels.insert(format!("{LABEL_PREFIX}/tenant"), tenant.name.clone());
+    labels.insert(TENANT_LABEL.to_string(), tenant.name.clone());
     ObjectMeta {
         name: Some(subjects_name(&tenant.name)),
         labels: Some(labels),
@@ -164,8 +161,8 @@ const SUBJECT_ALLOWED: &str = "(s.kind == 'Group' && s.name in variables.groups)
 /// ServiceAccounts of its namespaces, written into the policy as CEL literals (no params, so
 /// no admission request waits on a params cache).
 fn subjects_policy(tenant: &TenantPlan, gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
-    let user = cel_string(&gitops.user);
-    let group = cel_string(&gitops.break_glass);
+    let user = cel::string(&gitops.user);
+    let group = cel::string(&gitops.break_glass);
     let variable = |name: &str, expression: String| Variable {
         name: name.to_string(),
         expression,
@@ -189,10 +186,10 @@ fn subjects_policy(tenant: &TenantPlan, gitops: &GitOpsPlan) -> ValidatingAdmiss
                 ),
             }]),
             variables: Some(vec![
-                variable("groups", cel_list(tenant.groups.values())),
+                variable("groups", cel::list(tenant.groups.values())),
                 variable(
                     "namespaces",
-                    cel_list(tenant.namespaces.iter().map(|namespace| &namespace.name)),
+                    cel::list(tenant.namespaces.iter().map(|namespace| &namespace.name)),
                 ),
                 variable(
                     "refused",
@@ -212,20 +209,6 @@ fn subjects_policy(tenant: &TenantPlan, gitops: &GitOpsPlan) -> ValidatingAdmiss
         }),
         status: None,
     }
-}
-
-/// A CEL string literal of `text` (single-quoted, with `\` and `'` escaped).
-fn cel_string(text: &str) -> String {
-    let mut quoted = String::from("'");
-    for ch in text.chars() {
-        match ch {
-            '\\' => quoted.push_str("\\\\"),
-            '\'' => quoted.push_str("\\'"),
-            _ => quoted.push(ch),
-        }
-    }
-    quoted.push('\'');
-    quoted
 }
 
 fn rule(groups: &[&str], operations: &[&str], resources: &[&str]) -> NamedRuleWithOperations {
@@ -255,8 +238,8 @@ fn carries_managed_label(which: &str) -> String {
     format!(
         "({which} != null && has({which}.metadata) && has({which}.metadata.labels) && \
          {key} in {which}.metadata.labels && {which}.metadata.labels[{key}] == {value})",
-        key = cel_string(key),
-        value = cel_string(value),
+        key = cel::string(key),
+        value = cel::string(value),
     )
 }
 
@@ -265,8 +248,8 @@ const FINALIZER_UPDATE_FIELDS: &str =
     "['finalizers', 'managedFields', 'resourceVersion', 'generation']";
 
 fn guard_policy(gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
-    let user = cel_string(&gitops.user);
-    let group = cel_string(&gitops.break_glass);
+    let user = cel::string(&gitops.user);
+    let group = cel::string(&gitops.break_glass);
     let managed = format!(
         "{} || {}",
         carries_managed_label("object"),
@@ -331,7 +314,7 @@ fn guard_policy(gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
 /// for a tenant named `kserve`) would otherwise be adopted, with its Secrets opened to the
 /// tenant's groups and pruned when the tenant goes.
 fn adoption_policy(gitops: &GitOpsPlan) -> ValidatingAdmissionPolicy {
-    let group = cel_string(&gitops.break_glass);
+    let group = cel::string(&gitops.break_glass);
     ValidatingAdmissionPolicy {
         metadata: cluster_meta(ADOPTION_NAME),
         spec: Some(ValidatingAdmissionPolicySpec {
@@ -373,7 +356,7 @@ fn excepted_namespaces() -> LabelSelector {
             LabelSelectorRequirement {
                 key: "pod-security.kubernetes.io/enforce".to_string(),
                 operator: "NotIn".to_string(),
-                values: Some(vec!["restricted".to_string()]),
+                values: Some(vec![PodSecurityLevel::Restricted.as_str().to_string()]),
             },
         ]),
         match_labels: None,
@@ -481,7 +464,7 @@ const RESTRICTED_RULES: &[(&str, &str)] = &[
 ];
 
 fn exceptions_policy() -> ValidatingAdmissionPolicy {
-    let annotation = cel_string(&capabilities_annotation());
+    let annotation = cel::string(&capabilities_annotation());
     let variables = [
         (
             "containers",
@@ -561,7 +544,7 @@ mod tests {
 
     #[test]
     fn cel_strings_escape_quotes_and_backslashes() {
-        assert_eq!(cel_string("a'b\\c"), "'a\\'b\\\\c'");
+        assert_eq!(cel::string("a'b\\c"), "'a\\'b\\\\c'");
     }
 
     #[test]

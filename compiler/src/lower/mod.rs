@@ -22,6 +22,7 @@
 //!   capacity no tenant reserved) and the reports.
 
 pub mod admission;
+pub mod cel;
 pub mod gitops;
 pub mod gpu;
 pub mod guard;
@@ -41,6 +42,7 @@ use serde::Serialize;
 use crate::emit::Body;
 use crate::emit::{Extra, InternalError, Manifest, Object};
 use crate::kube::labels::{MANAGED_BY, NAMESPACE_NAME_LABEL};
+use crate::layout::CellFolder;
 use crate::plan::{CellPlan, Plan, PriorityPlan};
 
 /// Lowers the whole plan: the only input is the plan, so nothing here can read a declaration or
@@ -51,50 +53,56 @@ pub fn lower(plan: &Plan) -> Result<Manifest, InternalError> {
         let cell_name = &cell_plan.name;
         let cell_source = cell_plan.source.clone();
         let cell_only = BTreeSet::from([cell_source.clone()]);
-        let mut children = BTreeSet::new();
         let mut iam_files = Vec::new();
-        let mut push = |folder: &str, file: String, sources: BTreeSet<String>, body: Body| {
-            manifest.objects.push(Object {
-                folder: format!("{cell_name}/{folder}"),
-                file,
-                sources,
-                body,
-            });
-        };
+        let mut children: BTreeSet<CellFolder> = BTreeSet::new();
+        let mut push =
+            |folder: &CellFolder, file: String, sources: BTreeSet<String>, body: Body| {
+                manifest.objects.push(Object {
+                    folder: format!("{cell_name}/{}", folder.path()),
+                    file,
+                    sources,
+                    body,
+                });
+            };
         for priority in &cell_plan.priorities {
             push(
-                "cluster",
+                &CellFolder::Cluster,
                 format!("priorityclass-{}.yaml", priority.name),
                 cell_only.clone(),
                 body(&priority_class(priority))?,
             );
         }
         for (file, body) in rbac::cluster_roles()? {
-            push("cluster", file, cell_only.clone(), body);
+            push(&CellFolder::Cluster, file, cell_only.clone(), body);
         }
         for (file, body) in guard::cell_objects(cell_plan)? {
-            push("cluster", file, cell_only.clone(), body);
+            push(&CellFolder::Cluster, file, cell_only.clone(), body);
         }
         for (file, body) in runtime::objects(cell_plan)? {
-            push("cluster", file, cell_only.clone(), body);
+            push(&CellFolder::Cluster, file, cell_only.clone(), body);
         }
         for (file, body) in admission::cell_objects(cell_plan)? {
-            push("cluster", file, cell_only.clone(), body);
+            push(&CellFolder::Cluster, file, cell_only.clone(), body);
         }
-        children.insert("cluster".to_string());
+        children.insert(CellFolder::Cluster);
         for (file, body, tenants) in kueue::cell_objects(cell_plan)? {
             let mut sources = cell_only.clone();
             sources.extend(tenants);
-            push("kueue", file, sources, body);
-            children.insert("kueue".to_string());
+            push(&CellFolder::Kueue, file, sources, body);
+            children.insert(CellFolder::Kueue);
         }
         for (file, object) in gpu::operator_objects(&cell_plan.gpu) {
-            push("gpu-operator", file, cell_only.clone(), body(&object)?);
-            children.insert("gpu-operator".to_string());
+            push(
+                &CellFolder::GpuOperator,
+                file,
+                cell_only.clone(),
+                body(&object)?,
+            );
+            children.insert(CellFolder::GpuOperator);
         }
         for tenant in &cell_plan.tenants {
             let sources = BTreeSet::from([cell_source.clone(), tenant.source.clone()]);
-            let folder = format!("tenants/{}", tenant.name);
+            let folder = CellFolder::Tenant(tenant.name.clone());
             for (file, body) in tenant::objects(tenant, cell_plan)? {
                 push(&folder, file, sources.clone(), body);
             }
@@ -141,9 +149,10 @@ pub fn lower(plan: &Plan) -> Result<Manifest, InternalError> {
         // The cell folder lists its tenants; the header names the folder, not each file, so
         // that editing a tenant never rewrites the cell's kustomization.
         let child_sources = BTreeSet::from([cell_source, "tenants/".to_string()]);
+        let child_paths = children.iter().map(CellFolder::path).collect();
         manifest
             .folders
-            .insert(cell_name.clone(), (children, child_sources));
+            .insert(cell_name.clone(), (child_paths, child_sources));
     }
     Ok(manifest)
 }

@@ -27,24 +27,17 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 use super::{body, cluster_meta};
 use crate::emit::Body;
 use crate::emit::InternalError;
-use crate::facts::rbac::{ACCESS, ADMIN_ROLE, Access, MEMBER_ROLE, VIEWER_ROLE};
-
-/// The verbs of one role in a row of [`ACCESS`].
-type Column = fn(&Access) -> &'static [&'static str];
+use crate::facts::rbac::{ACCESS, cluster_role_of};
+use crate::model::TenantRole;
 
 /// The three tenant ClusterRoles, as `(file in <cell>/cluster/, object)`.
 pub(super) fn cluster_roles() -> Result<Vec<(String, Body)>, InternalError> {
-    let roles: [(&str, &str, Column); 3] = [
-        ("admin", ADMIN_ROLE, |access| access.admin),
-        ("member", MEMBER_ROLE, |access| access.member),
-        ("viewer", VIEWER_ROLE, |access| access.viewer),
-    ];
-    roles
+    TenantRole::ALL
         .into_iter()
-        .map(|(kind, name, verbs)| {
+        .map(|role| {
             Ok((
-                format!("clusterrole-tenant-{kind}.yaml"),
-                body(&cluster_role(name, verbs))?,
+                format!("clusterrole-tenant-{role}.yaml"),
+                body(&cluster_role(cluster_role_of(role), role))?,
             ))
         })
         .collect()
@@ -52,10 +45,10 @@ pub(super) fn cluster_roles() -> Result<Vec<(String, Body)>, InternalError> {
 
 /// One role from its column of [`ACCESS`]: one rule per API group and set of verbs, resources
 /// and verbs in a fixed order.
-fn cluster_role(name: &str, verbs_of: Column) -> ClusterRole {
+fn cluster_role(name: &str, role: TenantRole) -> ClusterRole {
     let mut rules: BTreeMap<(&str, &[&str]), Vec<String>> = BTreeMap::new();
     for access in ACCESS {
-        let verbs = verbs_of(access);
+        let verbs = access.verbs(role);
         if verbs.is_empty() {
             continue;
         }
@@ -86,17 +79,25 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
     use super::*;
+    use crate::facts::rbac::{ADMIN_ROLE, Access, MEMBER_ROLE, VIEWER_ROLE};
+
+    /// The verbs of one role in a row of [`ACCESS`].
+    type Column = fn(&Access) -> &'static [&'static str];
 
     #[test]
     fn the_emitted_roles_cannot_be_aggregated_into_and_list_every_permission() {
         let roles = cluster_roles().unwrap();
         assert_eq!(roles.len(), 3);
-        for (name, verbs_of) in [
-            (ADMIN_ROLE, (|a: &Access| a.admin) as Column),
-            (MEMBER_ROLE, |a: &Access| a.member),
-            (VIEWER_ROLE, |a: &Access| a.viewer),
+        for (name, tenant_role, verbs_of) in [
+            (
+                ADMIN_ROLE,
+                TenantRole::Admin,
+                (|a: &Access| a.admin) as Column,
+            ),
+            (MEMBER_ROLE, TenantRole::Member, |a: &Access| a.member),
+            (VIEWER_ROLE, TenantRole::Viewer, |a: &Access| a.viewer),
         ] {
-            let role = cluster_role(name, verbs_of);
+            let role = cluster_role(name, tenant_role);
             assert!(role.aggregation_rule.is_none());
             let labels = role.metadata.labels.clone().unwrap_or_default();
             assert!(

@@ -39,7 +39,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::{body, guard, kube_version};
 use crate::emit::Body;
 use crate::emit::InternalError;
-use crate::kube::labels::{LABEL_PREFIX, MANAGED_BY, NAMESPACE_NAME_LABEL};
+use crate::facts::pod_security::PodSecurityLevel;
+use crate::kube::labels::{
+    CELL_LABEL, MANAGED_BY, NAMESPACE_NAME_LABEL, ORG_LABEL, TEAM_LABEL, TENANT_LABEL, TRUST_LABEL,
+    WORKLOAD_LABEL,
+};
 use crate::plan::{CellPlan, NamespacePlan, TenantPlan};
 
 /// The ResourceQuota of a namespace's share of the tenant ceiling and GPU reservations.
@@ -91,18 +95,13 @@ pub(super) fn objects(
                 ..ServiceAccount::default()
             })?,
         ));
-        for group_kind in ["admin", "member", "viewer"] {
-            let (Some(group), Some(cluster_role)) = (
-                tenant.groups.get(group_kind),
-                crate::facts::rbac::cluster_role_of(group_kind),
-            ) else {
-                continue;
-            };
+        for (role, group) in &tenant.groups {
+            let cluster_role = crate::facts::rbac::cluster_role_of(*role);
             // Named after the role: `roleRef` cannot change in place, so binding another role
             // is always a new object (the old one is pruned), never an update the API server
             // refuses.
             objects.push((
-                format!("{kind}/rolebinding-{group_kind}.yaml"),
+                format!("{kind}/rolebinding-{role}.yaml"),
                 body(&RoleBinding {
                     metadata: meta(cluster_role),
                     role_ref: RoleRef {
@@ -194,8 +193,8 @@ fn priority_scope(namespace: &NamespacePlan) -> Vec<ScopedResourceSelectorRequir
 pub(super) fn tenant_labels(tenant: &TenantPlan) -> BTreeMap<String, String> {
     BTreeMap::from([
         (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
-        (format!("{LABEL_PREFIX}/org"), tenant.org.clone()),
-        (format!("{LABEL_PREFIX}/tenant"), tenant.name.clone()),
+        (ORG_LABEL.to_string(), tenant.org.clone()),
+        (TENANT_LABEL.to_string(), tenant.name.clone()),
     ])
 }
 
@@ -222,13 +221,10 @@ fn namespace_object(tenant: &TenantPlan, namespace: &NamespacePlan, cell: &CellP
     let version = kube_version(cell);
     labels.extend([
         (NAMESPACE_NAME_LABEL.to_string(), namespace.name.clone()),
-        (format!("{LABEL_PREFIX}/team"), tenant.team.clone()),
-        (format!("{LABEL_PREFIX}/trust"), tenant.trust.to_string()),
-        (format!("{LABEL_PREFIX}/cell"), cell.name.clone()),
-        (
-            format!("{LABEL_PREFIX}/workload"),
-            namespace.workload.to_string(),
-        ),
+        (TEAM_LABEL.to_string(), tenant.team.clone()),
+        (TRUST_LABEL.to_string(), tenant.trust.to_string()),
+        (CELL_LABEL.to_string(), cell.name.clone()),
+        (WORKLOAD_LABEL.to_string(), namespace.workload.to_string()),
     ]);
     // `audit` and `warn` stay `restricted` everywhere, so an excepted pod is still reported.
     // An exception relaxes `enforce` to the lowest level that admits what it grants (no level
@@ -236,12 +232,12 @@ fn namespace_object(tenant: &TenantPlan, namespace: &NamespacePlan, cell: &CellP
     // `restricted` rule in that namespace, reading the granted capabilities from the annotation.
     for (mode, level) in [
         ("enforce", namespace.enforce_level()),
-        ("audit", "restricted"),
-        ("warn", "restricted"),
+        ("audit", PodSecurityLevel::Restricted),
+        ("warn", PodSecurityLevel::Restricted),
     ] {
         labels.insert(
             format!("pod-security.kubernetes.io/{mode}"),
-            level.to_string(),
+            level.as_str().to_string(),
         );
         labels.insert(
             format!("pod-security.kubernetes.io/{mode}-version"),

@@ -1,13 +1,15 @@
 //! What the tenant admission floor's params hold for one tenant in a cell: the values the
 //! policy of `lower/admission.rs` reads as `params.data.*`.
 //!
-//! Consumes: a cell's plan and one tenant's plan in it. Produces: [`params`], the data of the
-//! tenant's params ConfigMap, which `lower` writes and `review` shows, so the reviewer view
-//! names exactly the values the API server judges by.
+//! Consumes: a cell's plan and one tenant's plan in it. Produces: [`AdmissionParams`], one field
+//! per [`ParamKey`], and [`params`], its data as the tenant's params ConfigMap holds it, which
+//! `lower` writes and `review` shows, so the reviewer view names exactly the values the API
+//! server judges by.
 //!
 //! Invariants: every list is one comma-separated string (a ConfigMap value is a string), sorted
 //! and without repeats, except the group names, which a newline separates; a tenant's params
-//! depend only on that tenant, its cell and its host access.
+//! depend only on that tenant, its cell and its host access; every key is written under the
+//! name [`ParamKey::as_str`] gives, the one the policy reads.
 
 use std::collections::BTreeMap;
 
@@ -27,6 +29,206 @@ pub const QUEUES: &[&str] = &["default"];
 /// The longest termination grace period a tenant pod may ask for, in seconds: long enough to
 /// write a checkpoint, short enough that preemption by Kueue takes effect.
 pub const MAX_GRACE_PERIOD_SECONDS: u32 = 600;
+
+/// A key of a tenant's admission params: the one table of names that the params ConfigMap is
+/// written under ([`AdmissionParams::data`]) and that the policy's CEL reads as
+/// `params.data.<key>` (a test of `lower/admission.rs` holds the policy to it both ways).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ParamKey {
+    /// `cell`.
+    Cell,
+    /// `claimNamespaces`.
+    ClaimNamespaces,
+    /// `countedResources`.
+    CountedResources,
+    /// `forbiddenLabelKeys`.
+    ForbiddenLabelKeys,
+    /// `forbiddenTaints`.
+    ForbiddenTaints,
+    /// `gpuModels`.
+    GpuModels,
+    /// `gpuRuntimeClasses`.
+    GpuRuntimeClasses,
+    /// `groups`.
+    Groups,
+    /// `hostAccess`.
+    HostAccess,
+    /// `hostPools`.
+    HostPools,
+    /// `inferenceNamespaces`.
+    InferenceNamespaces,
+    /// `maxGracePeriodSeconds`.
+    MaxGracePeriodSeconds,
+    /// `namespaces`.
+    Namespaces,
+    /// `poolTaints`.
+    PoolTaints,
+    /// `priorities`.
+    Priorities,
+    /// `queues`.
+    Queues,
+    /// `registries`.
+    Registries,
+    /// `runtimeClassRequired`.
+    RuntimeClassRequired,
+    /// `runtimeClasses`.
+    RuntimeClasses,
+    /// `tenant`.
+    Tenant,
+    /// `trainingServiceAccounts`.
+    TrainingServiceAccounts,
+    /// `weightDigests`.
+    WeightDigests,
+}
+
+impl ParamKey {
+    /// Every key.
+    pub const ALL: [ParamKey; 22] = [
+        ParamKey::Cell,
+        ParamKey::ClaimNamespaces,
+        ParamKey::CountedResources,
+        ParamKey::ForbiddenLabelKeys,
+        ParamKey::ForbiddenTaints,
+        ParamKey::GpuModels,
+        ParamKey::GpuRuntimeClasses,
+        ParamKey::Groups,
+        ParamKey::HostAccess,
+        ParamKey::HostPools,
+        ParamKey::InferenceNamespaces,
+        ParamKey::MaxGracePeriodSeconds,
+        ParamKey::Namespaces,
+        ParamKey::PoolTaints,
+        ParamKey::Priorities,
+        ParamKey::Queues,
+        ParamKey::Registries,
+        ParamKey::RuntimeClassRequired,
+        ParamKey::RuntimeClasses,
+        ParamKey::Tenant,
+        ParamKey::TrainingServiceAccounts,
+        ParamKey::WeightDigests,
+    ];
+
+    /// The key's name in the ConfigMap's `data`, as the CEL reads it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParamKey::Cell => "cell",
+            ParamKey::ClaimNamespaces => "claimNamespaces",
+            ParamKey::CountedResources => "countedResources",
+            ParamKey::ForbiddenLabelKeys => "forbiddenLabelKeys",
+            ParamKey::ForbiddenTaints => "forbiddenTaints",
+            ParamKey::GpuModels => "gpuModels",
+            ParamKey::GpuRuntimeClasses => "gpuRuntimeClasses",
+            ParamKey::Groups => "groups",
+            ParamKey::HostAccess => "hostAccess",
+            ParamKey::HostPools => "hostPools",
+            ParamKey::InferenceNamespaces => "inferenceNamespaces",
+            ParamKey::MaxGracePeriodSeconds => "maxGracePeriodSeconds",
+            ParamKey::Namespaces => "namespaces",
+            ParamKey::PoolTaints => "poolTaints",
+            ParamKey::Priorities => "priorities",
+            ParamKey::Queues => "queues",
+            ParamKey::Registries => "registries",
+            ParamKey::RuntimeClassRequired => "runtimeClassRequired",
+            ParamKey::RuntimeClasses => "runtimeClasses",
+            ParamKey::Tenant => "tenant",
+            ParamKey::TrainingServiceAccounts => "trainingServiceAccounts",
+            ParamKey::WeightDigests => "weightDigests",
+        }
+    }
+
+    /// The key a name in `params.data.<name>` names, if any.
+    pub fn parse(name: &str) -> Option<ParamKey> {
+        ParamKey::ALL.into_iter().find(|key| key.as_str() == name)
+    }
+}
+
+/// The params of one tenant in a cell, one field per [`ParamKey`], each already in the form the
+/// policy reads (a comma-separated list, a newline-separated list, `true`/`false` or a name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdmissionParams {
+    /// Written under `cell`.
+    pub cell: String,
+    /// Written under `claimNamespaces`.
+    pub claim_namespaces: String,
+    /// Written under `countedResources`.
+    pub counted_resources: String,
+    /// Written under `forbiddenLabelKeys`.
+    pub forbidden_label_keys: String,
+    /// Written under `forbiddenTaints`.
+    pub forbidden_taints: String,
+    /// Written under `gpuModels`.
+    pub gpu_models: String,
+    /// Written under `gpuRuntimeClasses`.
+    pub gpu_runtime_classes: String,
+    /// Written under `groups`.
+    pub groups: String,
+    /// Written under `hostAccess`.
+    pub host_access: String,
+    /// Written under `hostPools`.
+    pub host_pools: String,
+    /// Written under `inferenceNamespaces`.
+    pub inference_namespaces: String,
+    /// Written under `maxGracePeriodSeconds`.
+    pub max_grace_period_seconds: String,
+    /// Written under `namespaces`.
+    pub namespaces: String,
+    /// Written under `poolTaints`.
+    pub pool_taints: String,
+    /// Written under `priorities`.
+    pub priorities: String,
+    /// Written under `queues`.
+    pub queues: String,
+    /// Written under `registries`.
+    pub registries: String,
+    /// Written under `runtimeClassRequired`.
+    pub runtime_class_required: String,
+    /// Written under `runtimeClasses`.
+    pub runtime_classes: String,
+    /// Written under `tenant`.
+    pub tenant: String,
+    /// Written under `trainingServiceAccounts`.
+    pub training_service_accounts: String,
+    /// Written under `weightDigests`.
+    pub weight_digests: String,
+}
+
+impl AdmissionParams {
+    /// The value written under `key`.
+    pub fn value(&self, key: ParamKey) -> &str {
+        match key {
+            ParamKey::Cell => &self.cell,
+            ParamKey::ClaimNamespaces => &self.claim_namespaces,
+            ParamKey::CountedResources => &self.counted_resources,
+            ParamKey::ForbiddenLabelKeys => &self.forbidden_label_keys,
+            ParamKey::ForbiddenTaints => &self.forbidden_taints,
+            ParamKey::GpuModels => &self.gpu_models,
+            ParamKey::GpuRuntimeClasses => &self.gpu_runtime_classes,
+            ParamKey::Groups => &self.groups,
+            ParamKey::HostAccess => &self.host_access,
+            ParamKey::HostPools => &self.host_pools,
+            ParamKey::InferenceNamespaces => &self.inference_namespaces,
+            ParamKey::MaxGracePeriodSeconds => &self.max_grace_period_seconds,
+            ParamKey::Namespaces => &self.namespaces,
+            ParamKey::PoolTaints => &self.pool_taints,
+            ParamKey::Priorities => &self.priorities,
+            ParamKey::Queues => &self.queues,
+            ParamKey::Registries => &self.registries,
+            ParamKey::RuntimeClassRequired => &self.runtime_class_required,
+            ParamKey::RuntimeClasses => &self.runtime_classes,
+            ParamKey::Tenant => &self.tenant,
+            ParamKey::TrainingServiceAccounts => &self.training_service_accounts,
+            ParamKey::WeightDigests => &self.weight_digests,
+        }
+    }
+
+    /// The ConfigMap data: every key of [`ParamKey::ALL`] with its value.
+    pub fn data(&self) -> BTreeMap<String, String> {
+        ParamKey::ALL
+            .into_iter()
+            .map(|key| (key.as_str().to_string(), self.value(key).to_string()))
+            .collect()
+    }
+}
 
 /// The pools of the cell the tenant has a Kueue flavor for.
 fn own_pools<'a>(tenant: &TenantPlan, cell: &'a CellPlan) -> Vec<&'a PoolPlan> {
@@ -87,6 +289,11 @@ fn taint_params<'a>(taints: impl Iterator<Item = &'a TaintPlan>) -> Vec<String> 
 
 /// The params of one tenant in a cell, as ConfigMap data.
 pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> {
+    admission_params(tenant, cell).data()
+}
+
+/// The params of one tenant in a cell.
+pub fn admission_params(tenant: &TenantPlan, cell: &CellPlan) -> AdmissionParams {
     let join = |items: Vec<String>| items.join(",");
     let own_pools = own_pools(tenant, cell);
     // The plan's one decision: hard, and every pool the tenant reaches is its alone.
@@ -186,58 +393,37 @@ pub fn params(tenant: &TenantPlan, cell: &CellPlan) -> BTreeMap<String, String> 
         .map(|namespace| namespace.name.clone())
         .collect();
     claim_namespaces.sort();
-    BTreeMap::from([
-        ("cell".to_string(), cell.name.clone()),
-        ("claimNamespaces".to_string(), join(claim_namespaces)),
-        ("forbiddenLabelKeys".to_string(), join(forbidden_labels)),
-        (
-            "forbiddenTaints".to_string(),
-            join(forbidden_taints(tenant, cell)),
-        ),
-        ("gpuModels".to_string(), join(gpu_models)),
+    AdmissionParams {
+        cell: cell.name.clone(),
+        claim_namespaces: join(claim_namespaces),
+        counted_resources: join(counted_resources(tenant)),
+        forbidden_label_keys: join(forbidden_labels),
+        forbidden_taints: join(forbidden_taints(tenant, cell)),
+        gpu_models: join(gpu_models),
         // Every runtime class tenantc emits hands GPUs to containers, so a pod that names one
         // must request a GPU.
-        ("gpuRuntimeClasses".to_string(), join(gpu_runtime_classes)),
+        gpu_runtime_classes: join(gpu_runtime_classes),
         // Group names may hold commas (LDAP distinguished names), never a control character
         // (`string-character-forbidden`), so a newline separates them.
-        ("groups".to_string(), groups.join("\n")),
-        ("hostAccess".to_string(), host_access.to_string()),
-        ("hostPools".to_string(), join(host_pools)),
-        (
-            "maxGracePeriodSeconds".to_string(),
-            MAX_GRACE_PERIOD_SECONDS.to_string(),
-        ),
-        (
-            "countedResources".to_string(),
-            join(counted_resources(tenant)),
-        ),
-        (
-            "inferenceNamespaces".to_string(),
-            join(inference.iter().map(|ns| ns.name.clone()).collect()),
-        ),
-        ("namespaces".to_string(), join(namespaces)),
-        ("poolTaints".to_string(), join(pool_taints(cell))),
-        ("priorities".to_string(), join(priorities)),
-        (
-            "queues".to_string(),
-            join(QUEUES.iter().map(|q| (*q).to_string()).collect()),
-        ),
-        ("registries".to_string(), join(registries)),
-        (
-            "runtimeClassRequired".to_string(),
-            (!cell.runtime_classes.is_empty()).to_string(),
-        ),
-        ("runtimeClasses".to_string(), join(runtime_classes)),
-        ("tenant".to_string(), tenant.name.clone()),
-        (
-            "trainingServiceAccounts".to_string(),
-            join(training_accounts),
-        ),
+        groups: groups.join("\n"),
+        host_access: host_access.to_string(),
+        host_pools: join(host_pools),
+        inference_namespaces: join(inference.iter().map(|ns| ns.name.clone()).collect()),
+        max_grace_period_seconds: MAX_GRACE_PERIOD_SECONDS.to_string(),
+        namespaces: join(namespaces),
+        pool_taints: join(pool_taints(cell)),
+        priorities: join(priorities),
+        queues: join(QUEUES.iter().map(|q| (*q).to_string()).collect()),
+        registries: join(registries),
+        runtime_class_required: (!cell.runtime_classes.is_empty()).to_string(),
+        runtime_classes: join(runtime_classes),
+        tenant: tenant.name.clone(),
+        training_service_accounts: join(training_accounts),
         // The digests the weights stage verified against the tenant's own signers; a tenant
         // without verified weights gets an empty list, so every pod that loads weights is
         // denied.
-        ("weightDigests".to_string(), join(weight_digests(tenant))),
-    ])
+        weight_digests: join(weight_digests(tenant)),
+    }
 }
 
 /// The extended resources the tenant's ResourceQuotas in the cell count (every GPU and MIG

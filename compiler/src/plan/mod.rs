@@ -320,7 +320,7 @@ pub struct TenantPlan {
     /// Trust class.
     pub trust: Trust,
     /// Identity groups per role (`admin`, `member`, `viewer`).
-    pub groups: BTreeMap<String, String>,
+    pub groups: BTreeMap<crate::model::TenantRole, String>,
     /// Container default requests `(cpu, memory)`.
     pub container_defaults: (String, String),
     /// One namespace per workload, sorted by workload kind.
@@ -429,7 +429,7 @@ impl NamespacePlan {
     /// The Pod Security level its `enforce` label names: `restricted`, or for an excepted
     /// namespace the lowest level that admits what the exceptions grant (`lower/guard.rs`
     /// re-enforces every other `restricted` rule).
-    pub fn enforce_level(&self) -> &'static str {
+    pub fn enforce_level(&self) -> crate::facts::pod_security::PodSecurityLevel {
         crate::facts::pod_security::enforce_level(&self.excepted_capabilities())
     }
 }
@@ -1064,16 +1064,11 @@ fn tenant_plan(
         .map(|pool| reach(tenant, pool, pools, &queue.flavors, &namespaces))
         .collect();
 
-    let mut groups = BTreeMap::new();
-    for (role, group) in [
-        ("admin", &tenant.groups.admin),
-        ("member", &tenant.groups.member),
-        ("viewer", &tenant.groups.viewer),
-    ] {
-        if let Some(group) = group {
-            groups.insert(role.to_string(), group.value.clone());
-        }
-    }
+    let groups = tenant
+        .groups
+        .declared()
+        .map(|(role, group)| (role, group.value.clone()))
+        .collect();
     let defaults = &tenant.container_defaults;
     TenantPlan {
         name: tenant.name.value.clone(),

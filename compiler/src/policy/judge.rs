@@ -375,7 +375,12 @@ impl<'a> CellAdmission<'a> {
         })?;
         let default_member = request.username.is_empty() && request.groups.is_empty();
         let asked: Vec<String> = if default_member {
-            tenant.groups.get("member").cloned().into_iter().collect()
+            tenant
+                .groups
+                .get(&crate::facts::rbac::TenantRole::Member)
+                .cloned()
+                .into_iter()
+                .collect()
         } else {
             request.groups.clone()
         };

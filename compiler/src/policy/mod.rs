@@ -560,7 +560,12 @@ pub fn check_object(cell: &crate::plan::CellPlan, request: &Request) -> Option<(
     let params = admission::params_config_map(tenant, cell);
     let mut request = request.clone();
     if request.username.is_empty() && request.groups.is_empty() {
-        request.groups = tenant.groups.get("member").cloned().into_iter().collect();
+        request.groups = tenant
+            .groups
+            .get(&crate::facts::rbac::TenantRole::Member)
+            .cloned()
+            .into_iter()
+            .collect();
     }
     Some((
         tenant.name.clone(),

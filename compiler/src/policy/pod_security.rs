@@ -43,37 +43,9 @@ use serde_json::Value as Json;
 // the exception policy of `lower/guard.rs` uses too.
 use crate::facts::pod_security::BASELINE_CAPABILITIES;
 
-/// A Pod Security level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    /// No restrictions.
-    Privileged,
-    /// Prevents known privilege escalations.
-    Baseline,
-    /// Current pod hardening practice.
-    Restricted,
-}
-
-impl Level {
-    /// The level a label value names.
-    pub fn parse(text: &str) -> Option<Level> {
-        match text {
-            "privileged" => Some(Level::Privileged),
-            "baseline" => Some(Level::Baseline),
-            "restricted" => Some(Level::Restricted),
-            _ => None,
-        }
-    }
-
-    /// The label value of the level.
-    pub fn name(self) -> &'static str {
-        match self {
-            Level::Privileged => "privileged",
-            Level::Baseline => "baseline",
-            Level::Restricted => "restricted",
-        }
-    }
-}
+/// A Pod Security level: the one enum of `facts`, which the plan carries too, here read from
+/// the labels of Namespaces read back from the output (an open set, parsed into it).
+pub use crate::facts::pod_security::PodSecurityLevel as Level;
 
 /// The version of the standard a level is pinned to: `v1.N`, or `latest`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,7 +93,7 @@ pub struct LevelVersion {
 
 impl fmt::Display for LevelVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.level.name(), self.version)
+        write!(f, "{}:{}", self.level.as_str(), self.version)
     }
 }
 

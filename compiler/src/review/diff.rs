@@ -24,6 +24,7 @@ use serde::Serialize;
 
 use super::{AccessSummary, CellSummary, Review};
 use crate::emit::OutputTree;
+use crate::facts::pod_security::PodSecurityLevel;
 use crate::quantity::Quantity;
 
 /// What a change is about.
@@ -184,13 +185,12 @@ fn quantity_rank(text: &str) -> Option<i128> {
     Quantity::parse(text).ok().map(|quantity| quantity.milli())
 }
 
-/// Pod Security levels from the strictest.
-fn level_rank(level: &str) -> Option<i128> {
+/// Pod Security levels from the strictest: a higher rank admits more.
+fn level_rank(level: PodSecurityLevel) -> i128 {
     match level {
-        "restricted" => Some(0),
-        "baseline" => Some(1),
-        "privileged" => Some(2),
-        _ => None,
+        PodSecurityLevel::Restricted => 0,
+        PodSecurityLevel::Baseline => 1,
+        PodSecurityLevel::Privileged => 2,
     }
 }
 
@@ -477,8 +477,8 @@ fn tenant_facts(summary: &AccessSummary) -> Facts {
                 format!("pod security of {ns}"),
                 ranked(
                     Area::Policy,
-                    &namespace.pod_security,
-                    level_rank(&namespace.pod_security),
+                    namespace.pod_security.as_str(),
+                    Some(level_rank(namespace.pod_security)),
                     EXCEPTION,
                 ),
             );

@@ -23,7 +23,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::facts::cloud::{google_account_email, role_arn};
-use crate::facts::rbac::{ACCESS, Access, cluster_role_of};
+use crate::facts::pod_security::PodSecurityLevel;
+use crate::facts::rbac::TenantRole;
+use crate::facts::rbac::{ACCESS, cluster_role_of};
 use crate::plan::storage::{IdentityPlan, read_prefixes, write_prefixes};
 use crate::plan::{CellPlan, Plan, TenantPlan};
 
@@ -63,7 +65,7 @@ pub struct AccessSummary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GroupAccess {
     /// `admin`, `member` or `viewer`.
-    pub role: String,
+    pub role: TenantRole,
     /// The group name.
     pub group: String,
     /// The ClusterRole its RoleBindings name.
@@ -179,7 +181,7 @@ pub struct NamespaceAccess {
     /// The priority class its pods may use.
     pub priority: Option<String>,
     /// The Pod Security level its `enforce` label names.
-    pub pod_security: String,
+    pub pod_security: PodSecurityLevel,
     /// Its reviewed exceptions to `restricted`.
     pub exceptions: Vec<ExceptionAccess>,
     /// Its ResourceQuota keys beyond cpu, memory, pods and GPUs that are not zero, sorted.
@@ -312,27 +314,26 @@ fn tenant_summary(tenant: &TenantPlan) -> AccessSummary {
     let groups = tenant
         .groups
         .iter()
-        .filter_map(|(role, group)| {
-            let cluster_role = cluster_role_of(role)?;
-            let column: fn(&Access) -> &'static [&'static str] = match role.as_str() {
-                "admin" => |access| access.admin,
-                "member" => |access| access.member,
-                _ => |access| access.viewer,
-            };
-            Some(GroupAccess {
-                role: role.clone(),
+        .map(|(role, group)| {
+            let role = *role;
+            GroupAccess {
+                role,
                 group: group.clone(),
-                cluster_role: cluster_role.to_string(),
+                cluster_role: cluster_role_of(role).to_string(),
                 rules: ACCESS
                     .iter()
-                    .filter(|access| !column(access).is_empty())
+                    .filter(|access| !access.verbs(role).is_empty())
                     .map(|access| RuleAccess {
                         api_group: access.api_group.to_string(),
                         resource: access.resource.to_string(),
-                        verbs: column(access).iter().map(|verb| verb.to_string()).collect(),
+                        verbs: access
+                            .verbs(role)
+                            .iter()
+                            .map(|verb| verb.to_string())
+                            .collect(),
                     })
                     .collect(),
-            })
+            }
         })
         .collect();
     let mut registries = tenant.registries.clone();
@@ -482,7 +483,7 @@ fn cell_access(cell: &CellPlan, tenant: &TenantPlan) -> CellAccess {
                 workload: namespace.workload.to_string(),
                 service_account: namespace.service_account.clone(),
                 priority: namespace.priority.clone(),
-                pod_security: namespace.enforce_level().to_string(),
+                pod_security: namespace.enforce_level(),
                 exceptions: namespace
                     .exceptions
                     .iter()
@@ -732,6 +733,7 @@ mod tests {
 
     use super::*;
     use crate::InputFile;
+    use crate::facts::rbac::Access;
 
     /// The fixture fleet (a copy of the example fleet) with `edit` applied to the text of `path`.
     fn example_with(path: &str, edit: impl Fn(&str) -> String) -> Review {
@@ -843,10 +845,10 @@ mod tests {
                         )
                     })
                     .collect();
-                let column = |access: &Access| match group.role.as_str() {
-                    "admin" => access.admin,
-                    "member" => access.member,
-                    _ => access.viewer,
+                let column = |access: &Access| match group.role {
+                    TenantRole::Admin => access.admin,
+                    TenantRole::Member => access.member,
+                    TenantRole::Viewer => access.viewer,
                 };
                 let table: Vec<(&str, &str, Vec<&str>)> = ACCESS
                     .iter()
@@ -854,10 +856,7 @@ mod tests {
                     .map(|access| (access.api_group, access.resource, column(access).to_vec()))
                     .collect();
                 assert_eq!(claimed, table, "{} {}", summary.tenant, group.role);
-                assert_eq!(
-                    Some(group.cluster_role.as_str()),
-                    cluster_role_of(&group.role)
-                );
+                assert_eq!(group.cluster_role.as_str(), cluster_role_of(group.role));
             }
         }
     }

@@ -6,7 +6,7 @@
 //! into the tenant's or the cell's `templates/` folder, or a located finding.
 //!
 //! The rules ([`docs/templates.md`](../../docs/templates.md#what-a-template-may-create)):
-//! - a document is a mapping with `apiVersion: v1` and a kind of [`ALLOWED_KINDS`], namespaced
+//! - a document is a mapping with `apiVersion: v1` and a kind of [`TemplateKind`], namespaced
 //!   core kinds that cannot undo the tenant floor (no RBAC, no NetworkPolicy, ResourceQuota or
 //!   LimitRange, no Pod or workload that would skip Kueue, nothing cluster-scoped);
 //! - `metadata` holds only `name`, `namespace`, `labels` and `annotations`, with a valid name and
@@ -39,8 +39,41 @@ use crate::layout::{TEMPLATES, TemplateScope};
 use crate::parse::{Map, Node, Value};
 use crate::source::{SourceMap, Span};
 
-/// The kinds (all `apiVersion: v1`, all namespaced) a template may create.
-pub const ALLOWED_KINDS: [&str; 3] = ["ConfigMap", "PersistentVolumeClaim", "ServiceAccount"];
+/// A kind a template may create (all `apiVersion: v1`, all namespaced).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TemplateKind {
+    /// `ConfigMap`.
+    ConfigMap,
+    /// `PersistentVolumeClaim`.
+    PersistentVolumeClaim,
+    /// `ServiceAccount`.
+    ServiceAccount,
+}
+
+impl TemplateKind {
+    /// Every kind a template may create, sorted by name.
+    pub const ALL: [TemplateKind; 3] = [
+        TemplateKind::ConfigMap,
+        TemplateKind::PersistentVolumeClaim,
+        TemplateKind::ServiceAccount,
+    ];
+
+    /// The `kind` of its objects.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TemplateKind::ConfigMap => "ConfigMap",
+            TemplateKind::PersistentVolumeClaim => "PersistentVolumeClaim",
+            TemplateKind::ServiceAccount => "ServiceAccount",
+        }
+    }
+
+    /// The allowed kind a rendered `kind` names, if it names one (rendered text is an open set).
+    pub fn parse(kind: &str) -> Option<TemplateKind> {
+        TemplateKind::ALL
+            .into_iter()
+            .find(|allowed| allowed.as_str() == kind)
+    }
+}
 
 /// Kinds that exist only at cluster scope, named as such when a template writes one.
 const CLUSTER_SCOPED: [&str; 22] = [
@@ -359,7 +392,7 @@ fn check(
         return None;
     };
     let kind_span = kind_entry.map_or(locate.node(document), |entry| locate.node(&entry.value));
-    let allowed = ALLOWED_KINDS.join("`, `");
+    let allowed = TemplateKind::ALL.map(TemplateKind::as_str).join("`, `");
     if CLUSTER_SCOPED.contains(&kind) {
         diagnostics.push(locate.forbidden(
             kind_span,
@@ -371,7 +404,8 @@ fn check(
         ));
         return None;
     }
-    if !ALLOWED_KINDS.contains(&kind) || api_version != "v1" {
+    let allowed_kind = TemplateKind::parse(kind).filter(|_| api_version == "v1");
+    let Some(template_kind) = allowed_kind else {
         diagnostics.push(locate.forbidden(
             kind_span,
             format!("a template cannot create `{api_version}` `{kind}` objects"),
@@ -381,7 +415,7 @@ fn check(
             ),
         ));
         return None;
-    }
+    };
     let metadata = entry(map, "metadata").map(|entry| &entry.value);
     let Some(Node {
         value: Value::Map(metadata),
@@ -509,7 +543,7 @@ fn check(
         (json.pointer("/spec/storageClassName") == Some(&serde_json::Value::from("")))
             .then_some(&["spec", "storageClassName"][..])
     });
-    if kind == "PersistentVolumeClaim"
+    if template_kind == TemplateKind::PersistentVolumeClaim
         && let Some(path) = binds
     {
         let path: Vec<Result<String, usize>> =
@@ -525,10 +559,10 @@ fn check(
         ));
         return None;
     }
-    let result = match kind {
-        "ConfigMap" => typed::<ConfigMap>(&json),
-        "PersistentVolumeClaim" => typed::<PersistentVolumeClaim>(&json),
-        _ => typed::<ServiceAccount>(&json),
+    let result = match template_kind {
+        TemplateKind::ConfigMap => typed::<ConfigMap>(&json),
+        TemplateKind::PersistentVolumeClaim => typed::<PersistentVolumeClaim>(&json),
+        TemplateKind::ServiceAccount => typed::<ServiceAccount>(&json),
     };
     let body = match result {
         Ok(Ok(body)) => body,

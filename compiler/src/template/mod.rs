@@ -38,7 +38,7 @@ use crate::limits::MAX_FILE_BYTES;
 use crate::plan::{CellPlan, Plan, TenantPlan};
 use crate::source::{FileId, SourceMap, Span};
 
-pub use check::{ALLOWED_KINDS, ObjectKey};
+pub use check::{ObjectKey, TemplateKind};
 
 /// How many instructions one rendering may run before it is stopped.
 pub const MAX_FUEL: u64 = 1_000_000;

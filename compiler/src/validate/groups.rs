@@ -41,13 +41,7 @@ pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
         .map(|cell| (cell.name.value.as_str(), cell))
         .collect();
     for tenant in &fleet.tenants {
-        let groups = [
-            ("admin", &tenant.groups.admin),
-            ("member", &tenant.groups.member),
-            ("viewer", &tenant.groups.viewer),
-        ];
-        for (role, group) in groups {
-            let Some(group) = group else { continue };
+        for (role, group) in tenant.groups.declared() {
             let Some(reason) = reserved_reason(&group.value) else {
                 continue;
             };
