@@ -343,40 +343,18 @@ fn markdown(title: &str, cells: &[Cell]) -> String {
             );
         }
     }
-    out.push_str("\n## Per tenant\n\n");
-    let tenants = sums(cells, by_tenant);
-    if tenants.is_empty() {
-        out.push_str("No tenant has a GPU reservation.\n");
-    } else {
-        out.push_str("| tenant | org | committed per month | burst per month if fully used |\n");
-        out.push_str("|---|---|---:|---:|\n");
-        for (tenant, (orgs, committed, burst)) in tenants {
-            let _ = writeln!(
-                out,
-                "| {tenant} | {} | {} | {} |",
-                orgs.join(", "),
-                format_cents(committed),
-                format_cents(burst)
-            );
-        }
-    }
-    out.push_str("\n## Per org\n\n");
-    let orgs = sums(cells, by_org);
-    if orgs.is_empty() {
-        out.push_str("No org has a GPU reservation.\n");
-    } else {
-        out.push_str("| org | tenants | committed per month | burst per month if fully used |\n");
-        out.push_str("|---|---|---:|---:|\n");
-        for (org, (members, committed, burst)) in orgs {
-            let _ = writeln!(
-                out,
-                "| {org} | {} | {} | {} |",
-                members.join(", "),
-                format_cents(committed),
-                format_cents(burst)
-            );
-        }
-    }
+    sum_table(
+        &mut out,
+        ("Per tenant", "tenant", "org"),
+        sums(cells, by_tenant),
+        "No tenant has a GPU reservation.",
+    );
+    sum_table(
+        &mut out,
+        ("Per org", "org", "tenants"),
+        sums(cells, by_org),
+        "No org has a GPU reservation.",
+    );
     out.push_str("\n## Pools\n\n");
     out.push_str("A pool's cost is what the tenants committed, plus what no tenant reserved (the platform's cost), plus what its MIG layouts strand.\n\n");
     out.push_str("| cell | pool | GPU | sharing | GPUs | slices per GPU | price per GPU-hour | pool per month | committed | platform | stranded |\n");
@@ -457,6 +435,34 @@ fn markdown(title: &str, cells: &[Cell]) -> String {
         }
     }
     out
+}
+
+/// A table of sums, per tenant or per org: `(heading, key column, members column)`.
+fn sum_table(
+    out: &mut String,
+    (heading, key, members): (&str, &str, &str),
+    sums: Sums,
+    empty: &str,
+) {
+    let _ = writeln!(out, "\n## {heading}\n");
+    if sums.is_empty() {
+        let _ = writeln!(out, "{empty}");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "| {key} | {members} | committed per month | burst per month if fully used |"
+    );
+    out.push_str("|---|---|---:|---:|\n");
+    for (name, (others, committed, burst)) in sums {
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {} |",
+            others.join(", "),
+            format_cents(committed),
+            format_cents(burst)
+        );
+    }
 }
 
 /// One CSV field: quoted when it holds a comma, a quote or a line break.
