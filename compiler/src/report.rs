@@ -9,8 +9,14 @@
 //! reserved and how far reserved plus burst oversubscribe it; the guard's GitOps identities and
 //! every Pod Security exception with its reason and approver; and the cohort tree.
 //!
+//! The showback reports (`showback.rs`: per cell and fleet-wide, Markdown, CSV and JSON) and the
+//! fleet's showback page (`html.rs`) are submodules.
+//!
 //! Invariants: reads only the plan, in its sorted order; prints no float, since ratios are
 //! fixed-point hundredths formatted here, so the bytes are the same on every platform.
+
+pub mod html;
+pub mod showback;
 
 use std::fmt::Write as _;
 

@@ -8,7 +8,8 @@
 //! `<cell>/gpu-operator/`, `<cell>/tenants/<tenant>/` for everything of one tenant (its
 //! namespaces, ClusterQueue and NetworkPolicies included, so a tenant folder applies on its
 //! own), and
-//! `<cell>/reports/`, and, outside every kustomization, `<cell>/iam/<tenant>/` for the storage IAM
+//! `<cell>/reports/` (capacity, quota and showback), the fleet's `reports/` (showback over every
+//! cell and its page, `index.html`), and, outside every kustomization, `<cell>/iam/<tenant>/` for the storage IAM
 //! documents of `iam.rs`.
 //!
 //! Invariants:
@@ -154,10 +155,67 @@ pub fn lower(plan: &Plan) -> Result<Manifest, InternalError> {
             .folders
             .insert(cell_name.clone(), (child_paths, child_sources));
     }
+    fleet_reports(&mut manifest, plan);
     Ok(manifest)
 }
 
-/// The cell's reports: capacity and quota.
+/// The folder of `out/` with the fleet-wide reports, which no cell may be named.
+pub const FLEET_REPORTS_FOLDER: &str = "reports";
+
+/// A report's JSON body under its name, with the generated-file comment, as text.
+fn json_report(comment: &str, name: &str, body: serde_json::Value) -> Vec<u8> {
+    let mut json_text = serde_json::to_string_pretty(&serde_json::json!({
+        "$comment": comment,
+        name: body,
+    }))
+    .unwrap_or_default();
+    json_text.push('\n');
+    json_text.into_bytes()
+}
+
+/// The showback report in its three forms, under `folder`.
+fn showback_files(
+    manifest: &mut Manifest,
+    folder: &str,
+    comment: &str,
+    (json, markdown, csv): (serde_json::Value, String, String),
+) {
+    manifest.extras.push(Extra {
+        path: format!("{folder}/showback.json"),
+        contents: json_report(comment, "showback", json),
+    });
+    manifest.extras.push(Extra {
+        path: format!("{folder}/showback.md"),
+        contents: format!("<!-- {comment} -->\n{markdown}").into_bytes(),
+    });
+    manifest.extras.push(Extra {
+        path: format!("{folder}/showback.csv"),
+        contents: format!("# {comment}\n{csv}").into_bytes(),
+    });
+}
+
+/// The fleet-wide reports: showback over every cell, and the showback page.
+fn fleet_reports(manifest: &mut Manifest, plan: &Plan) {
+    if plan.cells.is_empty() {
+        return;
+    }
+    // Every cell and tenant adds to them: the header names the folders, not each file.
+    let sources = BTreeSet::from(["cells/".to_string(), "tenants/".to_string()]);
+    let header = crate::emit::header(&sources);
+    let comment = header.trim_start_matches("# ").trim_end().to_string();
+    showback_files(
+        manifest,
+        FLEET_REPORTS_FOLDER,
+        &comment,
+        crate::report::showback::fleet_report(plan),
+    );
+    manifest.extras.push(Extra {
+        path: format!("{FLEET_REPORTS_FOLDER}/index.html"),
+        contents: crate::report::html::index(plan, &comment).into_bytes(),
+    });
+}
+
+/// The cell's reports: capacity, quota and showback.
 fn reports(manifest: &mut Manifest, cell_plan: &CellPlan) {
     let mut report_sources = BTreeSet::from([cell_plan.source.clone()]);
     report_sources.extend(cell_plan.tenants.iter().map(|t| t.source.clone()));
@@ -169,21 +227,21 @@ fn reports(manifest: &mut Manifest, cell_plan: &CellPlan) {
         ("capacity", json_report, markdown),
         ("quota", quota_json, quota_markdown),
     ] {
-        let mut json_text = serde_json::to_string_pretty(&serde_json::json!({
-            "$comment": comment,
-            name: json,
-        }))
-        .unwrap_or_default();
-        json_text.push('\n');
         manifest.extras.push(Extra {
             path: format!("{}/reports/{name}.json", cell_plan.name),
-            contents: json_text.into_bytes(),
+            contents: self::json_report(&comment, name, json),
         });
         manifest.extras.push(Extra {
             path: format!("{}/reports/{name}.md", cell_plan.name),
             contents: format!("<!-- {comment} -->\n{markdown}").into_bytes(),
         });
     }
+    showback_files(
+        manifest,
+        &format!("{}/reports", cell_plan.name),
+        &comment,
+        crate::report::showback::cell_report(cell_plan),
+    );
 }
 
 /// The namespace selector of a tenant's admission bindings: its namespaces by exact name, so a

@@ -27,6 +27,7 @@ pub mod host;
 pub mod network;
 mod pinning;
 pub mod runtime;
+pub mod showback;
 pub mod storage;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -103,6 +104,10 @@ pub struct CellPlan {
     /// `describe`.
     #[serde(skip)]
     pub gpu: gpu::GpuPlan,
+    /// What each pool costs a month and what each tenant committed to (`showback.rs`); not
+    /// part of `describe`.
+    #[serde(skip)]
+    pub showback: showback::ShowbackPlan,
 }
 
 /// The identities the guard on managed objects lets through.
@@ -734,6 +739,22 @@ fn cell_plan(
         }
     }
 
+    let gpu_plan = gpu::gpu_plan(
+        cell,
+        &tenants_here
+            .iter()
+            .map(|(tenant, _)| *tenant)
+            .collect::<Vec<_>>(),
+        catalog,
+    );
+    let cost = showback::showback(
+        cell,
+        &pools,
+        &tenants,
+        &unreserved,
+        &gpu_plan.capacity.stranded,
+        catalog,
+    );
     let plan = CellPlan {
         name: cell.name.value.clone(),
         source: sources.path(cell.file).to_string(),
@@ -754,14 +775,8 @@ fn cell_plan(
             .map(|key| key.value.clone())
             .collect(),
         storage: storage::storage_plan(cell),
-        gpu: gpu::gpu_plan(
-            cell,
-            &tenants_here
-                .iter()
-                .map(|(tenant, _)| *tenant)
-                .collect::<Vec<_>>(),
-            catalog,
-        ),
+        gpu: gpu_plan,
+        showback: cost,
     };
     let mut diagnostics = pinning::check(cell, fleet, &plan, catalog);
     diagnostics.extend(host_findings);

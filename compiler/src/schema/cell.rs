@@ -144,6 +144,16 @@ pub(super) fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> 
             ))
             .with_help("rename the cell; `argocd` and `flux` are fleet-wide folders of `out/`"),
         );
+    } else if name.value == FLEET_REPORTS_FOLDER {
+        ctx.push(
+            Diagnostic::error(
+                Code::NameInvalid,
+                name.span,
+                format!("cell name `{}` is reserved", name.value),
+            )
+            .with_label("`out/reports/` holds the showback reports of every cell")
+            .with_help("rename the cell; `reports` is a fleet-wide folder of `out/`"),
+        );
     }
     let mut complete = true;
     let (cloud, region) = cloud.unwrap_or_else(|| {
@@ -262,6 +272,10 @@ fn runtime_class(ctx: &Ctx, node: &Node) -> Option<RuntimeClassDecl> {
         pools: pools?,
     })
 }
+
+/// The fleet-wide folder of `out/` with the showback reports of every cell (`lower`'s
+/// `FLEET_REPORTS_FOLDER`), which no cell may be named.
+pub const FLEET_REPORTS_FOLDER: &str = "reports";
 
 /// The smallest oversubscription ratio a cell may declare: bursts within capacity.
 pub const MIN_OVERSUBSCRIBE: f64 = 1.0;
