@@ -11,7 +11,13 @@
 //! `CI=true` (unless `TENANTC_PROMTOOL_DEFERRED=1`: `.ci/run`'s promtool step runs it again)
 //! and prints a skip line otherwise.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::print_stdout
+)] // Test code: a panic is a failed test, and the skip line and timings are its report.
 
 mod support;
 
