@@ -220,7 +220,8 @@ pub(super) fn tenant_objects(
     tenant: &TenantPlan,
     _cell: &CellPlan,
 ) -> Result<Vec<(String, Body)>, InternalError> {
-    let labels = tenant_labels(tenant);
+    let mut labels = tenant_labels(tenant);
+    labels.extend(tenant.chargeback.clone());
     let queue = &tenant.queue;
     let resource_groups = match &queue.ceiling_rest {
         None => split_groups(queue),

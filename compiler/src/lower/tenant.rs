@@ -218,6 +218,7 @@ fn quota_hard(namespace: &NamespacePlan) -> BTreeMap<String, Quantity> {
 
 fn namespace_object(tenant: &TenantPlan, namespace: &NamespacePlan, cell: &CellPlan) -> Namespace {
     let mut labels = tenant_labels(tenant);
+    labels.extend(tenant.chargeback.clone());
     let version = kube_version(cell);
     labels.extend([
         (NAMESPACE_NAME_LABEL.to_string(), namespace.name.clone()),

@@ -24,6 +24,7 @@ pub mod admission;
 mod capacity;
 pub mod gpu;
 pub mod host;
+pub mod metering;
 pub mod network;
 mod pinning;
 pub mod runtime;
@@ -332,6 +333,10 @@ pub struct TenantPlan {
     pub namespaces: Vec<NamespacePlan>,
     /// The ClusterQueue.
     pub queue: QueuePlan,
+    /// The chargeback labels of its Namespaces, ClusterQueue and LocalQueues (`metering.rs`);
+    /// not part of `describe`.
+    #[serde(skip)]
+    pub chargeback: BTreeMap<String, String>,
     /// Every pool of the cell, with whether the tenant can reach it and why.
     pub reach: Vec<Reach>,
     /// Effective capacity per reserved pool resource.
@@ -1085,6 +1090,14 @@ fn tenant_plan(
         .map(|(role, group)| (role, group.value.clone()))
         .collect();
     let defaults = &tenant.container_defaults;
+    let chargeback = metering::chargeback_labels(
+        &tenant.name.value,
+        &tenant.org.value,
+        &cell.name.value,
+        &queue.name,
+        &queue.flavors,
+        pools,
+    );
     TenantPlan {
         name: tenant.name.value.clone(),
         source: sources.path(tenant.file).to_string(),
@@ -1104,6 +1117,7 @@ fn tenant_plan(
         ),
         namespaces,
         queue,
+        chargeback,
         reach,
         capacity,
         fleet: fleet_shares(tenant, quota, cell),

@@ -39,6 +39,16 @@ pub fn example_files() -> Vec<(String, String)> {
     crate::testing::declaration_files(crate::testing::FLEET)
 }
 
+/// Compiles the frozen fixture fleet of [`example_files`].
+pub fn compile_example() -> Compilation {
+    let files = example_files();
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(path, text)| (path.as_str(), text.as_str()))
+        .collect();
+    compile_files(&borrowed)
+}
+
 /// Compiles `(path, text)` files.
 pub fn compile_files(files: &[(&str, &str)]) -> Compilation {
     let inputs: Vec<InputFile> = files
