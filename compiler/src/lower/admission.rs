@@ -893,13 +893,14 @@ mod tests {
 
     #[test]
     fn the_params_config_map_holds_every_key_once() {
-        use crate::testing::support::{compile_files, example_files};
-        let files = example_files();
-        let borrowed: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(path, text)| (path.as_str(), text.as_str()))
+        let inputs: Vec<crate::InputFile> = crate::testing::support::example_files()
+            .into_iter()
+            .map(|(path, text)| crate::InputFile {
+                path,
+                contents: text.into_bytes(),
+            })
             .collect();
-        let compilation = compile_files(&borrowed);
+        let compilation = crate::compile(&inputs);
         let plan = compilation.plan.as_ref().unwrap();
         let cell = &plan.cells[0];
         let data = params_config_map(&cell.tenants[0], cell).data.unwrap();
