@@ -31,6 +31,10 @@ pub const TRUST_LABEL: &str = "tenant.platform/trust";
 pub const CELL_LABEL: &str = "tenant.platform/cell";
 /// The workload kind of a tenant namespace.
 pub const WORKLOAD_LABEL: &str = "tenant.platform/workload";
+/// The chargeback label naming a tenant's ClusterQueue (Kueue's metrics' `cluster_queue`).
+pub const QUEUE_LABEL: &str = "tenant.platform/queue";
+/// The chargeback label naming the GPU model a tenant reserves in a cell.
+pub const SKU_LABEL: &str = "tenant.platform/sku";
 /// The namespace annotation listing the capabilities a Pod Security exception grants.
 pub const POD_SECURITY_CAPABILITIES_ANNOTATION: &str = "tenant.platform/pod-security-capabilities";
 /// The namespace annotation recording each Pod Security exception's reason and approver.

@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{FlavorQuota, PoolPlan};
-use crate::kube::labels::LABEL_PREFIX;
+use crate::kube::labels::{CELL_LABEL, ORG_LABEL, QUEUE_LABEL, SKU_LABEL, TENANT_LABEL};
 
 /// The `sku` value of a tenant that reserves in pools of several GPU models.
 pub const MIXED_SKU: &str = "mixed";
@@ -40,14 +40,14 @@ pub fn chargeback_labels(
         _ => MIXED_SKU,
     };
     [
-        ("cell", cell),
-        ("org", org),
-        ("queue", queue),
-        ("sku", sku),
-        ("tenant", tenant),
+        (CELL_LABEL, cell),
+        (ORG_LABEL, org),
+        (QUEUE_LABEL, queue),
+        (SKU_LABEL, sku),
+        (TENANT_LABEL, tenant),
     ]
     .into_iter()
-    .map(|(key, value)| (format!("{LABEL_PREFIX}/{key}"), value.to_string()))
+    .map(|(key, value)| (key.to_string(), value.to_string()))
     .collect()
 }
 

@@ -217,7 +217,12 @@ fn slices(pool: &Pool, catalog: &Catalog) -> (i64, BTreeMap<String, i64>) {
                             Some(resource) => resource,
                             None => continue,
                         },
-                        _ => GPU_RESOURCE.to_string(),
+                        // The single strategy advertises its one profile as whole GPUs; the
+                        // other modes have no MIG layout to strand.
+                        Sharing::MigSingle
+                        | Sharing::Exclusive
+                        | Sharing::TimeSlice
+                        | Sharing::Mps => GPU_RESOURCE.to_string(),
                     };
                     let taken = gpus
                         .saturating_mul(count.value)
