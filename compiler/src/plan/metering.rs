@@ -56,7 +56,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
     use super::*;
-    use crate::validate::test_support::compile_example;
+    use crate::testing::support::compile_example;
 
     #[test]
     fn every_tenant_carries_the_five_chargeback_labels_with_its_pools_gpu_model() {
