@@ -1235,3 +1235,137 @@ fn a_member_may_delete_a_workload_with_its_pods_but_not_orphan_them() {
         "a pod's DELETE"
     );
 }
+
+/// The fixture fleet with `us-east-1a` forbidding keys of its own, and `acme-research`
+/// declaring `keys` as chargeback labels when there are any.
+fn fleet_declaring(keys: &[String]) -> tenantc::Compilation {
+    let mut loaded = tenantc::load::load(&support::fleet()).unwrap();
+    for input in &mut loaded.inputs {
+        let mut text = String::from_utf8(input.contents.clone()).unwrap();
+        if input.path == "cells/us-east-1a.kdl" {
+            text = text.replacen(
+                "cell \"us-east-1a\" {\n",
+                "cell \"us-east-1a\" {\n    forbidden-label-keys \"customer-name\" \"acme.io/owner\"\n",
+                1,
+            );
+        } else if input.path == "tenants/acme-research.kdl" && !keys.is_empty() {
+            let labels: Vec<String> = keys
+                .iter()
+                .map(|key| format!("        label \"{key}\" \"x\"\n"))
+                .collect();
+            text = text.replacen(
+                "    registry ",
+                &format!(
+                    "    chargeback {{\n{}    }}\n    registry ",
+                    labels.concat()
+                ),
+                1,
+            );
+        } else {
+            continue;
+        }
+        input.contents = text.into_bytes();
+    }
+    tenantc::compile_loaded(&loaded)
+}
+
+#[test]
+fn the_floor_and_the_chargeback_declaration_check_refuse_the_same_keys() {
+    // Keys built from the words of the built-in forbidden keys, of the keys one cell adds and
+    // of harmless keys, in any case, joined by `-`, `_`, `.` or nothing, with and without a
+    // prefix: each is put on a pod of `acme-research` in each of its cells, and declared as a
+    // chargeback label of `acme-research`. The floor must deny exactly the keys the
+    // declaration check refuses in that cell (built-in ones in every cell).
+    let base = fleet_declaring(&[]);
+    assert!(base.output.is_some(), "the changed fixture fleet compiles");
+    let plan = base.plan.unwrap();
+    let words: &[&[&str]] = &[
+        &["user", "email"],
+        &["session", "id"],
+        &["prompt"],
+        &["e", "mail"],
+        &["user", "id"],
+        &["customer", "name"],
+        &["owner"],
+        &["cost", "center"],
+        &["user", "group"],
+        &["prompt", "cache"],
+        &["customer"],
+        &["emails"],
+    ];
+    let separators = ["-", "_", ".", ""];
+    let prefixes = ["", "example.com/", "acme.io/", "a.b.c/"];
+    let mut rng = support::Rng(0x1abe_1abe_0000_0020);
+    let mut next = |bound: usize| usize::try_from(rng.below(bound as u64)).unwrap();
+    let mut keys = Vec::new();
+    for _ in 0..160 {
+        let parts = words[next(words.len())];
+        let separator = separators[next(separators.len())];
+        let mut name = String::new();
+        for (idx, part) in parts.iter().enumerate() {
+            if idx > 0 {
+                name.push_str(separator);
+            }
+            for c in part.chars() {
+                name.push(if next(3) == 0 {
+                    c.to_ascii_uppercase()
+                } else {
+                    c
+                });
+            }
+        }
+        keys.push(format!("{}{name}", prefixes[next(prefixes.len())]));
+    }
+    // The declaration check's verdicts: (key, cell) pairs it refuses, `*` for every cell. At
+    // most 30 labels a compile, below the per-file cap of findings of one code.
+    let mut refused: std::collections::BTreeSet<(String, String)> = Default::default();
+    for chunk in keys.chunks(30) {
+        let compilation = fleet_declaring(chunk);
+        for diagnostic in &compilation.diagnostics {
+            let code = diagnostic.code.as_str();
+            if code == "chargeback-label-duplicate" {
+                continue;
+            }
+            assert_eq!(code, "chargeback-label-forbidden", "{diagnostic:?}");
+            let quoted: Vec<&str> = diagnostic.message.split('`').collect();
+            let cell = if diagnostic.message.contains(" in cell `") {
+                quoted[5].to_string()
+            } else {
+                "*".to_string()
+            };
+            refused.insert((quoted[1].to_string(), cell));
+        }
+    }
+    let (mut denied, mut admitted) = (0, 0);
+    for cell_name in ["us-east-1a", "eu-west-4b"] {
+        let cell = cell(&plan, cell_name);
+        let base = fixture("acme-research-pod", cell_name);
+        let namespace = namespace_of(&base);
+        for key in &keys {
+            let mut object = base.clone();
+            cases::pod_labels(&mut object)[key] = json!("x");
+            let floor_denies =
+                denied_rules(&verdict(cell, &namespace, &object)).contains(&"forbidden-labels");
+            let declaration_refuses = refused.contains(&(key.clone(), "*".to_string()))
+                || refused.contains(&(key.clone(), cell_name.to_string()));
+            assert_eq!(
+                floor_denies, declaration_refuses,
+                "{key} in {cell_name}: the floor and the declaration check disagree"
+            );
+            if floor_denies {
+                denied += 1;
+            } else {
+                admitted += 1;
+            }
+        }
+    }
+    // Some keys must be refused by the cell's own list only.
+    assert!(
+        refused.iter().any(|(_, cell)| cell == "us-east-1a"),
+        "{refused:?}"
+    );
+    assert!(
+        denied > 60 && admitted > 60,
+        "{denied} denied, {admitted} admitted"
+    );
+}

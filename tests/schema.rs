@@ -92,6 +92,7 @@ const LISTS: &[(&str, &str, &str)] = &[
 /// Repeated `key "k" value` children that are a YAML mapping under a plural key (`Obj::pairs`).
 const PAIRS: &[(&str, &str, &str)] = &[
     ("pool", "label", "labels"),
+    ("chargeback", "label", "labels"),
     ("mig-layout", "profile", "profiles"),
 ];
 

@@ -125,6 +125,10 @@ pub struct Tenant {
     /// Fleet-level reservations across cells (`fleet` nodes), checked against the per-cell
     /// reservations.
     pub fleet: Vec<FleetReservation>,
+    /// Extra chargeback labels (`chargeback { label "<key>" "<value>" }`), such as a cost
+    /// centre, in the order written; added after tenantc's own to the tenant's Namespaces,
+    /// ClusterQueue and LocalQueues once `validate/labels.rs` has checked them.
+    pub chargeback: Vec<ChargebackLabel>,
     /// False when parts of the declaration could not be read and were left out (their errors
     /// are reported); checks that would report something as missing skip incomplete tenants.
     pub complete: bool,
@@ -135,6 +139,16 @@ impl Tenant {
     pub fn quota_in(&self, cell: &str) -> Option<&Quota> {
         self.quotas.iter().find(|quota| quota.cell.value == cell)
     }
+}
+
+/// A chargeback label a tenant declares: a label key and a label value, both read by `schema`
+/// as their Kubernetes syntax.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChargebackLabel {
+    /// The label key (`[prefix/]name`).
+    pub key: Spanned<String>,
+    /// The label value.
+    pub value: Spanned<String>,
 }
 
 /// Identity groups of a tenant.
@@ -444,7 +458,7 @@ pub struct Cell {
     /// classes and pools.
     pub runtime_classes: Vec<RuntimeClassDecl>,
     /// Label keys that no tenant pod may carry (`forbidden-label-keys`), on top of
-    /// `plan::admission::FORBIDDEN_LABEL_KEYS`.
+    /// `facts::labels::FORBIDDEN_LABEL_KEYS`.
     pub forbidden_label_keys: Vec<Spanned<String>>,
     /// The cell's object-store buckets and workload identity (`storage`), from which
     /// `lower/iam.rs` derives per-tenant storage IAM; no IAM is emitted when absent.

@@ -8,6 +8,7 @@
 pub mod cloud;
 pub mod defaults;
 pub mod gpu;
+pub mod labels;
 pub mod naming;
 pub mod pod_security;
 pub mod rbac;

@@ -833,6 +833,35 @@ mod tests {
     use super::*;
     use crate::plan::admission::ParamKey;
 
+    #[test]
+    fn the_forbidden_labels_rule_compares_keys_as_the_shared_fact_does() {
+        // The floor and the check of declared chargeback labels (`validate/labels.rs`) read one
+        // rule, `facts/labels.rs`: this holds the CEL to its Rust form, key by key.
+        use crate::facts::labels::cel_normalized;
+        let variable = |name: &str| {
+            VARIABLES
+                .iter()
+                .find(|(variable, _)| *variable == name)
+                .map(|(_, expression)| *expression)
+                .unwrap()
+        };
+        assert_eq!(
+            variable("forbiddenLabelKeys"),
+            format!(
+                "params.data.forbiddenLabelKeys == '' ? [] : params.data.forbiddenLabelKeys.split(',').map(f, {})",
+                cel_normalized("f")
+            )
+        );
+        assert_eq!(
+            variable("badLabelKeys"),
+            format!(
+                "variables.labelKeys.filter(k, variables.forbiddenLabelKeys.exists(f, f == {} || f == {}))",
+                cel_normalized("k"),
+                cel_normalized("k.substring(k.lastIndexOf('/') + 1)")
+            )
+        );
+    }
+
     /// Every name the emitted policy reads as `params.data.<name>`.
     fn read_keys() -> BTreeSet<String> {
         let spec = policy().spec.unwrap();

@@ -13,16 +13,13 @@
 
 use std::collections::BTreeMap;
 
+// Label keys that no tenant pod or workload may carry: the one list, which the check of a
+// tenant's declared chargeback labels reads too; a cell adds its own (`forbidden-label-keys`).
+use crate::facts::labels::FORBIDDEN_LABEL_KEYS;
 use crate::model::WorkloadKind;
 
 use super::{CellPlan, NamespacePlan, PoolPlan, TaintPlan, TenantPlan};
 
-/// Label keys that no tenant pod or workload may carry, because they would copy user data into
-/// every monitoring and billing system that reads labels; a cell adds its own with
-/// `forbidden-label-keys`. Keys are compared in lower case without `-`, `_` and `.`, and a key
-/// without a prefix also forbids it under any `prefix/`.
-pub const FORBIDDEN_LABEL_KEYS: &[&str] =
-    &["email", "prompt", "session-id", "user-email", "user-id"];
 /// The LocalQueues of every tenant namespace (`lower/kueue.rs` emits [`super::LOCAL_QUEUE`]).
 pub const QUEUES: &[&str] = &["default"];
 

@@ -1091,10 +1091,13 @@ fn tenant_plan(
         .collect();
     let defaults = &tenant.container_defaults;
     let chargeback = metering::chargeback_labels(
-        &tenant.name.value,
-        &tenant.org.value,
-        &cell.name.value,
-        &queue.name,
+        &metering::ChargedAs {
+            tenant: &tenant.name.value,
+            org: &tenant.org.value,
+            cell: &cell.name.value,
+            queue: &queue.name,
+        },
+        &tenant.chargeback,
         &queue.flavors,
         pools,
     );

@@ -1,13 +1,13 @@
 //! Reads a tenant declaration: groups, quotas, ceilings, fleet reservations, workloads, Pod
-//! Security exceptions, registries and signed model weights.
+//! Security exceptions, registries, signed model weights and extra chargeback labels.
 
 use super::reader::{Ctx, Obj, choice, integer, quantity, string};
 use super::{TRUST, WORKLOAD, check_label, check_name, keep_read};
 use crate::diag::{Code, Diagnostic};
 use crate::model::{
-    CeilingSplit, ContainerDefaults, FleetCellShare, FleetReservation, Groups, KeylessSigner,
-    ModelWeights, PodSecurityException, PoolQuota, Quota, Signer, Spanned, StorageQuota, Tenant,
-    Workload,
+    CeilingSplit, ChargebackLabel, ContainerDefaults, FleetCellShare, FleetReservation, Groups,
+    KeylessSigner, ModelWeights, PodSecurityException, PoolQuota, Quota, Signer, Spanned,
+    StorageQuota, Tenant, Workload,
 };
 use crate::names;
 use crate::parse::{Document, Node};
@@ -71,6 +71,8 @@ pub(super) fn tenant(ctx: &Ctx, node: &Node, document: &Document) -> Option<Tena
         .into_iter()
         .map(|node| fleet_reservation(ctx, node))
         .collect();
+    let chargeback_node = obj.field("chargeback");
+    let chargeback = chargeback_node.map(|node| chargeback_labels(ctx, node));
     obj.finish();
 
     // From here on, a part that could not be read is left out (its error is reported) and the
@@ -114,6 +116,16 @@ pub(super) fn tenant(ctx: &Ctx, node: &Node, document: &Document) -> Option<Tena
     if quota_parts_missing {
         complete = false;
     }
+    // A chargeback label that could not be read leaves all of them out: the tenant's objects
+    // are never emitted with some of the labels its author meant.
+    let chargeback = match chargeback {
+        None => Vec::new(),
+        Some(Some(labels)) => labels,
+        Some(None) => {
+            complete = false;
+            Vec::new()
+        }
+    };
     Some(Tenant {
         file: document.file,
         name,
@@ -128,8 +140,96 @@ pub(super) fn tenant(ctx: &Ctx, node: &Node, document: &Document) -> Option<Tena
         models,
         shared_bases,
         fleet,
+        chargeback,
         complete,
     })
+}
+
+/// The longest chargeback label key, prefix included: enough for a short domain and a name,
+/// and short enough that kube-state-metrics' `label_<key>` stays readable in a query.
+pub const MAX_CHARGEBACK_KEY_CHARS: usize = 63;
+
+/// Reads `chargeback { label "<key>" "<value>" … }` (YAML: `chargeback: {labels: {<key>:
+/// <value>}}`); `None` when a label was written but refused (each refusal is reported as
+/// `chargeback-label-invalid` at its key or value, or as the reader's type finding).
+fn chargeback_labels(ctx: &Ctx, node: &Node) -> Option<Vec<ChargebackLabel>> {
+    let mut obj = Obj::new(ctx, node, "chargeback")?;
+    let before = ctx.count();
+    let pairs = obj.pairs("label", "labels");
+    obj.finish();
+    let mut read = ctx.count() == before;
+    let mut labels = Vec::new();
+    for (key, value) in pairs {
+        let Some(value) = super::reader::string_or_empty(ctx, value, "label") else {
+            read = false;
+            continue;
+        };
+        let key_ok = check_chargeback_text(
+            ctx,
+            &key,
+            chargeback_key_problem,
+            ("key", CHARGEBACK_KEY_HELP),
+        );
+        let value_ok = check_chargeback_text(
+            ctx,
+            &value,
+            chargeback_value_problem,
+            ("value", CHARGEBACK_VALUE_HELP),
+        );
+        if key_ok && value_ok {
+            labels.push(ChargebackLabel { key, value });
+        } else {
+            read = false;
+        }
+    }
+    read.then_some(labels)
+}
+
+/// Why `key` is not a chargeback label key, or `None`: a Kubernetes label key
+/// (`[prefix/]name`, the prefix a DNS subdomain) of at most [`MAX_CHARGEBACK_KEY_CHARS`].
+pub fn chargeback_key_problem(key: &str) -> Option<String> {
+    if key.len() > MAX_CHARGEBACK_KEY_CHARS {
+        return Some(format!(
+            "is {} characters long; a chargeback label key has at most {MAX_CHARGEBACK_KEY_CHARS}",
+            key.len()
+        ));
+    }
+    names::qualified_name(key).err()
+}
+
+/// Why `value` is not a chargeback label value, or `None`: a Kubernetes label value that is not
+/// empty, so never free text (at most 63 letters, digits, `-`, `_` and `.`).
+pub fn chargeback_value_problem(value: &str) -> Option<String> {
+    if value.is_empty() {
+        return Some("is empty; a chargeback label needs a value to charge by".to_string());
+    }
+    names::label_value(value).err()
+}
+
+/// How to write a chargeback label key.
+const CHARGEBACK_KEY_HELP: &str = "write a label key such as `cost-center` or `acme.io/cost-center`: an optional lower-case DNS prefix and `/`, then letters, digits, `-`, `_` or `.`, starting and ending with a letter or digit";
+/// How to write a chargeback label value.
+const CHARGEBACK_VALUE_HELP: &str = "write a short code such as `ml-4711`: at most 63 letters, digits, `-`, `_` or `.`, starting and ending with a letter or digit; a label value never holds free text";
+
+fn check_chargeback_text(
+    ctx: &Ctx,
+    text: &Spanned<String>,
+    problem: fn(&str) -> Option<String>,
+    (what, help): (&str, &str),
+) -> bool {
+    let Some(reason) = problem(&text.value) else {
+        return true;
+    };
+    ctx.push(
+        Diagnostic::error(
+            Code::ChargebackLabelInvalid,
+            text.span,
+            format!("chargeback label {what} `{}` is not valid", text.value),
+        )
+        .with_label(reason)
+        .with_help(help),
+    );
+    false
 }
 
 fn check_registry(ctx: &Ctx, registry: &Spanned<String>) -> bool {

@@ -12,7 +12,8 @@
 //! `registries` (no tenant declares another tenant's image registry or a parent of it), `orgs`
 //! (a tenant is in an org only where the cell lists it, when the org is listed or shared there),
 //! `pools` (no tenant names a pool the cell reserves for another tenant, and every owner is a
-//! tenant).
+//! tenant), `labels` (a tenant's declared chargeback labels: no reserved, repeated or forbidden
+//! key).
 //!
 //! Invariant: validation never stops at the first finding; `lower` runs only on a fleet that
 //! produced no error, so it may rely on every reference resolving.
@@ -23,6 +24,7 @@ mod cells_placement;
 pub mod groups;
 pub mod iam;
 pub mod kueue;
+mod labels;
 pub mod namespaces;
 pub mod network;
 mod orgs;
@@ -106,6 +108,7 @@ pub fn validate(
     runtime::check(&fleet, &mut diagnostics);
     iam::check(&fleet, &mut diagnostics);
     registries::check(&fleet, &mut diagnostics);
+    labels::check(&fleet, &mut diagnostics);
     orgs::check(&fleet, unreadable, &mut diagnostics);
     pools::check(&fleet, unreadable, &mut diagnostics);
     (fleet, diagnostics)
