@@ -1205,6 +1205,33 @@ fn invalid_tenant_values_are_rejected_by_schema_and_compiler() {
         (Change::Set("/team", json!("-research")), &["name-invalid"]),
         (Change::Set("/groups", json!({})), &["field-missing"]),
         (
+            Change::Set("/chargeback", json!({"labels": {"cost center": "x"}})),
+            &["chargeback-label-invalid"],
+        ),
+        (
+            Change::Set("/chargeback", json!({"labels": {"cost": "ml 4711"}})),
+            &["chargeback-label-invalid"],
+        ),
+        (
+            Change::Set("/chargeback", json!({"labels": {"cost": ""}})),
+            &["chargeback-label-invalid"],
+        ),
+        (
+            Change::Set("/chargeback", json!({"labels": {"cost": 4711}})),
+            &["type-mismatch"],
+        ),
+        (
+            Change::Set(
+                "/chargeback",
+                json!({"labels": {format!("acme.io/{}", "c".repeat(57)): "x"}}),
+            ),
+            &["chargeback-label-invalid"],
+        ),
+        (
+            Change::Set("/chargeback", json!({"label": {"cost": "x"}})),
+            &["field-unknown"],
+        ),
+        (
             Change::Set("/groups/admin", json!("  ")),
             &["type-mismatch"],
         ),
@@ -1692,6 +1719,13 @@ fn unusual_but_valid_values_are_accepted_by_schema_and_compiler() {
         "e".repeat(61)
     );
     let cases: Vec<(Kind, Change)> = vec![
+        (
+            Kind::Tenant,
+            Change::Set(
+                "/chargeback",
+                json!({"labels": {format!("acme.io/{}", "c".repeat(55)): "ml.4711_a-B"}}),
+            ),
+        ),
         (
             Kind::Tenant,
             Change::Set("/container-defaults/cpu", json!("+.5")),
