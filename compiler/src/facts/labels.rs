@@ -24,17 +24,18 @@ pub const FORBIDDEN_LABEL_KEYS: &[&str] =
 /// `userEmail` are all `user-email`.
 pub const SEPARATORS: [char; 3] = ['-', '_', '.'];
 
-/// The label prefixes a tenant may not declare a chargeback label under: tenantc's own
-/// (`tenant.platform/`, `tenantc.io/`, `app.kubernetes.io/`) and those Kubernetes reserves for
-/// its components (`kubernetes.io/`, `k8s.io/` and their subdomains, such as
-/// `pod-security.kubernetes.io/`, whose labels set a namespace's Pod Security level).
-pub const RESERVED_PREFIXES: &[&str] = &[
+/// The label prefixes tenantc owns: a tenant may declare no chargeback label under them, nor
+/// one that reads like them once case, `-`, `_`, `.` and `/` are ignored.
+pub const TENANTC_PREFIXES: [&str; 3] = [
     crate::kube::labels::LABEL_PREFIX,
     "tenantc.io",
     "app.kubernetes.io",
-    "kubernetes.io",
-    "k8s.io",
 ];
+
+/// The label prefixes Kubernetes reserves for its components, whose labels set behaviour (a
+/// `pod-security.kubernetes.io/` label sets a namespace's Pod Security level): a tenant may
+/// declare no chargeback label under them or under a subdomain of them.
+pub const KUBERNETES_PREFIXES: [&str; 2] = ["kubernetes.io", "k8s.io"];
 
 /// A key as the floor compares it: ASCII lower case, without `-`, `_` and `.`.
 pub fn normalized(key: &str) -> String {
@@ -74,31 +75,30 @@ pub fn forbidden_by_default(key: &str) -> Option<&'static str> {
 }
 
 /// The reserved prefix a key is under, if any: its prefix before `/` is one of
-/// [`RESERVED_PREFIXES`] or a subdomain of one; or the key, without case, `-`, `_`, `.` and
+/// [`TENANTC_PREFIXES`] or [`KUBERNETES_PREFIXES`] or a subdomain of one; or the key, without case, `-`, `_`, `.` and
 /// `/`, begins like a prefix of tenantc's, so that neither `tenant-platform/org` nor an
 /// unprefixed `tenant_platform_org` reaches kube-state-metrics as tenantc's own
 /// `label_tenant_platform_org`.
 pub fn reserved_prefix(key: &str) -> Option<&'static str> {
     if let Some((prefix, _)) = key.split_once('/') {
         let prefix = prefix.to_ascii_lowercase();
-        let under = RESERVED_PREFIXES.iter().find(|reserved| {
-            prefix == **reserved
-                || prefix
-                    .strip_suffix(**reserved)
-                    .is_some_and(|sub| sub.ends_with('.'))
-        });
-        if let Some(reserved) = under {
-            return Some(reserved);
+        let under = TENANTC_PREFIXES
+            .into_iter()
+            .chain(KUBERNETES_PREFIXES)
+            .find(|reserved| {
+                prefix == *reserved
+                    || prefix
+                        .strip_suffix(*reserved)
+                        .is_some_and(|sub| sub.ends_with('.'))
+            });
+        if under.is_some() {
+            return under;
         }
     }
     let same = same_key(key);
-    [
-        crate::kube::labels::LABEL_PREFIX,
-        "tenantc.io",
-        "app.kubernetes.io",
-    ]
-    .into_iter()
-    .find(|reserved| same.starts_with(&same_key(reserved)))
+    TENANTC_PREFIXES
+        .into_iter()
+        .find(|reserved| same.starts_with(&same_key(reserved)))
 }
 
 /// The form in which two label keys are the same key: ASCII lower case without `-`, `_`, `.`
