@@ -761,9 +761,16 @@ pub(crate) mod fixtures {
         let mut cell = String::from(
             "cell \"c1\" {\n    cloud \"aws\" region=\"us-east-1\"\n    kubernetes \"1.33\"\n    driver \"570\"\n    priority \"batch\" value=1000\n",
         );
-        for (name, capacity) in &pools {
+        for (idx, (name, capacity)) in pools.iter().enumerate() {
+            // Every other pool has a price, so the showback figures have priced and unpriced
+            // rows (no random draw: the rest of the fleet stays as the seed made it).
+            let price = if idx % 2 == 0 {
+                format!("        price per-gpu-hour=1.{}5\n", idx % 10)
+            } else {
+                String::new()
+            };
             cell.push_str(&format!(
-                "    pool \"{name}\" {{\n        gpu \"H100-80GB-SXM\"\n        nodes {} gpus-per-node=8\n        sharing \"exclusive\"\n    }}\n",
+                "    pool \"{name}\" {{\n        gpu \"H100-80GB-SXM\"\n        nodes {} gpus-per-node=8\n        sharing \"exclusive\"\n{price}    }}\n",
                 capacity / 8
             ));
         }
