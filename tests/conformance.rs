@@ -57,6 +57,9 @@ mod words;
 #[path = "conformance/replacement.rs"]
 mod replacement;
 
+#[path = "conformance/sim.rs"]
+mod sim;
+
 #[path = "policy/cases.rs"]
 mod policy_cases;
 
@@ -263,6 +266,11 @@ const CHECKS: &[(&str, bool, Check)] = &[
         "words_self_test_a_floor_without_pool_tolerations_is_caught",
         true,
         words::words_self_test_a_floor_without_pool_tolerations_is_caught,
+    ),
+    (
+        "simulated_cell_admits_each_tenant_its_effective_capacity",
+        true,
+        sim::simulated_cell_admits_each_tenant_its_effective_capacity,
     ),
     (
         "test_policy_pod_security_cases_are_judged_as_written",

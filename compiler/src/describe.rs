@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::diag::{did_you_mean, list_names};
 use crate::escape::escape_str;
+use crate::plan::showback::{HOURS_PER_MONTH, format_cents, tenant_monthly};
 use crate::plan::{CEILING_FLAVOR, CellPlan, LOCAL_QUEUE, Plan, TenantPlan};
 use crate::report::{TERMS, term_value};
 
@@ -420,6 +421,14 @@ pub fn json(view: &View<'_>) -> Result<Value, serde_json::Error> {
             "grants".to_string(),
             serde_json::to_value(grants(cell, tenant))?,
         );
+        object.insert(
+            "metering_labels".to_string(),
+            serde_json::to_value(&tenant.chargeback)?,
+        );
+        object.insert(
+            "monthly_cost".to_string(),
+            serde_json::to_value(tenant_monthly(&cell.showback, &tenant.name))?,
+        );
         cells.push(Value::Object(object));
     }
     Ok(serde_json::json!({ "tenant": view.tenant, "cells": cells }))
@@ -515,6 +524,66 @@ fn pod_security_text(out: &mut String, tenant: &TenantPlan) {
                 exception.reason
             );
         }
+    }
+}
+
+/// The chargeback labels and what the tenant's reservations cost a month.
+fn metering_text(out: &mut String, cell: &CellPlan, tenant: &TenantPlan) {
+    let labels: Vec<String> = tenant
+        .chargeback
+        .iter()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\n  Chargeback labels (on its Namespaces, ClusterQueue and LocalQueues): {}",
+        labels.join(", ")
+    );
+    let cost = tenant_monthly(&cell.showback, &tenant.name);
+    let _ = writeln!(
+        out,
+        "  Monthly cost ({HOURS_PER_MONTH} hours): committed {}, burst {} if fully used",
+        format_cents(cost.committed_cents),
+        format_cents(cost.burst_cents)
+    );
+    if cost.rows.is_empty() {
+        out.push_str("    No GPU reservation in this cell.\n");
+        return;
+    }
+    let money = |cents: Option<i64>| cents.map_or_else(|| "no price".to_string(), format_cents);
+    let rows: Vec<Vec<String>> = cost
+        .rows
+        .iter()
+        .map(|row| {
+            vec![
+                row.pool.clone(),
+                row.resource.clone(),
+                row.reserved.to_string(),
+                money(row.reserved_monthly),
+                row.burst.to_string(),
+                money(row.burst_monthly),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        "    ",
+        &[
+            "pool",
+            "resource",
+            "reserved",
+            "committed",
+            "burst",
+            "burst if used",
+        ],
+        &[2, 3, 4, 5],
+        &rows,
+    ));
+    if !cost.unpriced_pools.is_empty() {
+        let _ = writeln!(
+            out,
+            "    pools without a price (not in the sums): {}",
+            cost.unpriced_pools.join(", ")
+        );
     }
 }
 
@@ -668,6 +737,8 @@ the GPUs of its reservations (reserved plus burst); pods may use only the allowe
 all of the nominal quota; every other GPU resource is 0.\n",
         );
     }
+
+    metering_text(out, cell, tenant);
 
     for share in &tenant.fleet {
         let split: Vec<String> = share
@@ -838,6 +909,51 @@ mod tests {
                 assert_marks_the_minimum(&view, &format!("seed {seed}, {tenant}"));
             }
         }
+    }
+
+    #[test]
+    fn the_monthly_cost_shown_per_tenant_adds_up_to_what_the_pools_committed() {
+        let mut priced = 0;
+        for seed in 1..=40 {
+            let plan = plan_of(&generated_fleet(&mut Rng(seed)));
+            for cell in &plan.cells {
+                // The pools' side of the showback: what every tenant reserved of each resource,
+                // priced per pool and summed there.
+                let committed: i64 = cell
+                    .showback
+                    .pools
+                    .iter()
+                    .flat_map(|pool| &pool.resources)
+                    .filter_map(|resource| resource.reserved_monthly)
+                    .sum();
+                let mut shown = 0;
+                for tenant in &cell.tenants {
+                    let view =
+                        lookup(&plan, &declared(&plan), &tenant.name, Some(&cell.name)).unwrap();
+                    let document = json(&view).unwrap();
+                    let cost = &document["cells"][0]["monthly_cost"];
+                    let cents = cost["committed_cents"].as_i64().unwrap();
+                    let text = human(&view);
+                    let line = format!(
+                        "  Monthly cost (730 hours): committed {}, burst {} if fully used\n",
+                        format_cents(cents),
+                        format_cents(cost["burst_cents"].as_i64().unwrap())
+                    );
+                    assert!(text.contains(&line), "seed {seed}: {line}\n{text}");
+                    assert_eq!(
+                        document["cells"][0]["metering_labels"]["tenant.platform/tenant"],
+                        tenant.name.as_str()
+                    );
+                    shown += cents;
+                }
+                assert_eq!(shown, committed, "seed {seed}, cell {}", cell.name);
+                priced += usize::from(committed > 0);
+            }
+        }
+        assert!(
+            priced > 20,
+            "only {priced} of 40 fleets have a committed cost"
+        );
     }
 
     #[test]

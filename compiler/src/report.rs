@@ -620,6 +620,14 @@ pub fn capacity(cell: &CellPlan) -> (Value, String) {
             })
         })
         .collect();
+    // The taints of each group's pool, as the nodes must carry them (`key=value:Effect`).
+    let taints_of = |pool: &str| -> Vec<String> {
+        cell.pools
+            .iter()
+            .find(|candidate| candidate.name == pool)
+            .map(|found| found.taints.iter().map(|taint| taint.display()).collect())
+            .unwrap_or_default()
+    };
     let json_groups: Vec<Value> = groups
         .iter()
         .map(|group| {
@@ -628,6 +636,8 @@ pub fn capacity(cell: &CellPlan) -> (Value, String) {
                 "layout": group.layout,
                 "nodes": group.nodes,
                 "labels": group.labels,
+                "taints": taints_of(&group.pool),
+                "allocatable_per_node": group.allocatable,
             })
         })
         .collect();
@@ -694,19 +704,38 @@ pub fn capacity(cell: &CellPlan) -> (Value, String) {
         "Point the GPU Operator at the generated configs: ClusterPolicy `migManager.config.name: {MIG_PARTED_CONFIGMAP}` and `devicePlugin.config.name: {DEVICE_PLUGIN_CONFIGMAP}` in namespace `{}`.\n\n",
         cell.gpu.operator_namespace
     ));
-    md.push_str("| pool | layout | nodes | labels |\n|---|---|---:|---|\n");
+    md.push_str("| pool | layout | nodes | labels | taints | GPU devices per node |\n|---|---|---:|---|---|---|\n");
     for group in groups {
         let labels: Vec<String> = group
             .labels
             .iter()
             .map(|(key, value)| format!("`{key}={value}`"))
             .collect();
+        let taints: Vec<String> = taints_of(&group.pool)
+            .iter()
+            .map(|taint| format!("`{taint}`"))
+            .collect();
+        let devices: Vec<String> = group
+            .allocatable
+            .iter()
+            .map(|(resource, count)| format!("`{resource}` {count}"))
+            .collect();
         md.push_str(&format!(
-            "| {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} |\n",
             group.pool,
             group.layout.as_deref().unwrap_or("-"),
             group.nodes,
-            labels.join("<br>")
+            labels.join("<br>"),
+            if taints.is_empty() {
+                "-".to_string()
+            } else {
+                taints.join("<br>")
+            },
+            if devices.is_empty() {
+                "-".to_string()
+            } else {
+                devices.join("<br>")
+            }
         ));
     }
     (report, md)
@@ -761,9 +790,16 @@ pub(crate) mod fixtures {
         let mut cell = String::from(
             "cell \"c1\" {\n    cloud \"aws\" region=\"us-east-1\"\n    kubernetes \"1.33\"\n    driver \"570\"\n    priority \"batch\" value=1000\n",
         );
-        for (name, capacity) in &pools {
+        for (idx, (name, capacity)) in pools.iter().enumerate() {
+            // Every other pool has a price, so the showback figures have priced and unpriced
+            // rows (no random draw: the rest of the fleet stays as the seed made it).
+            let price = if idx % 2 == 0 {
+                format!("        price per-gpu-hour=1.{}5\n", idx % 10)
+            } else {
+                String::new()
+            };
             cell.push_str(&format!(
-                "    pool \"{name}\" {{\n        gpu \"H100-80GB-SXM\"\n        nodes {} gpus-per-node=8\n        sharing \"exclusive\"\n    }}\n",
+                "    pool \"{name}\" {{\n        gpu \"H100-80GB-SXM\"\n        nodes {} gpus-per-node=8\n        sharing \"exclusive\"\n{price}    }}\n",
                 capacity / 8
             ));
         }
@@ -943,6 +979,55 @@ mod tests {
                 tenant.capacity = random_rows(&mut rng);
             }
             assert_marks_the_minimum(cell, &format!("round {round}"));
+        }
+    }
+
+    #[test]
+    fn the_node_groups_offer_exactly_the_capacity_of_their_pools() {
+        // The simulated cell (tests/conformance/) makes its fake nodes from the node groups'
+        // labels, taints and devices per node; their sum must be the capacity every check uses.
+        let example = crate::testing::support::compile_example()
+            .plan
+            .expect("a plan");
+        let mut plans = vec![example];
+        plans.extend((1..=20).map(|seed| plan_of(&generated_fleet(&mut Rng(seed)))));
+        for plan in &plans {
+            for cell in &plan.cells {
+                let mut offered: std::collections::BTreeMap<(String, String), i64> =
+                    std::collections::BTreeMap::new();
+                for group in &cell.gpu.capacity.node_groups {
+                    assert!(!group.allocatable.is_empty(), "{}: {group:?}", cell.name);
+                    for (resource, count) in &group.allocatable {
+                        *offered
+                            .entry((group.pool.clone(), resource.clone()))
+                            .or_default() += group.nodes * count;
+                    }
+                }
+                let offers: std::collections::BTreeMap<(String, String), i64> = cell
+                    .pools
+                    .iter()
+                    .flat_map(|pool| {
+                        pool.offers.iter().map(|offer| {
+                            ((pool.name.clone(), offer.resource.clone()), offer.capacity)
+                        })
+                    })
+                    .collect();
+                assert_eq!(offered, offers, "cell {}", cell.name);
+                let (json, markdown) = capacity(cell);
+                for group in json["node_groups"].as_array().unwrap() {
+                    let pool = cell
+                        .pools
+                        .iter()
+                        .find(|pool| group["pool"] == pool.name.as_str())
+                        .unwrap();
+                    assert_eq!(
+                        group["taints"].as_array().unwrap().len(),
+                        pool.taints.len(),
+                        "{group}"
+                    );
+                }
+                assert!(markdown.contains("| GPU devices per node |"), "{markdown}");
+            }
         }
     }
 

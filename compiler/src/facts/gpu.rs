@@ -45,12 +45,29 @@ pub struct NodeGroup {
     pub nodes: i64,
     /// The node labels the group needs, sorted by key.
     pub labels: BTreeMap<String, String>,
+    /// The GPU devices each node of the group offers, by extended resource
+    /// (`hardware::node_offers`): what the device plugin advertises as allocatable.
+    pub allocatable: BTreeMap<String, i64>,
 }
 
 /// The node groups of a cell and the labels each needs.
 pub fn node_groups(cell: &Cell, catalog: &Catalog) -> Vec<NodeGroup> {
     let mut groups = Vec::new();
     for pool in &cell.pools {
+        let offers = hardware::node_offers(pool, catalog);
+        let allocatable = |layout: Option<&str>| -> BTreeMap<String, i64> {
+            offers
+                .iter()
+                .find(|group| group.layout.as_deref() == layout)
+                .map(|group| {
+                    group
+                        .per_node
+                        .iter()
+                        .map(|offer| (offer.resource.clone(), offer.capacity))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
         let mig_capable = catalog
             .sku(&pool.gpu.value)
             .is_some_and(|sku| sku.mig_table.is_some());
@@ -70,6 +87,7 @@ pub fn node_groups(cell: &Cell, catalog: &Catalog) -> Vec<NodeGroup> {
                     layout: Some(layout.name.value.clone()),
                     nodes: hardware::layout_nodes(pool, idx),
                     labels,
+                    allocatable: allocatable(Some(layout.name.value.as_str())),
                 });
             }
         } else {
@@ -81,6 +99,7 @@ pub fn node_groups(cell: &Cell, catalog: &Catalog) -> Vec<NodeGroup> {
                 layout: None,
                 nodes: pool.nodes.value,
                 labels: base,
+                allocatable: allocatable(None),
             });
         }
     }

@@ -105,7 +105,7 @@ impl ResourceCost {
 }
 
 /// One tenant's reservation on one pool resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TenantCost {
     /// The tenant.
     pub tenant: String,
@@ -123,6 +123,49 @@ pub struct TenantCost {
     pub reserved_monthly: Option<i64>,
     /// The monthly cost of its burst ceiling if fully used, in cents.
     pub burst_monthly: Option<i64>,
+}
+
+/// What one tenant's reservations in one cell cost a month: its rows of the cell's showback,
+/// with their sums, so `describe`, the reviewer view and the reports read the same figures.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TenantMonthly {
+    /// Its rows, in the showback's order (pool order, then resource).
+    pub rows: Vec<TenantCost>,
+    /// The committed monthly cost in cents: the priced rows' `reserved_monthly`, summed.
+    pub committed_cents: i64,
+    /// The monthly cost of its burst ceilings if fully used, in cents, over the priced rows.
+    pub burst_cents: i64,
+    /// The pools of its rows that declare no price (not in the sums), sorted, once each.
+    pub unpriced_pools: Vec<String>,
+}
+
+/// The rows of `tenant` in a cell's showback, with their sums.
+pub fn tenant_monthly(plan: &ShowbackPlan, tenant: &str) -> TenantMonthly {
+    let rows: Vec<TenantCost> = plan
+        .tenants
+        .iter()
+        .filter(|row| row.tenant == tenant)
+        .cloned()
+        .collect();
+    let mut unpriced_pools: Vec<String> = rows
+        .iter()
+        .filter(|row| row.reserved_monthly.is_none())
+        .map(|row| row.pool.clone())
+        .collect();
+    unpriced_pools.sort();
+    unpriced_pools.dedup();
+    TenantMonthly {
+        committed_cents: rows
+            .iter()
+            .filter_map(|row| row.reserved_monthly)
+            .fold(0, i64::saturating_add),
+        burst_cents: rows
+            .iter()
+            .filter_map(|row| row.burst_monthly)
+            .fold(0, i64::saturating_add),
+        rows,
+        unpriced_pools,
+    }
 }
 
 /// The stranded compute slices of one MIG layout.

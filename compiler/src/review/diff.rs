@@ -25,6 +25,7 @@ use serde::Serialize;
 use super::{AccessSummary, CellSummary, Review};
 use crate::emit::OutputTree;
 use crate::facts::pod_security::PodSecurityLevel;
+use crate::plan::showback::format_cents;
 use crate::quantity::Quantity;
 
 /// What a change is about.
@@ -37,6 +38,8 @@ pub enum Area {
     Access,
     /// Trust class, Pod Security, priorities and the cell's own policy objects.
     Policy,
+    /// What the tenant is billed by and for: its chargeback labels and its monthly cost.
+    Metering,
 }
 
 /// Whether a tenant or cell was added, removed or changed.
@@ -555,6 +558,31 @@ fn tenant_facts(summary: &AccessSummary) -> Facts {
             }
         }
         param_facts(&cell.admission, &mut |item, fact| put(at, item, fact));
+        for (key, value) in &cell.metering_labels {
+            put(
+                at,
+                format!("chargeback label {key}"),
+                fact(Area::Metering, value, Widen::Never),
+            );
+        }
+        put(
+            at,
+            "committed monthly cost".to_string(),
+            fact(
+                Area::Metering,
+                format_cents(cell.cost.committed_cents),
+                Widen::Never,
+            ),
+        );
+        put(
+            at,
+            "monthly cost of the burst if fully used".to_string(),
+            fact(
+                Area::Metering,
+                format_cents(cell.cost.burst_cents),
+                Widen::Never,
+            ),
+        );
     }
     facts
 }
@@ -855,6 +883,7 @@ fn area_word(area: Area) -> &'static str {
         Area::Entitlement => "entitlement",
         Area::Access => "access",
         Area::Policy => "policy",
+        Area::Metering => "metering",
     }
 }
 

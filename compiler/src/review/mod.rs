@@ -26,6 +26,7 @@ use crate::facts::cloud::{google_account_email, role_arn};
 use crate::facts::pod_security::PodSecurityLevel;
 use crate::facts::rbac::TenantRole;
 use crate::facts::rbac::{ACCESS, cluster_role_of};
+use crate::plan::showback::{TenantMonthly, format_cents, tenant_monthly};
 use crate::plan::storage::{IdentityPlan, read_prefixes, write_prefixes};
 use crate::plan::{CellPlan, Plan, TenantPlan};
 
@@ -141,6 +142,11 @@ pub struct CellAccess {
     /// Its admission params in the cell, exactly as `plan::admission::params` gives them to the emitted ConfigMap: what
     /// the tenant floor judges its requests by; `diff.rs` names every key.
     pub admission: BTreeMap<String, String>,
+    /// The chargeback labels on its Namespaces, ClusterQueue and LocalQueues, as the plan
+    /// computed them (`plan/metering.rs`), sorted by key.
+    pub metering_labels: Vec<(String, String)>,
+    /// What its reservations in the cell cost a month, from the cell's showback figures.
+    pub cost: TenantMonthly,
 }
 
 /// A reservation on one pool resource.
@@ -506,6 +512,12 @@ fn cell_access(cell: &CellPlan, tenant: &TenantPlan) -> CellAccess {
         runtime_classes,
         storage,
         admission: crate::plan::admission::params(tenant, cell),
+        metering_labels: tenant
+            .chargeback
+            .iter()
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+        cost: tenant_monthly(&cell.showback, &tenant.name),
     }
 }
 
@@ -678,6 +690,42 @@ pub fn render(summary: &AccessSummary) -> String {
         line(format!("  runtime classes: {}", list(&classes)));
         if cell.storage.is_empty() {
             line("  object storage: none".to_string());
+        }
+        line(format!(
+            "  metering labels: {}",
+            list(
+                &cell
+                    .metering_labels
+                    .iter()
+                    .map(|(key, value)| format!("{key}={value}"))
+                    .collect::<Vec<_>>()
+            )
+        ));
+        line(format!(
+            "  monthly cost: committed {}, burst {} if fully used{}",
+            format_cents(cell.cost.committed_cents),
+            format_cents(cell.cost.burst_cents),
+            if cell.cost.unpriced_pools.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (pools without a price: {})",
+                    cell.cost.unpriced_pools.join(", ")
+                )
+            }
+        ));
+        for row in &cell.cost.rows {
+            let money =
+                |cents: Option<i64>| cents.map_or_else(|| "no price".to_string(), format_cents);
+            line(format!(
+                "    pool {} {}: reserved {} for {}, burst {} for {}",
+                row.pool,
+                row.resource,
+                row.reserved,
+                money(row.reserved_monthly),
+                row.burst,
+                money(row.burst_monthly)
+            ));
         }
         for storage in &cell.storage {
             line(format!(
@@ -859,5 +907,103 @@ mod tests {
                 assert_eq!(group.cluster_role.as_str(), cluster_role_of(group.role));
             }
         }
+    }
+
+    #[test]
+    fn a_price_change_is_a_metering_change_of_exactly_the_tenant_it_bills() {
+        let base = example_with("cells/us-east-1a.kdl", str::to_string);
+        // The first price of the cell is the h100-train pool's, which the cell reserves for
+        // acme-research (64 GPUs reserved, 32 of burst).
+        let head = example_with("cells/us-east-1a.kdl", |text| {
+            text.replacen("price per-gpu-hour=2.10", "price per-gpu-hour=2.80", 1)
+        });
+        let diff = diff::diff(&base, &head, "base", "head");
+        /// A change as `(tenant, item, before, after, area)`.
+        type Row<'a> = (
+            &'a str,
+            &'a str,
+            Option<&'a str>,
+            Option<&'a str>,
+            diff::Area,
+        );
+        let changes: Vec<Row<'_>> = diff
+            .tenants
+            .iter()
+            .flat_map(|tenant| {
+                tenant.changes.iter().map(move |change| {
+                    (
+                        tenant.tenant.as_str(),
+                        change.item.as_str(),
+                        change.before.as_deref(),
+                        change.after.as_deref(),
+                        change.area,
+                    )
+                })
+            })
+            .collect();
+        // 64 GPUs x 730 hours x 2.10 = 98,112.00 and x 2.80 = 130,816.00; the 32 GPUs of burst
+        // 49,056.00 and 65,408.00.
+        assert_eq!(
+            changes,
+            [
+                (
+                    "acme-research",
+                    "committed monthly cost",
+                    Some("98112.00"),
+                    Some("130816.00"),
+                    diff::Area::Metering
+                ),
+                (
+                    "acme-research",
+                    "monthly cost of the burst if fully used",
+                    Some("49056.00"),
+                    Some("65408.00"),
+                    diff::Area::Metering
+                ),
+            ]
+        );
+        assert_eq!(diff.security_count(), 0);
+        let markdown = diff::markdown(&diff);
+        assert!(
+            markdown.contains("| metering | committed monthly cost | 98112.00 | 130816.00 |"),
+            "{markdown}"
+        );
+    }
+
+    #[test]
+    fn the_view_shows_the_chargeback_labels_and_the_monthly_cost_of_the_showback() {
+        let review = example_with("cells/us-east-1a.kdl", str::to_string);
+        let serving = review
+            .tenants
+            .iter()
+            .find(|tenant| tenant.tenant == "acme-serving")
+            .unwrap();
+        let cell = serving
+            .cells
+            .iter()
+            .find(|cell| cell.cell == "us-east-1a")
+            .unwrap();
+        // MIG slices of an H100 (7 compute slices) at 2.10 a GPU-hour, 730 hours a month:
+        // 16 x 1g.10gb = 16/7 GPU -> 3,504.00; 1 x 2g.20gb = 2/7 -> 438.00;
+        // 2 x 3g.40gb = 6/7 -> 1,314.00; committed 5,256.00; burst 4 x 1g.10gb = 876.00.
+        assert_eq!(cell.cost.committed_cents, 525_600);
+        assert_eq!(cell.cost.burst_cents, 87_600);
+        assert!(cell.cost.unpriced_pools.is_empty());
+        let labels: BTreeMap<&str, &str> = cell
+            .metering_labels
+            .iter()
+            .map(|(key, value)| (key.as_str(), value.as_str()))
+            .collect();
+        assert_eq!(labels["tenant.platform/tenant"], "acme-serving");
+        assert_eq!(labels["tenant.platform/sku"], "H100-80GB-SXM");
+        let text = render(serving);
+        assert!(
+            text.contains("  monthly cost: committed 5256.00, burst 876.00 if fully used\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("    pool h100-infer nvidia.com/mig-1g.10gb: reserved 16 for 3504.00, burst 4 for 876.00\n"),
+            "{text}"
+        );
     }
 }

@@ -1,0 +1,808 @@
+//! The simulated cell (issue 21): the real kube-scheduler, KWOK's fake nodes and the real Kueue
+//! controller manager against the harness's API server, so the two programs a platform team
+//! runs judge what tenantc emits.
+//!
+//! Consumes: the binaries, Kueue CRDs and webhook manifests and KWOK stages that
+//! `harness.sh build-sim` caches in `$TENANTC_CONFORMANCE_BIN/sim/`, the fixture fleet (applied
+//! cell by cell with `quota::set_up_cell`), its capacity reports (the nodes) and
+//! `tenantc describe --format json` (the figures the scenarios compare with).
+//! Produces: pass or fail, and per scenario one line per tenant, pool and resource with the
+//! expected and the observed figures.
+//!
+//! Invariants:
+//! - Every component runs for one check only and is stopped when [`SimulatedCell`] is dropped,
+//!   even when the check fails: the Kueue webhook configurations (which fail closed) are deleted
+//!   first, then Kueue, KWOK, the scheduler and the controllers, newest first.
+//! - Nodes are made from the capacity report, never from this file: labels, taints and GPU
+//!   devices per node group, as `reports/capacity.json` lists them.
+//! - Expected figures are read from `tenantc describe --format json`, never written here.
+
+use super::admission::install_node_runtime_classes;
+use super::quota::{fixture_fleet, set_up_cell};
+use super::*;
+
+use std::net::TcpListener;
+use std::process::Child;
+use std::time::Duration;
+
+use tenantc::plan::{CellPlan, TenantPlan};
+
+/// How long a component may take to become ready, and Kueue to settle its admissions.
+const READY_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Label selecting the fake nodes KWOK manages.
+const FAKE_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
+
+/// The controllers the simulated cell needs beside the harness's: node lifecycle (removes the
+/// not-ready taint of new nodes), Jobs (makes the pods Kueue lets run) and the garbage
+/// collector (deletes a Job's pods with it).
+const CELL_CONTROLLERS: &str =
+    "node-lifecycle-controller,job-controller,garbage-collector-controller";
+
+/// The names of the webhook configurations this module applies.
+const MUTATING_WEBHOOKS: &str = "tenantc-sim-kueue-mutating";
+const VALIDATING_WEBHOOKS: &str = "tenantc-sim-kueue-validating";
+
+/// A free TCP port on 127.0.0.1.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("a free port on 127.0.0.1")
+}
+
+/// Whether `curl` reaches `url` and gets a 2xx answer (`--cacert` when `ca` is given, else
+/// `--insecure`).
+fn http_ok(url: &str, ca: Option<&Path>) -> bool {
+    let mut command = Command::new("curl");
+    command.args(["-sf", "-o", "/dev/null", "--max-time", "2"]);
+    match ca {
+        Some(ca) => {
+            command.arg("--cacert").arg(ca);
+        }
+        None => {
+            command.arg("-k");
+        }
+    }
+    command
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// Whether a TLS handshake with `url` succeeds against `ca` (any HTTP answer will do).
+fn tls_ok(url: &str, ca: &Path) -> bool {
+    Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "--max-time", "2", "--cacert"])
+        .arg(ca)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// The running components of a simulated cell.
+pub(super) struct SimulatedCell {
+    kubectl: String,
+    kubeconfig: PathBuf,
+    /// Newest last.
+    children: Vec<(&'static str, Child)>,
+    logs: PathBuf,
+}
+
+impl SimulatedCell {
+    /// Starts the controllers, the scheduler, KWOK and Kueue, and applies Kueue's CRDs and
+    /// webhooks; panics (after stopping what started) with the component's log tail if one
+    /// does not become ready.
+    pub(super) fn start(cluster: &Cluster) -> SimulatedCell {
+        let sim = cluster.bin_dir.join("sim");
+        for binary in ["kube-scheduler", "kwok", "kueue"] {
+            assert!(
+                sim.join(binary).is_file(),
+                "no {binary} in {}: run `bash tests/conformance/harness.sh build-sim` first",
+                sim.display()
+            );
+        }
+        let work = cluster.run_dir.join("sim");
+        std::fs::create_dir_all(&work).expect("the simulated cell's folder");
+        let logs = cluster.run_dir.join("logs");
+        std::fs::create_dir_all(&logs).expect("the harness's log folder");
+        let mut cell = SimulatedCell {
+            kubectl: cluster.kubectl.clone(),
+            kubeconfig: cluster.kubeconfig.clone(),
+            children: Vec::new(),
+            logs,
+        };
+        let kubeconfig = cluster.kubeconfig.display().to_string();
+
+        // Controllers of the cell, in a kube-controller-manager of their own.
+        let mut command = Command::new(cluster.bin_dir.join("kube-controller-manager"));
+        command.args([
+            format!("--kubeconfig={kubeconfig}"),
+            format!("--authentication-kubeconfig={kubeconfig}"),
+            format!("--authorization-kubeconfig={kubeconfig}"),
+            format!("--controllers={CELL_CONTROLLERS}"),
+            "--leader-elect=false".to_string(),
+            "--bind-address=127.0.0.1".to_string(),
+            "--secure-port=0".to_string(),
+            "--use-service-account-credentials=true".to_string(),
+            "--node-monitor-period=1s".to_string(),
+        ]);
+        cell.spawn("sim-controllers", command);
+
+        // The scheduler.
+        let scheduler_port = free_port();
+        let mut command = Command::new(sim.join("kube-scheduler"));
+        command.args([
+            format!("--kubeconfig={kubeconfig}"),
+            format!("--authentication-kubeconfig={kubeconfig}"),
+            format!("--authorization-kubeconfig={kubeconfig}"),
+            "--leader-elect=false".to_string(),
+            "--bind-address=127.0.0.1".to_string(),
+            format!("--secure-port={scheduler_port}"),
+            format!("--cert-dir={}", work.join("scheduler-certs").display()),
+        ]);
+        cell.spawn("kube-scheduler", command);
+        cell.wait_ready("kube-scheduler /readyz", || {
+            http_ok(&format!("https://127.0.0.1:{scheduler_port}/readyz"), None)
+        });
+
+        // KWOK, with the stages of its module and only the nodes annotated as fake.
+        let kwok_port = free_port();
+        let mut config = String::from(
+            "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  manageAllNodes: false\n",
+        );
+        config.push_str(&format!(
+            "  manageNodesWithAnnotationSelector: {FAKE_NODE_ANNOTATION}=fake\n  cidr: 10.0.0.0/16\n  nodeIP: 10.1.0.1\n  nodeLeaseDurationSeconds: 40\n  nodeLeaseParallelism: 4\n  podPlayStageParallelism: 4\n  nodePlayStageParallelism: 4\n"
+        ));
+        let stages = sim.join("kwok/stages");
+        let mut names: Vec<PathBuf> = std::fs::read_dir(&stages)
+            .unwrap_or_else(|error| panic!("{}: {error}", stages.display()))
+            .map(|entry| entry.expect("a stage file").path())
+            .collect();
+        names.sort();
+        for stage in names {
+            config.push_str("---\n");
+            config.push_str(&std::fs::read_to_string(&stage).expect("a KWOK stage"));
+            if !config.ends_with('\n') {
+                config.push('\n');
+            }
+        }
+        let kwok_config = work.join("kwok.yaml");
+        std::fs::write(&kwok_config, config).expect("the KWOK configuration");
+        let mut command = Command::new(sim.join("kwok"));
+        command.args([
+            format!("--config={}", kwok_config.display()),
+            format!("--kubeconfig={kubeconfig}"),
+            format!("--server-address=127.0.0.1:{kwok_port}"),
+        ]);
+        cell.spawn("kwok", command);
+        cell.wait_ready("KWOK /healthz", || {
+            http_ok(&format!("http://127.0.0.1:{kwok_port}/healthz"), None)
+        });
+
+        // Kueue's CRDs, all of them (tenantc vendors only the kinds it emits).
+        let crds = sim.join("kueue/crds");
+        let run = cluster.kubectl(
+            &[
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                "--field-manager=tenantc",
+                "-f",
+                &crds.display().to_string(),
+            ],
+            "",
+        );
+        assert!(run.ok, "applying Kueue's CRDs failed:\n{}", run.stderr);
+        let established = (0..30).any(|_| {
+            let run = cluster.kubectl(
+                &[
+                    "wait",
+                    "--for",
+                    "condition=Established",
+                    "--timeout=30s",
+                    "-f",
+                    &crds.display().to_string(),
+                ],
+                "",
+            );
+            if !run.ok {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            run.ok
+        });
+        assert!(established, "Kueue's CRDs did not become Established");
+        let _ = cluster.kubectl(&["create", "namespace", "kueue-system"], "");
+
+        // Kueue, with a serving certificate for 127.0.0.1 and its webhooks on a URL.
+        let certs = work.join("kueue-certs");
+        std::fs::create_dir_all(&certs).expect("the Kueue certificate folder");
+        make_serving_certificate(&certs);
+        let (webhook_port, health_port, metrics_port) = (free_port(), free_port(), free_port());
+        let kueue_config = work.join("kueue.yaml");
+        std::fs::write(
+            &kueue_config,
+            format!(
+                "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nnamespace: kueue-system\n\
+health:\n  healthProbeBindAddress: 127.0.0.1:{health_port}\n\
+metrics:\n  bindAddress: 127.0.0.1:{metrics_port}\n\
+webhook:\n  host: 127.0.0.1\n  port: {webhook_port}\n  certDir: {}\n\
+leaderElection:\n  leaderElect: false\n\
+internalCertManagement:\n  enable: false\n\
+integrations:\n  frameworks:\n  - batch/job\n",
+                certs.display()
+            ),
+        )
+        .expect("the Kueue configuration");
+        // Kueue reads its metrics certificate from a fixed path under /etc; a private mount
+        // namespace gives it one without touching the host.
+        let script = format!(
+            "mount -t tmpfs tmpfs /etc && mkdir -p /etc/kueue/metrics/certs && cp {certs}/tls.crt {certs}/tls.key /etc/kueue/metrics/certs/ && exec {kueue} --config={config} --zap-log-level=2 --feature-gates=VisibilityOnDemand=false",
+            certs = certs.display(),
+            kueue = sim.join("kueue").display(),
+            config = kueue_config.display(),
+        );
+        let mut command = Command::new("unshare");
+        command
+            .args(["--user", "--map-root-user", "--mount", "sh", "-c", &script])
+            .env("KUBECONFIG", &cluster.kubeconfig);
+        cell.spawn("kueue", command);
+        cell.wait_ready("Kueue /readyz", || {
+            http_ok(&format!("http://127.0.0.1:{health_port}/readyz"), None)
+        });
+        let ca = certs.join("ca.crt");
+        cell.wait_ready("Kueue's webhook server", || {
+            tls_ok(&format!("https://127.0.0.1:{webhook_port}/"), &ca)
+        });
+        let webhooks = webhook_configurations(
+            &std::fs::read_to_string(sim.join("kueue/webhooks.yaml")).expect("Kueue's webhooks"),
+            webhook_port,
+            &std::fs::read(&ca).expect("the CA"),
+        );
+        let run = cluster.kubectl(
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager=tenantc-sim",
+                "-f",
+                "-",
+            ],
+            &webhooks,
+        );
+        assert!(
+            run.ok,
+            "applying Kueue's webhook configurations failed:\n{}",
+            run.stderr
+        );
+        cell
+    }
+
+    fn spawn(&mut self, name: &'static str, mut command: Command) {
+        let log = std::fs::File::create(self.logs.join(format!("{name}.log")))
+            .expect("a log file for a component");
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("the log file"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start {name}: {error}"));
+        self.children.push((name, child));
+    }
+
+    /// Polls `ready` until it holds; panics with the newest component's log tail when it
+    /// exited or the time is up.
+    fn wait_ready(&mut self, what: &str, mut ready: impl FnMut() -> bool) {
+        let started = Instant::now();
+        loop {
+            if ready() {
+                return;
+            }
+            let (name, child) = self.children.last_mut().expect("a component");
+            let exited = child.try_wait().ok().flatten().is_some();
+            if exited || started.elapsed() > READY_TIMEOUT {
+                let log = std::fs::read_to_string(self.logs.join(format!("{name}.log")))
+                    .unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(30).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                panic!(
+                    "{what}: {name} {} :\n{}",
+                    if exited { "exited" } else { "is not ready" },
+                    tail.join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for SimulatedCell {
+    fn drop(&mut self) {
+        // Kueue's webhooks fail closed: remove them before Kueue stops.
+        let _ = Command::new(&self.kubectl)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args([
+                "delete",
+                &format!("mutatingwebhookconfiguration/{MUTATING_WEBHOOKS}"),
+                &format!("validatingwebhookconfiguration/{VALIDATING_WEBHOOKS}"),
+                "--ignore-not-found",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        while let Some((_, mut child)) = self.children.pop() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A CA and a serving certificate for 127.0.0.1 in `dir` (`ca.crt`, `tls.crt`, `tls.key`).
+fn make_serving_certificate(dir: &Path) {
+    let run = |args: &[&str]| {
+        let status = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("openssl runs");
+        assert!(status.success(), "openssl {args:?} failed");
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=tenantc-sim-ca",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=kueue-webhook",
+        "-keyout",
+        "tls.key",
+        "-out",
+        "tls.csr",
+    ]);
+    std::fs::write(
+        dir.join("tls.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+    )
+    .expect("the certificate extensions");
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "tls.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "tls.ext",
+        "-out",
+        "tls.crt",
+    ]);
+}
+
+/// Kueue's webhook configurations for a Kueue outside the cluster: only the webhooks of its own
+/// kinds and of batch/v1 Jobs, each called on `https://127.0.0.1:<port><path>` with `ca`, the
+/// Job webhooks kept out of `kube-system` and `kueue-system` (as Kueue's kustomization does).
+fn webhook_configurations(manifests: &str, port: u16, ca: &[u8]) -> String {
+    use base64::Engine as _;
+    let bundle = base64::engine::general_purpose::STANDARD.encode(ca);
+    let mut out = Vec::new();
+    for mut document in yaml_documents_typed(manifests).expect("Kueue's webhook manifests") {
+        let kind = document["kind"].as_str().unwrap_or_default().to_string();
+        let name = match kind.as_str() {
+            "MutatingWebhookConfiguration" => MUTATING_WEBHOOKS,
+            "ValidatingWebhookConfiguration" => VALIDATING_WEBHOOKS,
+            _ => continue,
+        };
+        document["metadata"] = json!({"name": name});
+        let webhooks: Vec<Value> = document["webhooks"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|mut webhook| {
+                let path = webhook["clientConfig"]["service"]["path"]
+                    .as_str()?
+                    .to_string();
+                let job = path.contains("batch-v1-job");
+                if !(path.contains("kueue-x-k8s-io") || job) {
+                    return None;
+                }
+                webhook["clientConfig"] = json!({
+                    "url": format!("https://127.0.0.1:{port}{path}"),
+                    "caBundle": bundle,
+                });
+                if job {
+                    webhook["namespaceSelector"] = json!({"matchExpressions": [{
+                        "key": "kubernetes.io/metadata.name",
+                        "operator": "NotIn",
+                        "values": ["kube-system", "kueue-system"],
+                    }]});
+                }
+                Some(webhook)
+            })
+            .collect();
+        assert!(!webhooks.is_empty(), "{kind}: no Kueue webhooks kept");
+        document["webhooks"] = Value::Array(webhooks);
+        out.push(document.to_string());
+    }
+    assert_eq!(
+        out.len(),
+        2,
+        "Kueue's manifests have one configuration of each kind"
+    );
+    out.join("\n---\n")
+}
+
+/// Creates one fake node per node of the cell's capacity report: its labels, taints and GPU
+/// devices per node, with cpu, memory and pods to spare. Waits until every node is Ready and
+/// without the not-ready taint. Returns the node names per pool.
+pub(super) fn create_nodes(cluster: &Cluster, report: &Value) -> BTreeMap<String, Vec<String>> {
+    let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut documents = Vec::new();
+    for group in report["capacity"]["node_groups"]
+        .as_array()
+        .expect("node_groups in the capacity report")
+    {
+        let pool = group["pool"].as_str().expect("a pool").to_string();
+        let layout = group["layout"].as_str();
+        let taints: Vec<Value> = group["taints"]
+            .as_array()
+            .expect("taints in the capacity report")
+            .iter()
+            .map(|taint| {
+                let text = taint.as_str().expect("a taint");
+                let (rest, effect) = text.rsplit_once(':').expect("key[=value]:effect");
+                match rest.split_once('=') {
+                    Some((key, value)) => json!({"key": key, "value": value, "effect": effect}),
+                    None => json!({"key": rest, "effect": effect}),
+                }
+            })
+            .collect();
+        let mut allocatable = json!({"cpu": "256", "memory": "2Ti", "pods": "250"});
+        for (resource, count) in group["allocatable_per_node"]
+            .as_object()
+            .expect("allocatable_per_node in the capacity report")
+        {
+            allocatable[resource] = json!(count.to_string());
+        }
+        let nodes = group["nodes"].as_i64().expect("a node count");
+        for idx in 0..nodes {
+            let name = match layout {
+                Some(layout) => format!("{pool}-{layout}-{idx}"),
+                None => format!("{pool}-{idx}"),
+            };
+            let mut labels = group["labels"].clone();
+            labels["kubernetes.io/hostname"] = json!(name);
+            labels["type"] = json!("kwok");
+            documents.push(
+                json!({
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {
+                        "name": name,
+                        "labels": labels,
+                        "annotations": {FAKE_NODE_ANNOTATION: "fake"},
+                    },
+                    "spec": {"taints": taints},
+                    "status": {"capacity": allocatable, "allocatable": allocatable},
+                })
+                .to_string(),
+            );
+            names.entry(pool.clone()).or_default().push(name);
+        }
+    }
+    let run = cluster.kubectl(&["create", "-f", "-"], &documents.join("\n"));
+    assert!(run.ok, "creating the fake nodes failed:\n{}", run.stderr);
+    let total: usize = names.values().map(Vec::len).sum();
+    super::controllers::wait_until("every fake node Ready and schedulable", || {
+        let run = cluster.kubectl(&["get", "nodes", "-l", "type=kwok", "-o", "json"], "");
+        let list: Value = serde_json::from_str(&run.stdout).ok()?;
+        let ready = list["items"]
+            .as_array()?
+            .iter()
+            .filter(|node| {
+                let conditions = node["status"]["conditions"].as_array();
+                let is_ready = conditions.is_some_and(|conditions| {
+                    conditions
+                        .iter()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                });
+                let not_ready_taint = node["spec"]["taints"].as_array().is_some_and(|taints| {
+                    taints
+                        .iter()
+                        .any(|taint| taint["key"] == "node.kubernetes.io/not-ready")
+                });
+                is_ready && !not_ready_taint
+            })
+            .count();
+        (ready == total).then_some(())
+    });
+    names
+}
+
+/// Deletes the fake nodes.
+fn delete_nodes(cluster: &Cluster) {
+    let _ = cluster.kubectl(&["delete", "nodes", "-l", "type=kwok", "--wait=false"], "");
+}
+
+/// `tenantc describe <tenant> --cell <cell> --format json` on the fixture fleet: the cell's
+/// object of the document.
+fn describe(tenant: &str, cell: &str) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_tenantc"))
+        .args([
+            "describe", tenant, "--cell", cell, "--format", "json", "--root",
+        ])
+        .arg(support::fleet())
+        .stdin(Stdio::null())
+        .output()
+        .expect("tenantc describe runs");
+    assert!(
+        output.status.success(),
+        "tenantc describe {tenant} --cell {cell} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let document: Value = serde_json::from_slice(&output.stdout).expect("describe's JSON");
+    document["cells"][0].clone()
+}
+
+/// One GPU Job of `tenant` in `namespace` asking for one `resource` device, queued on the
+/// namespace's LocalQueue, from the tenant's admitted fixture (without its volumes and secrets,
+/// which a fake node cannot provide).
+fn gpu_job(
+    cell: &CellPlan,
+    tenant: &TenantPlan,
+    namespace: &str,
+    resource: &str,
+    name: &str,
+) -> Value {
+    let mut job = super::policy_cases::fixture(&format!("{}-job", tenant.name), &cell.name);
+    job["metadata"]["name"] = json!(name);
+    job["metadata"]["namespace"] = json!(namespace);
+    job["metadata"]["labels"]["tenantc-sim"] = json!("entitlement");
+    job["spec"]["suspend"] = json!(true);
+    let namespace_plan = tenant
+        .namespaces
+        .iter()
+        .find(|candidate| candidate.name == namespace)
+        .expect("the tenant's namespace");
+    let spec = &mut job["spec"]["template"]["spec"];
+    spec["serviceAccountName"] = json!(namespace_plan.service_account);
+    if let Some(spec) = spec.as_object_mut() {
+        spec.remove("volumes");
+        spec.remove("tolerations");
+    }
+    for container in job["spec"]["template"]["spec"]["containers"]
+        .as_array_mut()
+        .expect("containers")
+    {
+        if let Some(container) = container.as_object_mut() {
+            container.remove("volumeMounts");
+            container.remove("envFrom");
+        }
+        container["resources"] = json!({"limits": {resource: 1}});
+    }
+    let labels = &mut job["spec"]["template"]["metadata"]["labels"];
+    match &namespace_plan.priority {
+        Some(priority) => labels["kueue.x-k8s.io/priority-class"] = json!(priority),
+        None => {
+            if let Some(labels) = labels.as_object_mut() {
+                labels.remove("kueue.x-k8s.io/priority-class");
+            }
+        }
+    }
+    job
+}
+
+/// The Workloads of the Jobs labelled `tenantc-sim` in `namespace`: `(admitted, pending)`.
+fn workload_counts(cluster: &Cluster, namespace: &str) -> Option<(usize, usize)> {
+    let run = cluster.kubectl(
+        &[
+            "get",
+            "workloads.kueue.x-k8s.io",
+            "-n",
+            namespace,
+            "-o",
+            "json",
+        ],
+        "",
+    );
+    let list: Value = serde_json::from_str(&run.stdout).ok()?;
+    let mut admitted = 0;
+    let mut pending = 0;
+    for workload in list["items"].as_array()? {
+        let admitted_now = workload["status"]["conditions"]
+            .as_array()
+            .is_some_and(|conditions| {
+                conditions
+                    .iter()
+                    .any(|c| c["type"] == "Admitted" && c["status"] == "True")
+            });
+        if admitted_now {
+            admitted += 1;
+        } else {
+            pending += 1;
+        }
+    }
+    Some((admitted, pending))
+}
+
+/// The nodes the running pods of `namespace` are bound to.
+fn pod_nodes(cluster: &Cluster, namespace: &str) -> Vec<String> {
+    let run = cluster.kubectl(&["get", "pods", "-n", namespace, "-o", "json"], "");
+    let list: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
+    list["items"]
+        .as_array()
+        .map(|pods| {
+            pods.iter()
+                .filter_map(|pod| pod["spec"]["nodeName"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Entitlement with the rest of the cell idle: each tenant alone submits one-device Jobs of
+/// each pool resource it reserves (on pools without a topology) until Kueue stops admitting;
+/// Kueue must admit exactly the effective capacity `describe` reports, and every pod must land
+/// on a node of that pool.
+pub(super) fn simulated_cell_admits_each_tenant_its_effective_capacity(cluster: &Cluster) {
+    install_node_runtime_classes(cluster);
+    let fleet = fixture_fleet();
+    let tree = support::compile_root(&support::fleet())
+        .output
+        .expect("the fixture fleet's output tree");
+    let simulated = SimulatedCell::start(cluster);
+    let mut failures = Vec::new();
+    let mut measured = 0;
+    for cell in &fleet.plan.cells {
+        set_up_cell(cluster, &fleet, cell);
+        let report: Value = serde_json::from_slice(
+            tree.get(&format!("{}/reports/capacity.json", cell.name))
+                .expect("the cell's capacity report"),
+        )
+        .expect("the capacity report");
+        let nodes = create_nodes(cluster, &report);
+        for tenant in &cell.tenants {
+            let described = describe(&tenant.name, &cell.name);
+            for row in described["capacity"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+            {
+                let pool_name = row["pool"].as_str().unwrap_or_default();
+                let resource = row["resource"].as_str().unwrap_or_default();
+                let Some(pool) = cell.pools.iter().find(|pool| pool.name == pool_name) else {
+                    continue;
+                };
+                if pool.topology.is_some() {
+                    continue;
+                }
+                let expected = row["effective"].as_i64().expect("an effective capacity");
+                let Some(namespace) = tenant
+                    .namespaces
+                    .iter()
+                    .filter(|ns| ns.gpu.get(resource).is_some_and(|count| *count > 0))
+                    .max_by_key(|ns| ns.gpu.get(resource).copied().unwrap_or(0))
+                else {
+                    continue;
+                };
+                let submitted = usize::try_from(expected).unwrap_or(0) + 2;
+                let mut jobs = Vec::new();
+                for idx in 0..submitted {
+                    jobs.push(
+                        gpu_job(
+                            cell,
+                            tenant,
+                            &namespace.name,
+                            resource,
+                            &format!("sim-{}-{idx}", pool.name),
+                        )
+                        .to_string(),
+                    );
+                }
+                let run = cluster.kubectl(&["create", "-f", "-"], &jobs.join("\n"));
+                if !run.ok {
+                    failures.push(format!(
+                        "{} in {}: the Jobs on {pool_name} {resource} were refused:\n{}",
+                        tenant.name, cell.name, run.stderr
+                    ));
+                    continue;
+                }
+                // Settled: every Workload exists and the admitted count held for 5 s.
+                let mut last = (usize::MAX, 0);
+                let mut stable_since = Instant::now();
+                let started = Instant::now();
+                let observed = loop {
+                    let counts =
+                        workload_counts(cluster, &namespace.name).unwrap_or((usize::MAX, 0));
+                    if counts != last {
+                        last = counts;
+                        stable_since = Instant::now();
+                    }
+                    if counts.0 != usize::MAX
+                        && counts.0 + counts.1 == submitted
+                        && stable_since.elapsed() > Duration::from_secs(5)
+                    {
+                        break counts.0;
+                    }
+                    if started.elapsed() > READY_TIMEOUT {
+                        break counts.0;
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                };
+                let landed = pod_nodes(cluster, &namespace.name);
+                let pool_nodes = nodes.get(pool_name).cloned().unwrap_or_default();
+                let outside: Vec<&String> = landed
+                    .iter()
+                    .filter(|node| !pool_nodes.contains(node))
+                    .collect();
+                println!(
+                    "  {} {} pool {pool_name} {resource}: expected {expected} admitted (describe's effective capacity), observed {observed}; {} pods bound, {} outside the pool",
+                    cell.name,
+                    tenant.name,
+                    landed.len(),
+                    outside.len()
+                );
+                measured += 1;
+                if i64::try_from(observed).unwrap_or(-1) != expected {
+                    failures.push(format!(
+                        "{} in {}: Kueue admitted {observed} one-device Jobs of {resource} on flavor {}, describe says {expected}",
+                        tenant.name, cell.name, pool.flavor
+                    ));
+                }
+                if !outside.is_empty() {
+                    failures.push(format!(
+                        "{} in {}: pods on nodes outside pool {pool_name}: {outside:?}",
+                        tenant.name, cell.name
+                    ));
+                }
+                let _ = cluster.kubectl(
+                    &[
+                        "delete",
+                        "jobs",
+                        "-n",
+                        &namespace.name,
+                        "-l",
+                        "tenantc-sim=entitlement",
+                        "--cascade=foreground",
+                        "--wait=true",
+                        "--timeout=60s",
+                    ],
+                    "",
+                );
+            }
+        }
+        delete_nodes(cluster);
+    }
+    drop(simulated);
+    assert!(measured > 0, "no reservation was measured");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
