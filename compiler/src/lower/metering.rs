@@ -381,6 +381,33 @@ mod tests {
     }
 
     #[test]
+    fn every_emitted_expression_parses_as_promql() {
+        let compilation = compile_files(&[(
+            "cells/c1.kdl",
+            &CELL.replacen(
+                "    driver \"570\"\n",
+                &format!("    driver \"570\"\n{METERING}"),
+                1,
+            ),
+        )]);
+        let plan = compilation.plan.unwrap();
+        let rule = prometheus_rule(plan.cells[0].chargeback.as_ref().unwrap());
+        let mut parsed = 0;
+        for group in &rule.spec.groups {
+            for recording in &group.rules {
+                if let Err(error) = promql_parser::parser::parse(&recording.expr) {
+                    panic!("{}: {error}\n{}", recording.record, recording.expr);
+                }
+                parsed += 1;
+            }
+        }
+        assert!(parsed > 20, "{parsed} expressions");
+        // The parser does refuse what PromQL cannot read (a metric spelt with dashes is a
+        // subtraction, so take one that is no expression at all).
+        assert!(promql_parser::parser::parse("sum by (tenant (x)").is_err());
+    }
+
+    #[test]
     fn fractions_are_written_as_integer_division() {
         assert_eq!(scalar(Fraction::new(1, 7).unwrap()), "1 / 7");
         assert_eq!(scalar(Fraction::new(80, 1).unwrap()), "80");
