@@ -86,8 +86,10 @@ const FIELD_MANAGER: &str = "tenantc";
 /// Namespaces tenantc puts objects in without creating them: documented prerequisites of a
 /// cell (docs/conformance.md), created before the emitted objects are applied.
 /// `argocd` and `flux-system` hold the ApplicationSets and Kustomizations of `out/argocd/` and
-/// `out/flux/`; the controllers' installation creates them.
-const PREREQUISITE_NAMESPACES: &[&str] = &["gpu-operator", "argocd", "flux-system"];
+/// `out/flux/`; the controllers' installation creates them. `monitoring` holds the chargeback
+/// PrometheusRules of `out/<cell>/metering/` (the example cells' `metrics` namespace); the
+/// Prometheus Operator's installation creates it.
+const PREREQUISITE_NAMESPACES: &[&str] = &["gpu-operator", "argocd", "flux-system", "monitoring"];
 
 /// Objects of the previous commit's `out/` that the API server refuses to update in place to
 /// the current `out/`. Empty: no commit so far changed an immutable field. The check also

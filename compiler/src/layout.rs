@@ -47,6 +47,8 @@ pub enum CellFolder {
     Tenant(String),
     /// `gpu-operator/`: the GPU Operator's ConfigMaps.
     GpuOperator,
+    /// `metering/`: the chargeback PrometheusRule, in the Prometheus server's namespace.
+    Metering,
 }
 
 impl CellFolder {
@@ -57,6 +59,7 @@ impl CellFolder {
             CellFolder::Kueue => "kueue".to_string(),
             CellFolder::Tenant(tenant) => format!("{TENANT_OUTPUT}/{tenant}"),
             CellFolder::GpuOperator => "gpu-operator".to_string(),
+            CellFolder::Metering => "metering".to_string(),
         }
     }
 
@@ -64,7 +67,10 @@ impl CellFolder {
     pub fn tenant(&self) -> Option<&str> {
         match self {
             CellFolder::Tenant(tenant) => Some(tenant),
-            CellFolder::Cluster | CellFolder::Kueue | CellFolder::GpuOperator => None,
+            CellFolder::Cluster
+            | CellFolder::Kueue
+            | CellFolder::GpuOperator
+            | CellFolder::Metering => None,
         }
     }
 }

@@ -426,6 +426,9 @@ pub struct Cell {
     pub dns: Dns,
     /// The platform metrics scraper that may reach tenant pods (for network policies).
     pub metrics: Option<Metrics>,
+    /// Where the cell's chargeback recording rules go and which serving metric they read
+    /// (`metering`); no PrometheusRule is emitted when absent.
+    pub metering: Option<Metering>,
     /// Endpoints outside the cluster that tenant pods may reach on TCP 443 (model weights and
     /// object storage), as CIDRs, since NetworkPolicy has no host names.
     pub endpoints: Vec<Endpoint>,
@@ -701,6 +704,27 @@ pub struct Metrics {
     pub namespace: Spanned<String>,
     /// Label selector `key=value` of the scraper pods; every pod of the namespace when absent.
     pub selector: Option<Spanned<String>>,
+}
+
+/// The cell's chargeback metering (`metering`): the PrometheusRule of `lower/metering.rs`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metering {
+    /// The node or mapping.
+    pub span: Span,
+    /// The namespace of the PrometheusRule, one the Prometheus server's `ruleNamespaceSelector`
+    /// selects; the `metrics` namespace when absent.
+    pub namespace: Option<Spanned<String>>,
+    /// The label `key=value` its `ruleSelector` matches, put on the PrometheusRule.
+    pub rule_label: Option<Spanned<String>>,
+    /// The serving metric whose value is the KV-cache seats in use per pod, such as
+    /// `vllm:num_requests_running`; no KV-seat rules without it.
+    pub serving_metric: Option<Spanned<String>>,
+}
+
+impl Metering {
+    /// The prefix of every series the chargeback rules record (`tenantc:…`), which a serving
+    /// metric may not carry: the rules would read their own output.
+    pub const RECORDED_PREFIX: &'static str = "tenantc:";
 }
 
 /// An endpoint outside the cluster that tenant pods may reach on TCP 443.

@@ -86,6 +86,7 @@ codes! {
     ValueUnknown => ("value-unknown", "schema", [Error], "a value is not one of the allowed choices"),
     NumberOutOfRange => ("number-out-of-range", "schema", [Error], "a number is outside the range the field allows"),
     NameInvalid => ("name-invalid", "schema", [Error], "a name is not a valid Kubernetes name where it will be used"),
+    MetricNameInvalid => ("metric-name-invalid", "schema", [Error], "a cell's serving metric is not a Prometheus metric name, or names a series the chargeback rules record"),
     QuantityInvalid => ("quantity-invalid", "schema", [Error], "a value is not a valid Kubernetes quantity"),
     KubernetesVersionUnsupported => ("kubernetes-version-unsupported", "schema", [Error], "a cell targets a Kubernetes version tenantc does not generate for"),
     RuntimeClassMissing => ("runtime-class-missing", "validate", [Error], "a tenant reserves GPUs in a cell whose runtime classes allow none for its trust class"),

@@ -1,7 +1,7 @@
 //! The Prometheus Operator's `monitoring.coreos.com/v1` PrometheusRule, for the chargeback
 //! recording rules of issue 20 (`docs/chargeback.md`), as of Prometheus Operator v0.93.0.
 //!
-//! Consumes: nothing; the metering lowering builds these structs. Produces: a PrometheusRule
+//! Consumes: nothing; the metering lowering (`lower/metering.rs`) builds these structs. Produces: a PrometheusRule
 //! whose `spec` is exactly a Prometheus rules file (`groups:`), which `tests/promtool.rs` checks
 //! with `promtool check rules`.
 //!
@@ -116,6 +116,27 @@ mod tests {
         let value = serde_json::to_value(maximal()).unwrap();
         assert_eq!(value["apiVersion"], "monitoring.coreos.com/v1");
         assert_eq!(value["kind"], "PrometheusRule");
+        let found = crd_schema::violations(schema, &value);
+        assert!(found.is_empty(), "{found:#?}");
+    }
+
+    #[test]
+    fn the_emitted_prometheus_rule_of_a_cell_passes_the_crd_schema() {
+        let cell = crate::testing::support::CELL.replacen(
+            "    driver \"570\"\n",
+            "    driver \"570\"\n    metrics namespace=\"monitoring\"\n    metering rule-label=\"release=prom\" serving-metric=\"vllm:num_requests_running\"\n",
+            1,
+        );
+        let compilation = crate::testing::support::compile_files(&[("cells/c1.kdl", &cell)]);
+        let tree = compilation.output.expect("the cell builds");
+        let text =
+            String::from_utf8(tree["c1/metering/prometheusrule-tenantc-chargeback.yaml"].clone())
+                .unwrap();
+        // The crate's YAML reader turns any document into JSON, not only CRDs.
+        let value = crd_schema::load(&text).unwrap();
+        assert_eq!(value["kind"], "PrometheusRule");
+        let crd = crd_schema::load(CRD).unwrap();
+        let schema = crd_schema::version_schema(&crd, "v1").unwrap();
         let found = crd_schema::violations(schema, &value);
         assert!(found.is_empty(), "{found:#?}");
     }

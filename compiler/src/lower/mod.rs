@@ -5,7 +5,8 @@
 //! tenant ClusterRoles, the admission policies of `guard.rs`, the RuntimeClasses, and the tenant
 //! admission policy and its params namespace),
 //! `<cell>/kueue/` (ResourceFlavors, Topologies, Cohorts, WorkloadPriorityClasses),
-//! `<cell>/gpu-operator/`, `<cell>/tenants/<tenant>/` for everything of one tenant (its
+//! `<cell>/gpu-operator/`, `<cell>/metering/` (the chargeback PrometheusRule of `metering.rs`),
+//! `<cell>/tenants/<tenant>/` for everything of one tenant (its
 //! namespaces, ClusterQueue and NetworkPolicies included, so a tenant folder applies on its
 //! own), and
 //! `<cell>/reports/` (capacity, quota and showback), the fleet's `reports/` (showback over every
@@ -29,6 +30,7 @@ pub mod gpu;
 pub mod guard;
 pub mod iam;
 mod kueue;
+pub mod metering;
 pub mod network;
 pub mod rbac;
 mod runtime;
@@ -100,6 +102,10 @@ pub fn lower(plan: &Plan) -> Result<Manifest, InternalError> {
                 body(&object)?,
             );
             children.insert(CellFolder::GpuOperator);
+        }
+        for (file, body) in metering::cell_objects(cell_plan)? {
+            push(&CellFolder::Metering, file, cell_only.clone(), body);
+            children.insert(CellFolder::Metering);
         }
         for tenant in &cell_plan.tenants {
             let sources = BTreeSet::from([cell_source.clone(), tenant.source.clone()]);

@@ -22,6 +22,7 @@
 
 pub mod admission;
 mod capacity;
+pub mod chargeback;
 pub mod gpu;
 pub mod host;
 pub mod metering;
@@ -109,6 +110,10 @@ pub struct CellPlan {
     /// part of `describe`.
     #[serde(skip)]
     pub showback: showback::ShowbackPlan,
+    /// What the cell's chargeback recording rules multiply by, and where they go
+    /// (`chargeback.rs`); `None` when the cell declares no `metering`. Not part of `describe`.
+    #[serde(skip)]
+    pub chargeback: Option<chargeback::ChargebackPlan>,
 }
 
 /// The identities the guard on managed objects lets through.
@@ -760,6 +765,8 @@ fn cell_plan(
         &gpu_plan.capacity.stranded,
         catalog,
     );
+    let metering =
+        chargeback::chargeback(cell, &pools, &cost, &gpu_plan.capacity.stranded, catalog);
     let plan = CellPlan {
         name: cell.name.value.clone(),
         source: sources.path(cell.file).to_string(),
@@ -782,6 +789,7 @@ fn cell_plan(
         storage: storage::storage_plan(cell),
         gpu: gpu_plan,
         showback: cost,
+        chargeback: metering,
     };
     let mut diagnostics = pinning::check(cell, fleet, &plan, catalog);
     diagnostics.extend(host_findings);

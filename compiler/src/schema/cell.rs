@@ -12,8 +12,8 @@ use super::{
 };
 use crate::diag::{Code, Diagnostic};
 use crate::model::{
-    Cell, Cidr, Dns, Endpoint, GpuModelDecl, Metrics, OrgDecl, Pool, Priority, RuntimeClassDecl,
-    Spanned, Trust,
+    Cell, Cidr, Dns, Endpoint, GpuModelDecl, Metering, Metrics, OrgDecl, Pool, Priority,
+    RuntimeClassDecl, Spanned, Trust,
 };
 use crate::names;
 use crate::parse::{Document, Node};
@@ -46,6 +46,8 @@ pub(super) fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> 
     let dns = dns_node.and_then(|node| dns(ctx, node));
     let metrics_node = obj.field("metrics");
     let metrics = metrics_node.and_then(|node| metrics(ctx, node));
+    let metering_node = obj.field("metering");
+    let metering = metering_node.and_then(|node| metering(ctx, node, metrics.as_ref()));
     let endpoints: Vec<Option<Endpoint>> = obj
         .items("endpoint", "endpoints")
         .into_iter()
@@ -192,6 +194,10 @@ pub(super) fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> 
     if dns_node.is_some() && dns.is_none() || metrics_node.is_some() && metrics.is_none() {
         complete = false;
     }
+    // An unreadable metering declaration emits no rules rather than rules it did not mean.
+    if metering_node.is_some() && metering.is_none() {
+        complete = false;
+    }
     let runtime_classes = keep_read(runtime_classes, &mut complete);
     let forbidden_label_keys = keep_read(forbidden_label_keys, &mut complete);
     if oversubscribe_node.is_some() && oversubscribe.is_none() {
@@ -212,6 +218,7 @@ pub(super) fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> 
             node_local: None,
         }),
         metrics,
+        metering,
         endpoints,
         dra_device_classes,
         gpu_operator_namespace,
@@ -477,6 +484,97 @@ fn metrics(ctx: &Ctx, node: &Node) -> Option<Metrics> {
         span,
         namespace,
         selector,
+    })
+}
+
+/// Why `name` cannot be the serving metric, as a message about it and a label: it is not a
+/// Prometheus metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`, the classic syntax every PromQL version
+/// reads unquoted), or it is one of the series the chargeback rules record.
+fn metric_name_problem(name: &str) -> Option<(String, String)> {
+    let not_a_name = |label: String| {
+        Some((
+            format!(
+                "serving metric `{}` is not a metric name",
+                name.escape_default()
+            ),
+            label,
+        ))
+    };
+    let Some(first) = name.chars().next() else {
+        return not_a_name("a metric name is not empty".to_string());
+    };
+    if !(first.is_ascii_alphabetic() || first == '_' || first == ':') {
+        return not_a_name(format!(
+            "`{}` cannot start a metric name: only a letter, `_` or `:` can",
+            first.escape_default()
+        ));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|ch| !(ch.is_ascii_alphanumeric() || *ch == '_' || *ch == ':'))
+    {
+        return not_a_name(format!(
+            "`{}` is not allowed in a metric name, which holds letters, digits, `_` and `:`",
+            bad.escape_default()
+        ));
+    }
+    if name.starts_with(Metering::RECORDED_PREFIX) {
+        return Some((
+            format!("serving metric `{name}` is a series the chargeback rules record"),
+            format!(
+                "`{}` names tenantc's recorded series, so the KV-seat rule would read its own output",
+                Metering::RECORDED_PREFIX
+            ),
+        ));
+    }
+    None
+}
+
+fn metering(ctx: &Ctx, node: &Node, metrics: Option<&Metrics>) -> Option<Metering> {
+    let mut obj = Obj::new(ctx, node, "metering")?;
+    let namespace = obj.opt_str("namespace");
+    let rule_label = obj.opt_str("rule-label");
+    let serving_metric = obj.opt_str("serving-metric");
+    let span = obj.span;
+    if namespace.is_none() && metrics.is_none() {
+        obj.missing("namespace", "namespace", "namespace=\"monitoring\"");
+    }
+    obj.finish();
+    if namespace.is_none() && metrics.is_none() {
+        return None;
+    }
+    let namespace_ok = namespace
+        .as_ref()
+        .is_none_or(|namespace| check_name(ctx, namespace, "metering namespace", names::dns_label));
+    let label_ok = rule_label.as_ref().is_none_or(|label| {
+        check_selector(
+            ctx,
+            label,
+            "Prometheus ruleSelector's",
+            "release=kube-prometheus-stack",
+        )
+    });
+    let metric_ok = match &serving_metric {
+        Some(metric) => match metric_name_problem(&metric.value) {
+            Some((message, reason)) => {
+                ctx.push(
+                    Diagnostic::error(Code::MetricNameInvalid, metric.span, message)
+                    .with_label(reason)
+                    .with_help(
+                        "name the metric the serving stack exports, such as `vllm:num_requests_running`",
+                    ),
+                );
+                false
+            }
+            None => true,
+        },
+        None => true,
+    };
+    (namespace_ok && label_ok && metric_ok).then_some(Metering {
+        span,
+        namespace,
+        rule_label,
+        serving_metric,
     })
 }
 
