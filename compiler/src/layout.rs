@@ -47,6 +47,9 @@ pub enum CellFolder {
     Tenant(String),
     /// `gpu-operator/`: the GPU Operator's ConfigMaps.
     GpuOperator,
+    /// `serving/`: the routes and gateway policies of the cell's shared models, declared in
+    /// the cell file (so a tenant edit never changes it).
+    Serving,
 }
 
 impl CellFolder {
@@ -57,6 +60,7 @@ impl CellFolder {
             CellFolder::Kueue => "kueue".to_string(),
             CellFolder::Tenant(tenant) => format!("{TENANT_OUTPUT}/{tenant}"),
             CellFolder::GpuOperator => "gpu-operator".to_string(),
+            CellFolder::Serving => "serving".to_string(),
         }
     }
 
@@ -64,7 +68,10 @@ impl CellFolder {
     pub fn tenant(&self) -> Option<&str> {
         match self {
             CellFolder::Tenant(tenant) => Some(tenant),
-            CellFolder::Cluster | CellFolder::Kueue | CellFolder::GpuOperator => None,
+            CellFolder::Cluster
+            | CellFolder::Kueue
+            | CellFolder::GpuOperator
+            | CellFolder::Serving => None,
         }
     }
 }

@@ -5,7 +5,8 @@
 //! tenant ClusterRoles, the admission policies of `guard.rs`, the RuntimeClasses, and the tenant
 //! admission policy and its params namespace),
 //! `<cell>/kueue/` (ResourceFlavors, Topologies, Cohorts, WorkloadPriorityClasses),
-//! `<cell>/gpu-operator/`, `<cell>/tenants/<tenant>/` for everything of one tenant (its
+//! `<cell>/gpu-operator/`, `<cell>/serving/` (the per-tenant routes and gateway policies of
+//! the cell's shared models, `serving.rs`), `<cell>/tenants/<tenant>/` for everything of one tenant (its
 //! namespaces, ClusterQueue and NetworkPolicies included, so a tenant folder applies on its
 //! own), and
 //! `<cell>/reports/` (capacity, quota and showback), the fleet's `reports/` (showback over every
@@ -32,6 +33,7 @@ mod kueue;
 pub mod network;
 pub mod rbac;
 mod runtime;
+pub mod serving;
 mod tenant;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -100,6 +102,15 @@ pub fn lower(plan: &Plan) -> Result<Manifest, InternalError> {
                 body(&object)?,
             );
             children.insert(CellFolder::GpuOperator);
+        }
+        if let Some(serving_plan) = &cell_plan.serving {
+            let objects = serving::objects(serving_plan)?;
+            if !objects.is_empty() {
+                children.insert(CellFolder::Serving);
+            }
+            for (file, body) in objects {
+                push(&CellFolder::Serving, file, cell_only.clone(), body);
+            }
         }
         for tenant in &cell_plan.tenants {
             let sources = BTreeSet::from([cell_source.clone(), tenant.source.clone()]);

@@ -28,6 +28,7 @@ pub mod metering;
 pub mod network;
 mod pinning;
 pub mod runtime;
+pub mod serving;
 pub mod showback;
 pub mod storage;
 
@@ -109,6 +110,8 @@ pub struct CellPlan {
     /// part of `describe`.
     #[serde(skip)]
     pub showback: showback::ShowbackPlan,
+    /// The cell's serving gateway and shared models (`serving.rs`), if it declares them.
+    pub serving: Option<serving::ServingPlan>,
 }
 
 /// The identities the guard on managed objects lets through.
@@ -358,6 +361,8 @@ pub struct TenantPlan {
     /// weights stage verified, an input of resolve; a model that failed is never here), sorted by
     /// name and version.
     pub weights: Vec<VerifiedModel>,
+    /// Its limits on the cell's shared models (`serving.rs`), sorted by model.
+    pub serving: Vec<serving::TenantServing>,
 }
 
 /// A shared base a tenant reads in a cell, and where.
@@ -710,6 +715,7 @@ fn cell_plan(
         host::decide(cell, &cell.name.value, fleet, sources, &pools, &seats);
     let capacity = capacity::effective(&pools, &seats, cell, fleet);
     let (runtime_classes, runtime_findings) = runtime::resolve(cell, &pools);
+    let serving_plan = serving::serving_plan(cell);
     let tenants: Vec<TenantPlan> = parts
         .into_iter()
         .zip(host_access)
@@ -719,9 +725,11 @@ fn cell_plan(
                 .get(&part.tenant.name.value)
                 .cloned()
                 .unwrap_or_default();
-            tenant_plan(
+            let mut plan = tenant_plan(
                 fleet, cell, &pools, sources, part, access, capacity, weights,
-            )
+            );
+            plan.serving = serving::tenant_serving(serving_plan.as_ref(), &plan.name);
+            plan
         })
         .collect();
 
@@ -782,6 +790,7 @@ fn cell_plan(
         storage: storage::storage_plan(cell),
         gpu: gpu_plan,
         showback: cost,
+        serving: serving_plan,
     };
     let mut diagnostics = pinning::check(cell, fleet, &plan, catalog);
     diagnostics.extend(host_findings);
@@ -1144,6 +1153,7 @@ fn tenant_plan(
             })
             .collect(),
         weights,
+        serving: Vec::new(),
     }
 }
 

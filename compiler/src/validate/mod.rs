@@ -30,6 +30,7 @@ mod pools;
 mod registries;
 mod runtime;
 mod security;
+mod serving;
 mod tenants;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -108,6 +109,7 @@ pub fn validate(
     registries::check(&fleet, &mut diagnostics);
     orgs::check(&fleet, unreadable, &mut diagnostics);
     pools::check(&fleet, unreadable, &mut diagnostics);
+    serving::check(&fleet, unreadable, &mut diagnostics);
     (fleet, diagnostics)
 }
 
