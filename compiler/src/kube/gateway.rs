@@ -221,8 +221,14 @@ pub struct RateLimitValue {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CircuitBreaker {
-    /// Requests in flight at once; more are refused at once (503 with `x-envoy-overloaded`).
+    /// Connections to the backend at once: the bound on requests in flight over HTTP/1.1,
+    /// which carries one request per connection.
+    pub max_connections: i64,
+    /// Requests in flight at once: the bound over HTTP/2.
     pub max_parallel_requests: i64,
+    /// Requests waiting for a connection; one more is refused at once (503 with
+    /// `x-envoy-overloaded`).
+    pub max_pending_requests: i64,
 }
 
 /// A response override: a response matching it is replaced.
@@ -382,7 +388,9 @@ mod tests {
                     },
                 },
                 circuit_breaker: CircuitBreaker {
+                    max_connections: 4,
                     max_parallel_requests: 4,
+                    max_pending_requests: 4,
                 },
                 response_override: vec![ResponseOverride {
                     matches: CustomResponseMatch {

@@ -6,8 +6,8 @@
 //! sends the model's traffic carrying the tenant's value of the gateway-set header to the
 //! model's Service, and an Envoy Gateway BackendTrafficPolicy on that route with the tenant's
 //! request-rate limit (local, per second, selected on the same header), its concurrency limit
-//! (the route backend's `maxParallelRequests`) and the fast reject above either: 429 with
-//! `retry-after`.
+//! (the route backend's circuit breaker: `maxConnections` and `maxParallelRequests`, with as
+//! many waiting for a connection) and the fast reject above either: 429 with `retry-after`.
 //!
 //! Invariants:
 //! - Every header match and rate-limit selector is built from a [`TenantKey`] of the plan,
@@ -169,8 +169,14 @@ fn policy(model: &ModelPlan, served: &ServedTenantPlan, name: &str) -> BackendTr
                     }],
                 },
             },
+            // The engine never has more than `concurrency` requests of the tenant: one per
+            // connection over HTTP/1.1, `maxParallelRequests` over HTTP/2. Requests waiting for
+            // a connection (Envoy counts a request as pending while its connection is set up)
+            // are bounded by the same figure, and one more is refused at once.
             circuit_breaker: CircuitBreaker {
+                max_connections: served.concurrency,
                 max_parallel_requests: served.concurrency,
+                max_pending_requests: served.concurrency,
             },
             response_override: vec![
                 // The rate limit's own 429, given a `retry-after`.
@@ -193,4 +199,130 @@ fn policy(model: &ModelPlan, served: &ServedTenantPlan, name: &str) -> BackendTr
             ],
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use crate::testing::support::compile_files;
+
+    const CELL: &str = r#"cell "c1" {
+    cloud "aws" region="us-east-1"
+    kubernetes "1.33"
+    driver "570"
+    priority "serving" value=100000
+    pool "mig" {
+        gpu "H100-80GB-SXM"
+        nodes 1 gpus-per-node=8
+        sharing "mig"
+        mig-layout "small" nodes=1 { profile "1g.10gb" 7; }
+    }
+    serving {
+        gateway "envoy-gateway" name="inference" namespace="gateways" tenant-header="x-verified-tenant" claim="org_id"
+        model "llama" stack="vllm" namespace="serving" service="llama" port=8000 requests-per-second=100 concurrency=32 prefix-cache="shared" {
+            tenant "b" requests-per-second=40 concurrency=12
+            tenant "a" requests-per-second=60 concurrency=16
+        }
+    }
+}
+"#;
+
+    fn tenant(name: &str) -> String {
+        format!(
+            r#"tenant "{name}" {{
+    org "{name}"
+    team "t"
+    trust "mig"
+    groups admin="{name}-admins"
+    workload "infer" service-account="server" priority="serving"
+    quota cell="c1" cpu="8" memory="64Gi" pods=20 {{
+        pool "mig" profile="1g.10gb" reserved=2 workload="infer"
+    }}
+}}
+"#
+        )
+    }
+
+    fn text(tree: &crate::emit::OutputTree, path: &str) -> String {
+        let bytes = tree
+            .get(path)
+            .unwrap_or_else(|| panic!("{path} not emitted"));
+        String::from_utf8(bytes.clone()).unwrap()
+    }
+
+    #[test]
+    fn every_limit_is_keyed_by_the_gateway_set_header_and_rejects_with_429_and_retry_after() {
+        let (a, b) = (tenant("a"), tenant("b"));
+        let compilation = compile_files(&[
+            ("cells/c1.kdl", CELL),
+            ("tenants/a.kdl", &a),
+            ("tenants/b.kdl", &b),
+        ]);
+        let tree = compilation.output.as_ref().expect("compiles");
+        for (name, rate, concurrency) in [("a", 60, 16), ("b", 40, 12)] {
+            let key = format!(
+                "- type: Exact\n            name: x-verified-tenant\n            value: {name}\n"
+            );
+            let route = text(tree, &format!("c1/serving/httproute-llama-{name}.yaml"));
+            assert!(route.contains("  namespace: serving\n"), "{route}");
+            let route_key = key.replace("            ", "        ");
+            assert!(route.contains(&route_key), "{route}");
+            assert_eq!(
+                route.matches("name: x-verified-tenant").count(),
+                1,
+                "{route}"
+            );
+            let policy = text(
+                tree,
+                &format!("c1/serving/backendtrafficpolicy-llama-{name}.yaml"),
+            );
+            assert!(
+                policy.contains(&format!("    name: llama-{name}\n")),
+                "{policy}"
+            );
+            assert!(policy.contains(&key), "{policy}");
+            assert_eq!(
+                policy.matches("name: x-verified-tenant").count(),
+                1,
+                "{policy}"
+            );
+            assert!(
+                policy.contains(&format!("requests: {rate}\n          unit: Second\n")),
+                "{policy}"
+            );
+            assert!(
+                policy.contains(&format!(
+                    "maxConnections: {concurrency}\n    maxParallelRequests: {concurrency}\n    maxPendingRequests: {concurrency}\n"
+                )),
+                "{policy}"
+            );
+            assert_eq!(policy.matches("statusCode: 429\n").count(), 2, "{policy}");
+            assert_eq!(
+                policy
+                    .matches("- name: retry-after\n          value: \"1\"\n")
+                    .count(),
+                2,
+                "{policy}"
+            );
+        }
+        // Nothing else of the cell names a header: the serving folder holds the routes, the
+        // policies and their kustomization only.
+        let files: Vec<&String> = tree
+            .keys()
+            .filter(|path| path.starts_with("c1/serving/"))
+            .collect();
+        assert_eq!(files.len(), 5, "{files:?}");
+        // The plan carries each tenant's limits for `describe`.
+        let plan = compilation.plan.as_ref().expect("a plan");
+        let tenant_a = plan.cells[0]
+            .tenants
+            .iter()
+            .find(|t| t.name == "a")
+            .unwrap();
+        assert_eq!(tenant_a.serving.len(), 1);
+        assert_eq!(tenant_a.serving[0].requests_per_second, 60);
+        assert_eq!(tenant_a.serving[0].cache.field, "cache_salt");
+        assert_eq!(tenant_a.serving[0].cache.value, "tenantc:c1:llama:a");
+    }
 }

@@ -227,4 +227,103 @@ fn over_capacity(model: &ServedModel, diagnostics: &mut Vec<Diagnostic>) {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use crate::diag::Code;
+    use crate::testing::support::{codes, compile_files};
+
+    /// A cell with an exclusive pool and a MIG pool, serving `llama` with `SERVING`'s tenants.
+    const CELL: &str = r#"cell "c1" {
+    cloud "aws" region="us-east-1"
+    kubernetes "1.33"
+    driver "570"
+    priority "serving" value=100000
+    pool "whole" { gpu "H100-80GB-SXM"; nodes 1 gpus-per-node=8; sharing "exclusive"; }
+    pool "mig" {
+        gpu "H100-80GB-SXM"
+        nodes 1 gpus-per-node=8
+        sharing "mig"
+        mig-layout "small" nodes=1 { profile "1g.10gb" 7; }
+    }
+    serving {
+        gateway "envoy-gateway" name="inference" namespace="gateways" tenant-header="x-tenant" claim="tenant"
+        model "llama" stack="vllm" namespace="serving" service="llama" port=8000 requests-per-second=RPS concurrency=32 prefix-cache="CACHE" {
+            tenant "a" requests-per-second=60 concurrency=16
+            tenant "b" requests-per-second=40 concurrency=16
+        }
+    }
+}
+"#;
+
+    /// An inference tenant of `c1` of the given trust class.
+    fn tenant(name: &str, trust: &str) -> String {
+        let pool = match trust {
+            "hard" => r#"pool "whole" reserved=1 workload="infer""#,
+            _ => r#"pool "mig" profile="1g.10gb" reserved=2 workload="infer""#,
+        };
+        format!(
+            r#"tenant "{name}" {{
+    org "{name}"
+    team "t"
+    trust "{trust}"
+    groups admin="{name}-admins"
+    workload "infer" service-account="server" priority="serving"
+    quota cell="c1" cpu="8" memory="64Gi" pods=20 {{
+        {pool}
+    }}
+}}
+"#
+        )
+    }
+
+    fn serving_codes(cache: &str, rps: i64, trusts: (&str, &str)) -> Vec<Code> {
+        let cell = CELL
+            .replace("CACHE", cache)
+            .replace("RPS", &rps.to_string());
+        let (a, b) = (tenant("a", trusts.0), tenant("b", trusts.1));
+        codes(&[
+            ("cells/c1.kdl", &cell),
+            ("tenants/a.kdl", &a),
+            ("tenants/b.kdl", &b),
+        ])
+        .into_iter()
+        .filter(|code| code.as_str().starts_with("serving-"))
+        .collect()
+    }
+
+    #[test]
+    fn tenants_of_one_trust_class_may_share_a_prefix_cache() {
+        assert_eq!(serving_codes("shared", 100, ("mig", "mig")), vec![]);
+        let compilation = compile_files(&[
+            (
+                "cells/c1.kdl",
+                &CELL.replace("CACHE", "shared").replace("RPS", "100"),
+            ),
+            ("tenants/a.kdl", &tenant("a", "mig")),
+            ("tenants/b.kdl", &tenant("b", "mig")),
+        ]);
+        assert!(
+            compilation.output.is_some(),
+            "{:?}",
+            compilation.diagnostics
+        );
+    }
+
+    #[test]
+    fn refuses_a_shared_prefix_cache_across_trust_classes_but_not_with_caching_off() {
+        assert_eq!(
+            serving_codes("shared", 100, ("hard", "mig")),
+            vec![Code::ServingPrefixCacheAcrossTrust]
+        );
+        assert_eq!(serving_codes("off", 100, ("hard", "mig")), vec![]);
+    }
+
+    #[test]
+    fn warns_only_when_the_tenants_limits_exceed_the_capacity() {
+        // 60 + 40 requests per second: at 100 the model is exactly full, at 99 it is not.
+        assert_eq!(serving_codes("shared", 100, ("mig", "mig")), vec![]);
+        assert_eq!(
+            serving_codes("shared", 99, ("mig", "mig")),
+            vec![Code::ServingLimitsOverCapacity]
+        );
+    }
 }
