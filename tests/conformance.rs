@@ -793,6 +793,20 @@ fn apply_tree(cluster: &Cluster, objects: &[Object], dry_run: bool) -> Applied {
         .filter(|object| object.kind == "Namespace")
         .map(|object| object.name.as_str())
         .collect();
+    // The namespaces of a cell's served models are the platform's, declared in the cell's
+    // `serving` (docs/serving.md): prerequisites like the GPU Operator's.
+    let serving_namespaces: BTreeSet<&str> = objects
+        .iter()
+        .filter(|object| {
+            object
+                .path
+                .split('/')
+                .rev()
+                .nth(1)
+                .is_some_and(|folder| folder == "serving")
+        })
+        .filter_map(|object| object.namespace.as_deref())
+        .collect();
     let mut problems = Vec::new();
     for object in objects {
         match scopes.get(&(group_of(&object.api_version), object.kind.clone())) {
@@ -818,6 +832,7 @@ fn apply_tree(cluster: &Cluster, objects: &[Object], dry_run: bool) -> Applied {
         if let Some(namespace) = &object.namespace
             && !emitted_namespaces.contains(namespace.as_str())
             && !PREREQUISITE_NAMESPACES.contains(&namespace.as_str())
+            && !serving_namespaces.contains(namespace.as_str())
         {
             problems.push(format!(
                 "{} ({}): namespace `{namespace}` is neither emitted nor a documented prerequisite",
@@ -828,7 +843,11 @@ fn apply_tree(cluster: &Cluster, objects: &[Object], dry_run: bool) -> Applied {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 
-    for namespace in PREREQUISITE_NAMESPACES {
+    for namespace in PREREQUISITE_NAMESPACES
+        .iter()
+        .copied()
+        .chain(serving_namespaces.iter().copied())
+    {
         let manifest = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n");
         let run = cluster.kubectl(
             &[

@@ -71,6 +71,8 @@ const LISTS: &[(&str, &str, &str)] = &[
     ("tenant", "shared-base", "shared-bases"),
     ("storage", "bucket", "buckets"),
     ("storage", "shared-base", "shared-bases"),
+    ("serving", "model", "models"),
+    ("model", "tenant", "tenants"),
     ("fleet", "cell", "cells"),
     ("quota", "pool", "pools"),
     ("quota", "split", "splits"),
@@ -128,6 +130,7 @@ const ARGS: &[(&str, &[&str])] = &[
     ("endpoint", &["name"]),
     ("runtime-class", &["name"]),
     ("gitops", &["controller"]),
+    ("gateway", &["kind"]),
 ];
 
 /// Positional arguments of a node that only has them under one parent: `org "<org>"` is a

@@ -49,6 +49,9 @@ pub enum CellFolder {
     GpuOperator,
     /// `metering/`: the chargeback PrometheusRule, in the Prometheus server's namespace.
     Metering,
+    /// `serving/`: the routes and gateway policies of the cell's shared models, declared in
+    /// the cell file (so a tenant edit never changes it).
+    Serving,
 }
 
 impl CellFolder {
@@ -60,6 +63,7 @@ impl CellFolder {
             CellFolder::Tenant(tenant) => format!("{TENANT_OUTPUT}/{tenant}"),
             CellFolder::GpuOperator => "gpu-operator".to_string(),
             CellFolder::Metering => "metering".to_string(),
+            CellFolder::Serving => "serving".to_string(),
         }
     }
 
@@ -70,7 +74,8 @@ impl CellFolder {
             CellFolder::Cluster
             | CellFolder::Kueue
             | CellFolder::GpuOperator
-            | CellFolder::Metering => None,
+            | CellFolder::Metering
+            | CellFolder::Serving => None,
         }
     }
 }

@@ -466,9 +466,135 @@ pub struct Cell {
     /// The cell's object-store buckets and workload identity (`storage`), from which
     /// `lower/iam.rs` derives per-tenant storage IAM; no IAM is emitted when absent.
     pub storage: Option<Storage>,
+    /// The cell's serving gateway and the models it serves once for several tenants
+    /// (`serving`), from which `lower/serving.rs` emits per-tenant limits; none when absent.
+    pub serving: Option<Serving>,
     /// False when parts of the declaration could not be read and were left out; references
     /// into an incomplete cell are not reported as unknown, and its capacity is not checked.
     pub complete: bool,
+}
+
+/// A cell's shared inference serving (`serving { gateway …; model … { tenant …; } }`),
+/// declared by the platform in the cell file ([serving.md](../../docs/serving.md)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Serving {
+    /// The node or mapping.
+    pub span: Span,
+    /// The gateway every served request passes.
+    pub gateway: ServingGateway,
+    /// Models served once for several tenants.
+    pub models: Vec<ServedModel>,
+}
+
+/// The serving gateway of a cell: an Envoy Gateway `Gateway` that authenticates every request
+/// and sets the tenant header from a verified claim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServingGateway {
+    /// The node or mapping.
+    pub span: Span,
+    /// The Gateway implementation (`envoy-gateway`).
+    pub kind: Spanned<GatewayKind>,
+    /// The Gateway's name.
+    pub name: Spanned<String>,
+    /// The Gateway's namespace.
+    pub namespace: Spanned<String>,
+    /// The request header the gateway sets from the authenticated claim, after removing any
+    /// copy the client sent; the only key of every emitted limit.
+    pub tenant_header: Spanned<String>,
+    /// The JWT claim the header is set from.
+    pub claim: Spanned<String>,
+}
+
+/// The gateway implementations tenantc emits serving policies for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GatewayKind {
+    /// Envoy Gateway (`gateway.envoyproxy.io` BackendTrafficPolicy on Gateway API routes).
+    EnvoyGateway,
+}
+
+impl GatewayKind {
+    /// The declaration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GatewayKind::EnvoyGateway => "envoy-gateway",
+        }
+    }
+}
+
+/// An inference engine a served model runs on, which decides the cache partition setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ServingStack {
+    /// vLLM's OpenAI-compatible server.
+    Vllm,
+    /// SGLang's OpenAI-compatible server.
+    Sglang,
+}
+
+impl ServingStack {
+    /// The declaration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServingStack::Vllm => "vllm",
+            ServingStack::Sglang => "sglang",
+        }
+    }
+}
+
+/// Whether a served model keeps one prefix (KV) cache for all its tenants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PrefixCache {
+    /// One engine-wide prefix cache; tenants' entries are told apart only by their cache salt.
+    Shared,
+    /// Prefix caching is off.
+    Off,
+}
+
+impl PrefixCache {
+    /// The declaration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrefixCache::Shared => "shared",
+            PrefixCache::Off => "off",
+        }
+    }
+}
+
+/// A model served once for several tenants.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedModel {
+    /// The node or mapping.
+    pub span: Span,
+    /// The model's name (a DNS label), which names its routes and policies.
+    pub name: Spanned<String>,
+    /// The engine it runs on.
+    pub stack: Spanned<ServingStack>,
+    /// The platform namespace of its Service, where its routes and policies go.
+    pub namespace: Spanned<String>,
+    /// Its Service.
+    pub service: Spanned<String>,
+    /// The Service's port.
+    pub port: Spanned<i64>,
+    /// The requests per second it is sized for.
+    pub requests_per_second: Spanned<i64>,
+    /// The concurrent requests it is sized for.
+    pub concurrency: Spanned<i64>,
+    /// Whether its prefix cache is shared by its tenants.
+    pub prefix_cache: Spanned<PrefixCache>,
+    /// The tenants it serves, each with its limits.
+    pub tenants: Vec<ServedTenant>,
+}
+
+/// One tenant of a served model and its limits at the gateway.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedTenant {
+    /// The node or mapping.
+    pub span: Span,
+    /// The tenant.
+    pub tenant: Spanned<String>,
+    /// Requests per second above which the gateway answers 429.
+    pub requests_per_second: Spanned<i64>,
+    /// Concurrent requests above which the gateway answers 429.
+    pub concurrency: Spanned<i64>,
 }
 
 /// The object storage of a cell and how its workloads authenticate to it.
@@ -861,7 +987,15 @@ macro_rules! spelled_as_declared {
     };
 }
 
-spelled_as_declared!(Trust, WorkloadKind, Sharing, TenantRole);
+spelled_as_declared!(
+    Trust,
+    WorkloadKind,
+    Sharing,
+    TenantRole,
+    GatewayKind,
+    ServingStack,
+    PrefixCache,
+);
 
 /// A GPU node pool.
 #[derive(Debug, Clone, PartialEq)]

@@ -22,8 +22,9 @@ use crate::parse::{self, Format, Node};
 use crate::source::FileId;
 
 /// Schema keywords the walker understands (or knows it may ignore, such as `description`).
-const KNOWN_KEYWORDS: [&str; 24] = [
+const KNOWN_KEYWORDS: [&str; 25] = [
     "additionalProperties",
+    "allOf",
     "anyOf",
     "default",
     "description",
@@ -218,6 +219,12 @@ fn walk(schema: &Value, value: &Value, path: &str, found: &mut Vec<String>) {
             ));
         }
         return;
+    }
+    // Every branch of an `allOf` must hold (Envoy Gateway's CRDs repeat an enum in two).
+    if let Some(branches) = schema.get("allOf").and_then(Value::as_array) {
+        for branch in branches {
+            walk(branch, value, path, found);
+        }
     }
     if let Some(branches) = schema.get("anyOf").and_then(Value::as_array) {
         let fits_one = branches.iter().any(|branch| {

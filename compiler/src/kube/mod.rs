@@ -1,5 +1,5 @@
 //! Typed objects and documents that `k8s-openapi` does not model: the CRD kinds tenantc emits
-//! (`kueue.rs`, `gitops.rs`, `monitoring.rs`), the GPU Operator's config documents (`gpu_operator.rs`), the cloud
+//! (`kueue.rs`, `gitops.rs`, `monitoring.rs`, `gateway.rs`), the GPU Operator's config documents (`gpu_operator.rs`), the cloud
 //! IAM documents (`iam.rs`), and the label keys several stages name (`labels.rs`).
 //!
 //! Consumes: nothing; `plan` and `lower` build these structs. Produces: values that serialize (through
@@ -9,6 +9,7 @@
 //! `schema/crds/`, which a test checks by walking a maximal instance against the schema; core
 //! kinds come from `k8s-openapi`, never from here.
 
+pub mod gateway;
 pub mod gitops;
 pub mod gpu_operator;
 pub mod iam;

@@ -2,7 +2,7 @@
 //! the marks on objects that must be replaced rather than updated.
 //!
 //! Consumes: a cell's plan (its `gitops.sync` settings) and the kustomization folders `lower`
-//! placed its objects in (`cluster`, `kueue`, `gpu-operator`, `metering`, `tenants/<tenant>`).
+//! placed its objects in (`cluster`, `kueue`, `gpu-operator`, `metering`, `tenants/<tenant>`, `serving`).
 //! Produces: for Argo CD, one ApplicationSet per cell in `argocd/`, whose list generator has one
 //! element per folder; for Flux, one Kustomization per folder in `flux/`; and
 //! [`replace_annotations`], the annotations of objects with immutable fields.
@@ -14,7 +14,9 @@
 //!   then `kueue`, then every tenant folder, then `gpu-operator`, whose namespace belongs to the
 //!   GPU Operator and must exist before the first sync (a documented prerequisite), then
 //!   `metering`, whose namespace and CRD belong to the Prometheus Operator (also a
-//!   prerequisite); Argo CD gets it as RollingSync steps, Flux as `dependsOn`.
+//!   prerequisite), then
+//!   `serving`, whose model namespaces and Gateway are the platform's prerequisites too; Argo CD
+//!   gets it as RollingSync steps, Flux as `dependsOn`.
 //! - Nothing creates a namespace implicitly (`CreateNamespace=false`), and every apply is
 //!   server-side.
 //! - A cell without a declared controller gets no objects here; the replacement marks are on
@@ -84,6 +86,9 @@ fn step_of(folder: &CellFolder) -> u8 {
         CellFolder::Tenant(_) => 3,
         CellFolder::GpuOperator => 4,
         CellFolder::Metering => 5,
+        // Last: the model namespaces and the Gateway are the platform's, prerequisites like
+        // the GPU Operator's namespace, and nothing else waits for the routes.
+        CellFolder::Serving => 6,
     }
 }
 

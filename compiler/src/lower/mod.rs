@@ -6,7 +6,8 @@
 //! admission policy and its params namespace),
 //! `<cell>/kueue/` (ResourceFlavors, Topologies, Cohorts, WorkloadPriorityClasses),
 //! `<cell>/gpu-operator/`, `<cell>/metering/` (the chargeback PrometheusRule of `metering.rs`),
-//! `<cell>/tenants/<tenant>/` for everything of one tenant (its
+//! `<cell>/serving/` (the per-tenant routes and gateway policies of the cell's shared models,
+//! `serving.rs`), `<cell>/tenants/<tenant>/` for everything of one tenant (its
 //! namespaces, ClusterQueue and NetworkPolicies included, so a tenant folder applies on its
 //! own), and
 //! `<cell>/reports/` (capacity, quota and showback), the fleet's `reports/` (showback over every
@@ -34,6 +35,7 @@ pub mod metering;
 pub mod network;
 pub mod rbac;
 mod runtime;
+pub mod serving;
 mod tenant;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -106,6 +108,15 @@ pub fn lower(plan: &Plan) -> Result<Manifest, InternalError> {
         for (file, body) in metering::cell_objects(cell_plan)? {
             push(&CellFolder::Metering, file, cell_only.clone(), body);
             children.insert(CellFolder::Metering);
+        }
+        if let Some(serving_plan) = &cell_plan.serving {
+            let objects = serving::objects(serving_plan)?;
+            if !objects.is_empty() {
+                children.insert(CellFolder::Serving);
+            }
+            for (file, body) in objects {
+                push(&CellFolder::Serving, file, cell_only.clone(), body);
+            }
         }
         for tenant in &cell_plan.tenants {
             let sources = BTreeSet::from([cell_source.clone(), tenant.source.clone()]);

@@ -29,6 +29,7 @@ pub mod metering;
 pub mod network;
 mod pinning;
 pub mod runtime;
+pub mod serving;
 pub mod showback;
 pub mod storage;
 
@@ -114,6 +115,8 @@ pub struct CellPlan {
     /// (`chargeback.rs`); `None` when the cell declares no `metering`. Not part of `describe`.
     #[serde(skip)]
     pub chargeback: Option<chargeback::ChargebackPlan>,
+    /// The cell's serving gateway and shared models (`serving.rs`), if it declares them.
+    pub serving: Option<serving::ServingPlan>,
 }
 
 /// The identities the guard on managed objects lets through.
@@ -363,6 +366,8 @@ pub struct TenantPlan {
     /// weights stage verified, an input of resolve; a model that failed is never here), sorted by
     /// name and version.
     pub weights: Vec<VerifiedModel>,
+    /// Its limits on the cell's shared models (`serving.rs`), sorted by model.
+    pub serving: Vec<serving::TenantServing>,
 }
 
 /// A shared base a tenant reads in a cell, and where.
@@ -715,6 +720,7 @@ fn cell_plan(
         host::decide(cell, &cell.name.value, fleet, sources, &pools, &seats);
     let capacity = capacity::effective(&pools, &seats, cell, fleet);
     let (runtime_classes, runtime_findings) = runtime::resolve(cell, &pools);
+    let serving_plan = serving::serving_plan(cell);
     let tenants: Vec<TenantPlan> = parts
         .into_iter()
         .zip(host_access)
@@ -724,9 +730,11 @@ fn cell_plan(
                 .get(&part.tenant.name.value)
                 .cloned()
                 .unwrap_or_default();
-            tenant_plan(
+            let mut plan = tenant_plan(
                 fleet, cell, &pools, sources, part, access, capacity, weights,
-            )
+            );
+            plan.serving = serving::tenant_serving(serving_plan.as_ref(), &plan.name);
+            plan
         })
         .collect();
 
@@ -790,6 +798,7 @@ fn cell_plan(
         gpu: gpu_plan,
         showback: cost,
         chargeback: metering,
+        serving: serving_plan,
     };
     let mut diagnostics = pinning::check(cell, fleet, &plan, catalog);
     diagnostics.extend(host_findings);
@@ -1155,6 +1164,7 @@ fn tenant_plan(
             })
             .collect(),
         weights,
+        serving: Vec::new(),
     }
 }
 

@@ -4,6 +4,7 @@
 use super::gitops::{GITOPS_FOLDERS, gitops};
 use super::pool::{dra_device_class_name, gpu_model, pool};
 use super::reader::{Ctx, Obj, boolean, choice, integer, number, string};
+use super::serving::serving;
 use super::storage::{storage, tenant_names};
 use super::tenant::{MAX_WEIGHT, check_group_name};
 use super::{
@@ -128,6 +129,8 @@ pub(super) fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> 
         .collect();
     let storage_node = obj.field("storage");
     let storage = storage_node.and_then(|node| storage(ctx, node));
+    let serving_node = obj.field("serving");
+    let serving = serving_node.and_then(|node| serving(ctx, node));
     obj.finish();
     // As for tenants: unreadable parts are left out and the cell is marked incomplete.
     let name = name?;
@@ -187,6 +190,10 @@ pub(super) fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> 
         // An unreadable storage declaration emits no IAM rather than a guess at it.
         complete = false;
     }
+    if serving_node.is_some() && serving.is_none() {
+        // An unreadable serving declaration emits no limits rather than a guess at them.
+        complete = false;
+    }
     let endpoints = keep_read(endpoints, &mut complete);
     let dra_device_classes = keep_read(dra_device_classes, &mut complete);
     // Network declarations that could not be read are not replaced by defaults that would
@@ -233,6 +240,7 @@ pub(super) fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> 
         runtime_classes,
         forbidden_label_keys,
         storage,
+        serving,
         complete,
     })
 }

@@ -22,6 +22,7 @@ mod cell;
 mod gitops;
 mod pool;
 pub mod reader;
+mod serving;
 mod storage;
 mod tenant;
 

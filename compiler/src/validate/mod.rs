@@ -32,6 +32,7 @@ mod pools;
 mod registries;
 mod runtime;
 mod security;
+mod serving;
 mod tenants;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -111,6 +112,7 @@ pub fn validate(
     labels::check(&fleet, &mut diagnostics);
     orgs::check(&fleet, unreadable, &mut diagnostics);
     pools::check(&fleet, unreadable, &mut diagnostics);
+    serving::check(&fleet, unreadable, &mut diagnostics);
     (fleet, diagnostics)
 }
 
