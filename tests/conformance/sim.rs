@@ -160,7 +160,7 @@ impl SimulatedCell {
         config.push_str(&format!(
             "  manageNodesWithAnnotationSelector: {FAKE_NODE_ANNOTATION}=fake\n  cidr: 10.0.0.0/16\n  nodeIP: 10.1.0.1\n  nodeLeaseDurationSeconds: 40\n  nodeLeaseParallelism: 4\n  podPlayStageParallelism: 4\n  nodePlayStageParallelism: 4\n"
         ));
-        let stages = sim.join("kwok/stages");
+        let stages = sim.join("kwok-stages");
         let mut names: Vec<PathBuf> = std::fs::read_dir(&stages)
             .unwrap_or_else(|error| panic!("{}: {error}", stages.display()))
             .map(|entry| entry.expect("a stage file").path())
@@ -187,7 +187,7 @@ impl SimulatedCell {
         });
 
         // Kueue's CRDs, all of them (tenantc vendors only the kinds it emits).
-        let crds = sim.join("kueue/crds");
+        let crds = sim.join("kueue-manifests/crds");
         let run = cluster.kubectl(
             &[
                 "apply",
@@ -261,7 +261,7 @@ integrations:\n  frameworks:\n  - batch/job\n",
             tls_ok(&format!("https://127.0.0.1:{webhook_port}/"), &ca)
         });
         let webhooks = webhook_configurations(
-            &std::fs::read_to_string(sim.join("kueue/webhooks.yaml")).expect("Kueue's webhooks"),
+            &std::fs::read_to_string(sim.join("kueue-manifests/webhooks.yaml")).expect("Kueue's webhooks"),
             webhook_port,
             &std::fs::read(&ca).expect("the CA"),
         );
