@@ -127,7 +127,7 @@ cmd_build_sim() {
     fi
     command -v go >/dev/null 2>&1 || die "go is not installed; it is needed once to build the simulated cell into $SIM_DIR"
     rm -rf "$SIM_DIR"
-    mkdir -p "$SIM_DIR/kueue/crds" "$SIM_DIR/kwok/stages"
+    mkdir -p "$SIM_DIR/kueue-manifests/crds" "$SIM_DIR/kwok-stages"
     local minor=${K8S_VERSION#v1.}
     minor=${minor%%.*}
     local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION"
@@ -157,13 +157,13 @@ cmd_build_sim() {
     rm -rf "$gobin"
     local kueue_dir kwok_dir stage
     kueue_dir=$(module_dir "sigs.k8s.io/kueue@$KUEUE_VERSION") || die "the kueue module $KUEUE_VERSION is not in the module cache"
-    cp "$kueue_dir"/config/components/crd/bases/*.yaml "$SIM_DIR/kueue/crds/" || die "no CRDs in $kueue_dir"
-    cp "$kueue_dir/config/components/webhook/manifests.yaml" "$SIM_DIR/kueue/webhooks.yaml" ||
+    cp "$kueue_dir"/config/components/crd/bases/*.yaml "$SIM_DIR/kueue-manifests/crds/" || die "no CRDs in $kueue_dir"
+    cp "$kueue_dir/config/components/webhook/manifests.yaml" "$SIM_DIR/kueue-manifests/webhooks.yaml" ||
         die "no webhook manifests in $kueue_dir"
     kwok_dir=$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION") || die "the kwok module $KWOK_VERSION is not in the module cache"
     for stage in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
         pod/fast/pod-ready.yaml pod/general/pod-complete.yaml pod/fast/pod-delete.yaml; do
-        cp "$kwok_dir/kustomize/stage/$stage" "$SIM_DIR/kwok/stages/$(basename "$stage")" ||
+        cp "$kwok_dir/kustomize/stage/$stage" "$SIM_DIR/kwok-stages/$(basename "$stage")" ||
             die "no KWOK stage $stage in $kwok_dir"
     done
     chmod -R u+w "$SIM_DIR"

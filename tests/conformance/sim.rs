@@ -160,7 +160,7 @@ impl SimulatedCell {
         config.push_str(&format!(
             "  manageNodesWithAnnotationSelector: {FAKE_NODE_ANNOTATION}=fake\n  cidr: 10.0.0.0/16\n  nodeIP: 10.1.0.1\n  nodeLeaseDurationSeconds: 40\n  nodeLeaseParallelism: 4\n  podPlayStageParallelism: 4\n  nodePlayStageParallelism: 4\n"
         ));
-        let stages = sim.join("kwok/stages");
+        let stages = sim.join("kwok-stages");
         let mut names: Vec<PathBuf> = std::fs::read_dir(&stages)
             .unwrap_or_else(|error| panic!("{}: {error}", stages.display()))
             .map(|entry| entry.expect("a stage file").path())
@@ -187,7 +187,7 @@ impl SimulatedCell {
         });
 
         // Kueue's CRDs, all of them (tenantc vendors only the kinds it emits).
-        let crds = sim.join("kueue/crds");
+        let crds = sim.join("kueue-manifests/crds");
         let run = cluster.kubectl(
             &[
                 "apply",
@@ -261,7 +261,8 @@ integrations:\n  frameworks:\n  - batch/job\n",
             tls_ok(&format!("https://127.0.0.1:{webhook_port}/"), &ca)
         });
         let webhooks = webhook_configurations(
-            &std::fs::read_to_string(sim.join("kueue/webhooks.yaml")).expect("Kueue's webhooks"),
+            &std::fs::read_to_string(sim.join("kueue-manifests/webhooks.yaml"))
+                .expect("Kueue's webhooks"),
             webhook_port,
             &std::fs::read(&ca).expect("the CA"),
         );
@@ -459,7 +460,7 @@ fn webhook_configurations(manifests: &str, port: u16, ca: &[u8]) -> String {
         2,
         "Kueue's manifests have one configuration of each kind"
     );
-    out.join("\n---\n")
+    out.join("\n")
 }
 
 /// Creates one fake node per node of the cell's capacity report: its labels, taints and GPU
@@ -610,6 +611,14 @@ fn gpu_job(
         }
         container["resources"] = json!({"limits": {resource: 1}});
     }
+    // KWOK completes a pod after a few seconds unless told otherwise; a completed Job releases
+    // its quota and Kueue admits the next one, so the pods must keep running.
+    let metadata = &mut job["spec"]["template"]["metadata"];
+    if !metadata["annotations"].is_object() {
+        metadata["annotations"] = json!({});
+    }
+    metadata["annotations"]["pod-complete.stage.kwok.x-k8s.io/delay"] = json!("1h");
+    metadata["annotations"]["pod-complete.stage.kwok.x-k8s.io/jitter-delay"] = json!("1h");
     let labels = &mut job["spec"]["template"]["metadata"]["labels"];
     match &namespace_plan.priority {
         Some(priority) => labels["kueue.x-k8s.io/priority-class"] = json!(priority),
@@ -639,13 +648,17 @@ fn workload_counts(cluster: &Cluster, namespace: &str) -> Option<(usize, usize)>
     let mut admitted = 0;
     let mut pending = 0;
     for workload in list["items"].as_array()? {
-        let admitted_now = workload["status"]["conditions"]
-            .as_array()
-            .is_some_and(|conditions| {
-                conditions
-                    .iter()
-                    .any(|c| c["type"] == "Admitted" && c["status"] == "True")
-            });
+        let holds = |kind: &str| {
+            workload["status"]["conditions"]
+                .as_array()
+                .is_some_and(|conditions| {
+                    conditions
+                        .iter()
+                        .any(|c| c["type"] == kind && c["status"] == "True")
+                })
+        };
+        // A finished workload no longer holds quota.
+        let admitted_now = holds("Admitted") && !holds("Finished");
         if admitted_now {
             admitted += 1;
         } else {
@@ -773,6 +786,43 @@ pub(super) fn simulated_cell_admits_each_tenant_its_effective_capacity(cluster: 
                 );
                 measured += 1;
                 if i64::try_from(observed).unwrap_or(-1) != expected {
+                    let quota = cluster.kubectl(
+                        &[
+                            "get",
+                            "resourcequota",
+                            "tenant-quota",
+                            "-n",
+                            &namespace.name,
+                            "-o",
+                            "jsonpath={.status}",
+                        ],
+                        "",
+                    );
+                    let queue = cluster.kubectl(
+                        &[
+                            "get",
+                            "clusterqueue",
+                            &tenant.queue.name,
+                            "-o",
+                            "jsonpath={.status.flavorsUsage}",
+                        ],
+                        "",
+                    );
+                    let pods = cluster.kubectl(
+                        &[
+                            "get",
+                            "pods",
+                            "-n",
+                            &namespace.name,
+                            "-o",
+                            "jsonpath={.items[0].spec.containers[*].resources}",
+                        ],
+                        "",
+                    );
+                    println!(
+                        "    quota status: {}\n    ClusterQueue usage: {}\n    a pod's resources: {}",
+                        quota.stdout, queue.stdout, pods.stdout
+                    );
                     failures.push(format!(
                         "{} in {}: Kueue admitted {observed} one-device Jobs of {resource} on flavor {}, describe says {expected}",
                         tenant.name, cell.name, pool.flavor
