@@ -134,3 +134,65 @@ fn the_same_seed_gives_the_same_bytes_and_another_seed_another_fleet() {
     let other = seeded::generate(Shape { seed: 24, ..SMALL });
     assert_ne!(as_pairs(&first), as_pairs(&other));
 }
+
+/// Compiles `inputs` on a pool of `threads` threads.
+fn compile_on(threads: usize, inputs: &[InputFile]) -> tenantc::Compilation {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(|| tenantc::compile(inputs))
+}
+
+#[test]
+fn one_thread_and_four_threads_give_the_same_bytes_and_the_same_findings() {
+    let inputs = seeded::generate(SMALL);
+    let one = compile_on(1, &inputs);
+    let four = compile_on(4, &inputs);
+    let (one_tree, four_tree) = (one.output.unwrap(), four.output.unwrap());
+    assert!(one_tree.len() > 1000, "{} files", one_tree.len());
+    let differing: Vec<&String> = one_tree
+        .iter()
+        .filter(|(path, bytes)| four_tree.get(*path) != Some(bytes))
+        .map(|(path, _)| path)
+        .collect();
+    assert!(differing.is_empty(), "differ on 4 threads: {differing:?}");
+    assert_eq!(one_tree.len(), four_tree.len());
+
+    // Fleets with findings of each parallel stage, which come out the same, in the same order:
+    // signatures that do not verify (the weights stage runs only on a fleet that validated),
+    // and files that do not parse or read.
+    let mut unsigned = inputs.clone();
+    let mut bundles = 0;
+    for input in &mut unsigned {
+        if input.path.ends_with(".sig.json") && bundles < 3 {
+            bundles += 1;
+            let text = String::from_utf8(input.contents.clone()).unwrap();
+            // Another signature, still base64: the file no longer verifies.
+            input.contents = text.replacen("\"sig\":\"M", "\"sig\":\"N", 1).into_bytes();
+        }
+    }
+    let mut unreadable = inputs.clone();
+    unreadable.push(InputFile {
+        path: "tenants/broken.kdl".to_string(),
+        contents: b"tenant \"broken\" {\n    org \"x\"\n".to_vec(),
+    });
+    unreadable.push(InputFile {
+        path: "tenants/typo.kdl".to_string(),
+        contents: b"tenant \"typo\" {\n    orgg \"x\"\n}\n".to_vec(),
+    });
+    for (what, broken, codes) in [
+        ("signatures", unsigned, ["weights-"]),
+        ("files", unreadable, ["kdl-"]),
+    ] {
+        let one = compile_on(1, &broken);
+        let four = compile_on(4, &broken);
+        let found = rendered(&one);
+        assert!(
+            one.has_errors() && codes.iter().all(|code| found.contains(code)),
+            "{what}:\n{found}"
+        );
+        assert_eq!(found, rendered(&four), "{what}");
+        assert_eq!(one.diagnostics, four.diagnostics, "{what}");
+    }
+}

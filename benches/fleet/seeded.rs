@@ -93,6 +93,8 @@ impl Role {
 struct Tenant {
     idx: usize,
     role: Role,
+    /// Its home cell, where its model and shared base are.
+    home: usize,
     /// The cells it has a quota in, home first.
     cells: Vec<usize>,
     /// Per cell: whole GPUs reserved in the shared training pool (0 for none).
@@ -137,7 +139,7 @@ fn cell_kind(idx: usize) -> CellKind {
 /// of a cell share one (time-sliced GPUs are shared within one org only).
 fn org_of(tenant: &Tenant) -> String {
     match tenant.role {
-        Role::Soft => format!("soft-{}", cell_name(tenant.cells[0])),
+        Role::Soft => format!("soft-{}", cell_name(tenant.home)),
         Role::Owner | Role::Mig => format!("org-{}", tenant.idx / 10),
     }
 }
@@ -225,6 +227,7 @@ fn draw_tenant(idx: usize, cells: usize, rng: &mut Rng) -> Tenant {
     Tenant {
         idx,
         role,
+        home,
         cells: tenant_cells,
         train,
         mig_small,
@@ -576,7 +579,7 @@ fn tenant_file(tenant: &Tenant) -> String {
         let _ = writeln!(
             text,
             "    shared-base \"shared/base-{}/2026-10-01/\"",
-            cell_name(tenant.cells[0])
+            cell_name(tenant.home)
         );
     }
     if tenant.model.is_some() {
@@ -593,7 +596,7 @@ fn tenant_file(tenant: &Tenant) -> String {
 fn model_prefix(tenant: &Tenant) -> String {
     format!(
         "s3://fleet-{}-models/models/{}/m/v1/",
-        cell_name(tenant.cells[0]),
+        cell_name(tenant.home),
         tenant.name()
     )
 }
