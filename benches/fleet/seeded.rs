@@ -204,7 +204,7 @@ fn draw_tenant(idx: usize, cells: usize, rng: &mut Rng) -> Tenant {
     let mut tenant_cells = vec![home];
     // Soft tenants share time-sliced GPUs, which only one org's tenants may share: they stay in
     // their home cell, in the cell's soft org.
-    if role == Role::Mig && cells > 1 && rng.chance(25) {
+    if role == Role::Mig && cells > 1 && idx != cells && rng.chance(25) {
         tenant_cells.push((home + 1 + rng.below(cells as u64 - 1) as usize) % cells);
     }
     let (train, mig_small, mig_large, slices, mps) = match role {
@@ -219,10 +219,12 @@ fn draw_tenant(idx: usize, cells: usize, rng: &mut Rng) -> Tenant {
         Role::Soft => (0, 0, 0, 1 + rng.below(8) as u32, 1 + rng.below(4) as u32),
     };
     let model = rng.chance(75).then(|| rng.chance(20));
+    // A third of the single-cell tenants of AWS cells read the cell's shared base; the first
+    // tenant after the owners always does, so every fleet of two or more cells has one.
     let shared_base = role != Role::Owner
         && tenant_cells.len() == 1
         && cell_kind(home) == CellKind::Aws
-        && rng.chance(30);
+        && (rng.chance(30) || idx == cells);
     let viewer = rng.chance(33);
     Tenant {
         idx,
