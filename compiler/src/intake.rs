@@ -52,6 +52,7 @@ pub fn read(inputs: &[InputFile], refused: &[Finding]) -> (Intake, Vec<Diagnosti
             &mut intake.unreadable,
         );
     }
+    let mut jobs = Vec::new();
     let mut sorted: Vec<&InputFile> = inputs.iter().collect();
     sorted.sort_by(|a, b| a.path.cmp(&b.path));
     for input in sorted {
@@ -135,38 +136,79 @@ pub fn read(inputs: &[InputFile], refused: &[Finding]) -> (Intake, Vec<Diagnosti
             intake.unreadable.insert(kind, file_stem(&input.path));
             continue;
         }
-        let text = intake
-            .sources
-            .get(file)
-            .map(|f| f.text.as_str())
-            .unwrap_or("");
-        let (mut document, mut file_diagnostics) = parse::parse(file, text, format);
-        // `allow` entries silence warnings; they are taken out before the schema reads the
-        // declaration, and applied once every stage has reported.
-        let (file_allows, allow_diagnostics) = diag::allow::extract(&mut document);
-        intake.allows.extend(file_allows);
-        file_diagnostics.extend(allow_diagnostics);
-        let (declaration, shape_diagnostics) = schema::read(&document, kind, &intake.sources);
-        file_diagnostics.extend(shape_diagnostics);
-        // Cap the file's findings now, so a hostile file holds the memory of a few hundred
-        // diagnostics, not of one per byte; the final cap below merges the counts.
-        diag::sort(&mut file_diagnostics, &intake.sources);
-        diagnostics.extend(diag::truncate(file_diagnostics));
-        match &declaration {
-            None => intake.unreadable.insert(kind, file_stem(&input.path)),
+        jobs.push(Job {
+            file,
+            kind,
+            format,
+            stem: file_stem(&input.path),
+            at: diagnostics.len(),
+        });
+    }
+    // Every declaration file is parsed and read on its own, in parallel; the results are taken
+    // in path order, each file's findings where the sequential loop would have put them, so the
+    // intake is the same on any number of threads.
+    use rayon::prelude::*;
+    let sources = &intake.sources;
+    let read: Vec<Read> = jobs.par_iter().map(|job| read_one(job, sources)).collect();
+    let mut earlier = std::mem::take(&mut diagnostics).into_iter();
+    let mut taken = 0;
+    for (job, read) in jobs.iter().zip(read) {
+        diagnostics.extend(earlier.by_ref().take(job.at - taken));
+        taken = job.at;
+        diagnostics.extend(read.diagnostics);
+        intake.allows.extend(read.allows);
+        match &read.declaration {
+            None => intake.unreadable.insert(job.kind, job.stem.clone()),
             // A tenant declared under another file name (`file-name-mismatch`) is likely
             // renamed in one place only; pool owners naming the file's name are not reported
             // again.
-            Some(schema::Declaration::Tenant(tenant))
-                if tenant.name.value != file_stem(&input.path) =>
-            {
-                intake.unreadable.insert(kind, file_stem(&input.path));
+            Some(schema::Declaration::Tenant(tenant)) if tenant.name.value != job.stem => {
+                intake.unreadable.insert(job.kind, job.stem.clone());
             }
             Some(_) => {}
         }
-        intake.declarations.extend(declaration);
+        intake.declarations.extend(read.declaration);
     }
+    diagnostics.extend(earlier);
     (intake, diagnostics)
+}
+
+/// A declaration file to parse and read: its place in the source map, what it declares, and how
+/// many findings of other files came before it.
+struct Job {
+    file: crate::source::FileId,
+    kind: DeclKind,
+    format: parse::Format,
+    stem: String,
+    at: usize,
+}
+
+/// What one declaration file holds: its declaration (if readable), its `allow` entries and its
+/// findings, sorted and capped.
+struct Read {
+    declaration: Option<schema::Declaration>,
+    allows: Vec<diag::allow::Allow>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// Parses one declaration file, takes out its `allow` entries and reads its declaration.
+fn read_one(job: &Job, sources: &SourceMap) -> Read {
+    let text = sources.get(job.file).map(|f| f.text.as_str()).unwrap_or("");
+    let (mut document, mut file_diagnostics) = parse::parse(job.file, text, job.format);
+    // `allow` entries silence warnings; they are taken out before the schema reads the
+    // declaration, and applied once every stage has reported.
+    let (allows, allow_diagnostics) = diag::allow::extract(&mut document);
+    file_diagnostics.extend(allow_diagnostics);
+    let (declaration, shape_diagnostics) = schema::read(&document, job.kind, sources);
+    file_diagnostics.extend(shape_diagnostics);
+    // Cap the file's findings now, so a hostile file holds the memory of a few hundred
+    // diagnostics, not of one per byte; the driver's final cap merges the counts.
+    diag::sort(&mut file_diagnostics, sources);
+    Read {
+        declaration,
+        allows,
+        diagnostics: diag::truncate(file_diagnostics),
+    }
 }
 
 /// The file name of a path without folders and extension.

@@ -49,9 +49,42 @@ pub struct CommonArgs {
     /// `mig-table-inferred`; repeatable. Warnings an `allow` silenced stay silenced.
     #[arg(long, value_name = "warnings|CODE")]
     pub deny: Vec<String>,
+    /// Threads to compile on [default: TENANTC_THREADS, else every core]. Files are parsed,
+    /// signatures verified and cells lowered in parallel; the output is the same bytes on any
+    /// number of threads.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
 }
 
+/// The environment variable that sets the thread count when `--jobs` is not given.
+pub const THREADS_VAR: &str = "TENANTC_THREADS";
+
 impl CommonArgs {
+    /// Sizes the thread pool the compilation runs on: `--jobs`, else `TENANTC_THREADS` (a
+    /// positive integer), else every core. A malformed `TENANTC_THREADS` is a usage error.
+    pub fn use_threads(&self) -> Result<(), Fatal> {
+        let threads = match self.jobs {
+            Some(jobs) => usize::from(jobs),
+            None => match std::env::var(THREADS_VAR) {
+                Ok(value) => match value.trim().parse::<u16>() {
+                    Ok(threads) if threads > 0 => usize::from(threads),
+                    _ => {
+                        return Err(Fatal::new(format!(
+                            "{THREADS_VAR}=`{}` is not a thread count from 1 to 65535",
+                            escape(&value)
+                        )));
+                    }
+                },
+                Err(_) => 0,
+            },
+        };
+        // 0 lets rayon use every core; a pool built before (in-process callers) stays.
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build_global();
+        Ok(())
+    }
+
     /// The output folder: `--out`, else `<root>/out`.
     pub fn out_dir(&self) -> PathBuf {
         self.out.clone().unwrap_or_else(|| self.root.join("out"))
@@ -110,6 +143,7 @@ impl Project {
     /// each refusal is a fatal error.
     pub fn open(args: &CommonArgs) -> Result<Project, Fatal> {
         let deny = deny_rule(&args.deny).map_err(Fatal::new)?;
+        args.use_threads()?;
         let loaded = load_declarations(&args.root)?;
         let out_dir = args.out_dir();
         if let Some(problem) = overlaps_declarations(&args.root, &out_dir) {

@@ -52,9 +52,31 @@ use crate::plan::{CellPlan, Plan, PriorityPlan};
 
 /// Lowers the whole plan: the only input is the plan, so nothing here can read a declaration or
 /// recompute what resolve decided.
+///
+/// Cells are lowered on their own, in parallel on the current rayon pool, and joined in the
+/// plan's cell order, so the manifest is the same on any number of threads; what a cell's
+/// lowering adds (a new folder, a new kind) stays inside [`lower_cell`].
 pub fn lower(plan: &Plan) -> Result<Manifest, InternalError> {
+    use rayon::prelude::*;
+    let cells: Vec<Result<Manifest, InternalError>> =
+        plan.cells.par_iter().map(lower_cell).collect();
     let mut manifest = Manifest::default();
-    for cell_plan in &plan.cells {
+    // The first failing cell in plan order, whichever thread finished first.
+    for cell in cells {
+        let cell = cell?;
+        manifest.objects.extend(cell.objects);
+        manifest.extras.extend(cell.extras);
+        manifest.folders.extend(cell.folders);
+    }
+    fleet_reports(&mut manifest, plan);
+    Ok(manifest)
+}
+
+/// Every file of one cell: its folders, its tenants' folders, its GitOps objects and its
+/// reports, from the cell's plan alone.
+fn lower_cell(cell_plan: &CellPlan) -> Result<Manifest, InternalError> {
+    let mut manifest = Manifest::default();
+    {
         let cell_name = &cell_plan.name;
         let cell_source = cell_plan.source.clone();
         let cell_only = BTreeSet::from([cell_source.clone()]);
@@ -172,7 +194,6 @@ pub fn lower(plan: &Plan) -> Result<Manifest, InternalError> {
             .folders
             .insert(cell_name.clone(), (child_paths, child_sources));
     }
-    fleet_reports(&mut manifest, plan);
     Ok(manifest)
 }
 

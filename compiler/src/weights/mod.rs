@@ -70,25 +70,42 @@ pub struct VerifiedModel {
 pub type Material = BTreeMap<String, Vec<u8>>;
 
 /// Verifies every model of every tenant; returns the verified models per tenant name.
+///
+/// Tenants are verified in parallel on the current rayon pool (each reads only its own lock,
+/// keys and signatures) and their results joined in the fleet's order, so the findings are the
+/// same on any number of threads.
 pub fn verify(
     fleet: &Fleet,
     material: &Material,
 ) -> (BTreeMap<String, Vec<VerifiedModel>>, Vec<Diagnostic>) {
+    use rayon::prelude::*;
+    let per_tenant: Vec<(Vec<VerifiedModel>, Vec<Diagnostic>)> = fleet
+        .tenants
+        .par_iter()
+        .map(|tenant| verify_tenant(tenant, material))
+        .collect();
     let mut verified = BTreeMap::new();
     let mut diagnostics = Vec::new();
-    for tenant in &fleet.tenants {
-        let mut models = Vec::new();
-        let lock = read_lock(tenant, material);
-        for model in &tenant.models {
-            match verify_model(tenant, model, &lock, material) {
-                Ok(model) => models.push(model),
-                Err(diagnostic) => diagnostics.push(*diagnostic),
-            }
-        }
-        models.sort_by(|a, b| (&a.name, &a.version).cmp(&(&b.name, &b.version)));
+    for (tenant, (models, findings)) in fleet.tenants.iter().zip(per_tenant) {
+        diagnostics.extend(findings);
         verified.insert(tenant.name.value.clone(), models);
     }
     (verified, diagnostics)
+}
+
+/// Verifies every model of one tenant: its verified models, sorted, and its findings.
+fn verify_tenant(tenant: &Tenant, material: &Material) -> (Vec<VerifiedModel>, Vec<Diagnostic>) {
+    let mut models = Vec::new();
+    let mut diagnostics = Vec::new();
+    let lock = read_lock(tenant, material);
+    for model in &tenant.models {
+        match verify_model(tenant, model, &lock, material) {
+            Ok(model) => models.push(model),
+            Err(diagnostic) => diagnostics.push(*diagnostic),
+        }
+    }
+    models.sort_by(|a, b| (&a.name, &a.version).cmp(&(&b.name, &b.version)));
+    (models, diagnostics)
 }
 
 /// A tenant's lock file: `None` when it does not exist, the reason when it cannot be read.
