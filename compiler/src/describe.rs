@@ -527,6 +527,41 @@ fn pod_security_text(out: &mut String, tenant: &TenantPlan) {
     }
 }
 
+/// The tenant's limits on the cell's shared models.
+fn serving_text(out: &mut String, tenant: &TenantPlan) {
+    if tenant.serving.is_empty() {
+        return;
+    }
+    out.push_str(
+        "\n  Shared models: the gateway keys these limits by the header it sets from the authenticated tenant, and answers 429 with retry-after above them.\n",
+    );
+    let rows: Vec<Vec<String>> = tenant
+        .serving
+        .iter()
+        .map(|limits| {
+            vec![
+                limits.model.clone(),
+                limits.stack.as_str().to_string(),
+                limits.requests_per_second.to_string(),
+                limits.concurrency.to_string(),
+                format!("{}={}", limits.cache.field, limits.cache.value),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        "    ",
+        &[
+            "model",
+            "stack",
+            "requests/s",
+            "concurrent",
+            "cache partition",
+        ],
+        &[2, 3],
+        &rows,
+    ));
+}
+
 /// The chargeback labels and what the tenant's reservations cost a month.
 fn metering_text(out: &mut String, cell: &CellPlan, tenant: &TenantPlan) {
     let labels: Vec<String> = tenant
@@ -739,6 +774,7 @@ all of the nominal quota; every other GPU resource is 0.\n",
     }
 
     metering_text(out, cell, tenant);
+    serving_text(out, tenant);
 
     for share in &tenant.fleet {
         let split: Vec<String> = share

@@ -565,6 +565,38 @@ fn tenant_facts(summary: &AccessSummary) -> Facts {
                 fact(Area::Metering, value, Widen::Never),
             );
         }
+        for limits in &cell.serving {
+            let model = &limits.model;
+            put(
+                at,
+                format!("request rate on shared model {model}"),
+                ranked(
+                    Area::Entitlement,
+                    format!("{} per second", limits.requests_per_second),
+                    Some(i128::from(limits.requests_per_second)),
+                    HIGHER_QUOTA,
+                ),
+            );
+            put(
+                at,
+                format!("concurrency on shared model {model}"),
+                ranked(
+                    Area::Entitlement,
+                    limits.concurrency.to_string(),
+                    Some(i128::from(limits.concurrency)),
+                    HIGHER_QUOTA,
+                ),
+            );
+            put(
+                at,
+                format!("cache partition on shared model {model}"),
+                fact(
+                    Area::Policy,
+                    format!("{} ({})", limits.cache, limits.stack),
+                    Widen::Any("cache partition changed"),
+                ),
+            );
+        }
         put(
             at,
             "committed monthly cost".to_string(),

@@ -147,6 +147,23 @@ pub struct CellAccess {
     pub metering_labels: Vec<(String, String)>,
     /// What its reservations in the cell cost a month, from the cell's showback figures.
     pub cost: TenantMonthly,
+    /// Its limits on the cell's shared models (`plan/serving.rs`), sorted by model.
+    pub serving: Vec<ServingAccess>,
+}
+
+/// A tenant's limits on one shared model, as the gateway policies hold them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServingAccess {
+    /// The model.
+    pub model: String,
+    /// Its engine.
+    pub stack: String,
+    /// Requests per second the gateway lets through.
+    pub requests_per_second: i64,
+    /// Concurrent requests.
+    pub concurrency: i64,
+    /// The cache partition setting, `field=value`.
+    pub cache: String,
 }
 
 /// A reservation on one pool resource.
@@ -518,6 +535,17 @@ fn cell_access(cell: &CellPlan, tenant: &TenantPlan) -> CellAccess {
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect(),
         cost: tenant_monthly(&cell.showback, &tenant.name),
+        serving: tenant
+            .serving
+            .iter()
+            .map(|limits| ServingAccess {
+                model: limits.model.clone(),
+                stack: limits.stack.as_str().to_string(),
+                requests_per_second: limits.requests_per_second,
+                concurrency: limits.concurrency,
+                cache: format!("{}={}", limits.cache.field, limits.cache.value),
+            })
+            .collect(),
     }
 }
 
@@ -725,6 +753,16 @@ pub fn render(summary: &AccessSummary) -> String {
                 money(row.reserved_monthly),
                 row.burst,
                 money(row.burst_monthly)
+            ));
+        }
+        for limits in &cell.serving {
+            line(format!(
+                "  shared model {} ({}): {} requests per second, {} concurrent, {}",
+                limits.model,
+                limits.stack,
+                limits.requests_per_second,
+                limits.concurrency,
+                limits.cache
             ));
         }
         for storage in &cell.storage {
@@ -1004,6 +1042,60 @@ mod tests {
         assert!(
             text.contains("    pool h100-infer nvidia.com/mig-1g.10gb: reserved 16 for 3504.00, burst 4 for 876.00\n"),
             "{text}"
+        );
+    }
+
+    /// The fixture's us-east-1a with the example's shared model, acme-serving at `concurrency`.
+    fn serving_cell(text: &str, concurrency: u32) -> String {
+        let serving = format!(
+            "    serving {{\n        gateway \"envoy-gateway\" name=\"inference\" namespace=\"envoy-gateway-system\" tenant-header=\"x-tenantc-tenant\" claim=\"tenant\"\n        model \"llama-70b\" stack=\"vllm\" namespace=\"serving-llama\" service=\"llama-70b\" port=8000 requests-per-second=200 concurrency=64 prefix-cache=\"shared\" {{\n            tenant \"acme-serving\" requests-per-second=120 concurrency={concurrency}\n            tenant \"globex-vision\" requests-per-second=60 concurrency=24\n        }}\n    }}\n"
+        );
+        text.replacen(
+            "    pool \"h100-train\" {",
+            &format!("{serving}    pool \"h100-train\" {{"),
+            1,
+        )
+    }
+
+    #[test]
+    fn a_serving_limit_shows_in_the_view_and_a_raised_one_is_a_security_change() {
+        let base = example_with("cells/us-east-1a.kdl", |text| serving_cell(text, 40));
+        let head = example_with("cells/us-east-1a.kdl", |text| serving_cell(text, 48));
+        let serving = base
+            .tenants
+            .iter()
+            .find(|tenant| tenant.tenant == "acme-serving")
+            .unwrap();
+        let text = render(serving);
+        assert!(
+            text.contains("  shared model llama-70b (vllm): 120 requests per second, 40 concurrent, cache_salt=tenantc:us-east-1a:llama-70b:acme-serving\n"),
+            "{text}"
+        );
+        let diff = diff::diff(&base, &head, "base", "head");
+        let changes: Vec<(&str, &str, Option<&str>, Option<&str>, Option<&str>)> = diff
+            .tenants
+            .iter()
+            .flat_map(|tenant| {
+                tenant.changes.iter().map(move |change| {
+                    (
+                        tenant.tenant.as_str(),
+                        change.item.as_str(),
+                        change.before.as_deref(),
+                        change.after.as_deref(),
+                        change.security.as_deref(),
+                    )
+                })
+            })
+            .collect();
+        assert_eq!(
+            changes,
+            [(
+                "acme-serving",
+                "concurrency on shared model llama-70b",
+                Some("40"),
+                Some("48"),
+                Some("higher quota")
+            )]
         );
     }
 }
