@@ -1072,7 +1072,15 @@ mod tests {
             "{text}"
         );
         let diff = diff::diff(&base, &head, "base", "head");
-        let changes: Vec<(&str, &str, Option<&str>, Option<&str>, Option<&str>)> = diff
+        /// A change as `(tenant, item, before, after, security)`.
+        type Row<'a> = (
+            &'a str,
+            &'a str,
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<&'a str>,
+        );
+        let changes: Vec<Row<'_>> = diff
             .tenants
             .iter()
             .flat_map(|tenant| {
