@@ -275,6 +275,11 @@ const CHECKS: &[(&str, bool, Check)] = &[
         sim::simulated_cell_admits_each_tenant_its_effective_capacity,
     ),
     (
+        "simulated_cell_self_test_a_doubled_borrowing_limit_is_caught",
+        true,
+        sim::simulated_cell_self_test_a_doubled_borrowing_limit_is_caught,
+    ),
+    (
         "test_policy_pod_security_cases_are_judged_as_written",
         false,
         test_policy::test_policy_pod_security_cases_are_judged_as_written,

@@ -18,7 +18,7 @@
 #   harness.sh build-sim        also build (or reuse) the simulated cell's kube-scheduler, KWOK
 #                               and Kueue, with Kueue's CRDs and webhooks and KWOK's stages
 #   harness.sh ensure-etcd      install Debian's etcd-server when etcd is missing
-#   harness.sh start            build if needed, start all three, wait for readiness, print the env file
+#   harness.sh start            build if needed (build-sim), start all three, wait for readiness, print the env file
 #   harness.sh stop             stop what `start` started and remove its run folder
 #   harness.sh env              print the path of the env file of the running control plane
 #   harness.sh run -- CMD...    start, run CMD with the env exported, always stop afterwards
@@ -310,7 +310,8 @@ default_service_account_exists() {
 }
 
 cmd_start() {
-    cmd_build
+    # The simulated cell's binaries too: the conformance checks include its scenarios.
+    cmd_build_sim
     ensure_etcd
     command -v openssl >/dev/null 2>&1 || die "openssl is needed to generate the certificates"
     command -v curl >/dev/null 2>&1 || die "curl is needed for the readiness checks"

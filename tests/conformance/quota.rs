@@ -78,7 +78,7 @@ pub(super) fn fixture_fleet() -> Fleet {
 
 impl Fleet {
     /// The objects of one cell: everything under `<cell>/` in the tree.
-    fn cell_objects(&self, cell: &str) -> Vec<Object> {
+    pub(super) fn cell_objects(&self, cell: &str) -> Vec<Object> {
         let prefix = format!("{cell}/");
         self.objects
             .iter()

@@ -18,7 +18,7 @@
 //! - Expected figures are read from `tenantc describe --format json`, never written here.
 
 use super::admission::install_node_runtime_classes;
-use super::quota::{fixture_fleet, set_up_cell};
+use super::quota::{Fleet, fixture_fleet, set_up_cell};
 use super::*;
 
 use std::net::TcpListener;
@@ -682,11 +682,17 @@ fn pod_nodes(cluster: &Cluster, namespace: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Entitlement with the rest of the cell idle: each tenant alone submits one-device Jobs of
-/// each pool resource it reserves (on pools without a topology) until Kueue stops admitting;
-/// Kueue must admit exactly the effective capacity `describe` reports, and every pod must land
-/// on a node of that pool.
-pub(super) fn simulated_cell_admits_each_tenant_its_effective_capacity(cluster: &Cluster) {
+/// A change the self-test makes to an emitted object after the cell is applied.
+type Tamper = fn(&Cluster, &Fleet, &CellPlan);
+
+/// Runs the entitlement scenario on every cell of the fixture fleet (or only `only`), with
+/// `tamper` applied after each cell is set up; returns the mismatches and how many pairs were
+/// measured.
+fn entitlement_scenario(
+    cluster: &Cluster,
+    only: Option<&str>,
+    tamper: Option<Tamper>,
+) -> (Vec<String>, usize) {
     install_node_runtime_classes(cluster);
     let fleet = fixture_fleet();
     let tree = support::compile_root(&support::fleet())
@@ -696,7 +702,13 @@ pub(super) fn simulated_cell_admits_each_tenant_its_effective_capacity(cluster: 
     let mut failures = Vec::new();
     let mut measured = 0;
     for cell in &fleet.plan.cells {
+        if only.is_some_and(|name| name != cell.name) {
+            continue;
+        }
         set_up_cell(cluster, &fleet, cell);
+        if let Some(tamper) = tamper {
+            tamper(cluster, &fleet, cell);
+        }
         let report: Value = serde_json::from_slice(
             tree.get(&format!("{}/reports/capacity.json", cell.name))
                 .expect("the cell's capacity report"),
@@ -851,8 +863,89 @@ pub(super) fn simulated_cell_admits_each_tenant_its_effective_capacity(cluster: 
             }
         }
         delete_nodes(cluster);
+        // The next run (or the next cell) starts from what tenantc emitted.
+        set_up_cell(cluster, &fleet, cell);
     }
     drop(simulated);
+    (failures, measured)
+}
+
+/// Entitlement with the rest of the cell idle: each tenant alone submits one-device Jobs of
+/// each pool resource it reserves (on pools without a topology) until Kueue stops admitting;
+/// Kueue must admit exactly the effective capacity `describe` reports, and every pod must land
+/// on a node of that pool.
+pub(super) fn simulated_cell_admits_each_tenant_its_effective_capacity(cluster: &Cluster) {
+    let (failures, measured) = entitlement_scenario(cluster, None, None);
     assert!(measured > 0, "no reservation was measured");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Doubles acme-serving's borrowing limit of `nvidia.com/mig-1g.10gb` on the MIG pool's flavor
+/// in the applied ClusterQueue (as an operator could by hand), leaving describe's figures as
+/// tenantc computed them.
+fn double_a_borrowing_limit(cluster: &Cluster, fleet: &Fleet, cell: &CellPlan) {
+    let queue = fleet
+        .cell_objects(&cell.name)
+        .into_iter()
+        .find(|object| object.kind == "ClusterQueue" && object.name == "acme-serving")
+        .expect("acme-serving's ClusterQueue");
+    let mut json = yaml_documents_typed(&queue.text).expect("the ClusterQueue")[0].clone();
+    let mut doubled = false;
+    for group in json["spec"]["resourceGroups"]
+        .as_array_mut()
+        .expect("resourceGroups")
+    {
+        for flavor in group["flavors"].as_array_mut().expect("flavors") {
+            for resource in flavor["resources"].as_array_mut().expect("resources") {
+                if resource["name"] == "nvidia.com/mig-1g.10gb" {
+                    let limit: i64 = resource["borrowingLimit"]
+                        .as_str()
+                        .map(|text| text.parse().expect("a whole borrowing limit"))
+                        .or_else(|| resource["borrowingLimit"].as_i64())
+                        .expect("a borrowing limit");
+                    assert!(limit > 0, "the self-test needs a burst to double");
+                    resource["borrowingLimit"] = json!((limit * 2).to_string());
+                    doubled = true;
+                }
+            }
+        }
+    }
+    assert!(doubled, "acme-serving has no mig-1g.10gb burst to double");
+    let run = cluster.kubectl(
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=tenantc",
+            "-f",
+            "-",
+        ],
+        &json.to_string(),
+    );
+    assert!(
+        run.ok,
+        "doubling the borrowing limit failed:\n{}",
+        run.stderr
+    );
+}
+
+/// The self-test: with one borrowing limit doubled behind tenantc's back, the scenario must
+/// report that tenant, flavor and resource.
+pub(super) fn simulated_cell_self_test_a_doubled_borrowing_limit_is_caught(cluster: &Cluster) {
+    let (failures, _) =
+        entitlement_scenario(cluster, Some("us-east-1a"), Some(double_a_borrowing_limit));
+    println!("  reported: {failures:?}");
+    assert!(
+        failures
+            .iter()
+            .any(|failure| failure.starts_with("acme-serving in us-east-1a:")
+                && failure.contains("nvidia.com/mig-1g.10gb")
+                && failure.contains("describe says 20")),
+        "the doubled borrowing limit was not caught: {failures:?}"
+    );
+    assert_eq!(
+        failures.len(),
+        1,
+        "only the tampered entitlement may differ: {failures:?}"
+    );
 }
