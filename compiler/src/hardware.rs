@@ -251,6 +251,7 @@ pub fn cell_catalog<'a>(cell: &Cell, base: &'a Catalog) -> Cow<'a, Catalog> {
                 .map(|mode| sharing_mode(mode.value))
                 .collect(),
             note: None,
+            memory_gb: None,
         });
     }
     Cow::Owned(base.with_models(skus, tables))

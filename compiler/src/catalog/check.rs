@@ -101,6 +101,17 @@ fn validate_sku(sku: &SkuEntry, table_keys: &BTreeSet<&str>, problems: &mut Vec<
             "sku `{key}` must give product_name and product_name_source together"
         ));
     }
+    match (sku.memory_gb, &sku.memory_gb_source, &sku.mig_table) {
+        (Some(_), None, _) | (None, Some(_), _) => problems.push(format!(
+            "sku `{key}` must give memory_gb and memory_gb_source together"
+        )),
+        (Some(0), _, _) => problems.push(format!("sku `{key}` has a memory_gb of 0")),
+        // A MIG table's whole-GPU profile already names the memory; two figures could disagree.
+        (Some(_), _, Some(_)) => problems.push(format!(
+            "sku `{key}` gives memory_gb beside a MIG table, whose whole-GPU profile names it"
+        )),
+        _ => {}
+    }
     if let Some(table) = &sku.mig_table
         && !table_keys.contains(table.as_str())
     {
@@ -379,6 +390,57 @@ mod tests {
         let text = minimal_catalog(&[minimal_sku("X", "0x000110DE", "\"T\"")], MINIMAL_TABLE);
         let parsed = Catalog::from_json(&text);
         assert!(parsed.is_ok(), "{parsed:?}");
+    }
+
+    #[test]
+    fn a_memory_figure_needs_a_source_and_no_mig_table() {
+        let with_memory = |table: &str, memory: &str| {
+            minimal_sku("X", "0x000110DE", table).replacen(
+                "\"mig_table\"",
+                &format!("{memory}\"mig_table\""),
+                1,
+            )
+        };
+        let without_table = |memory: &str| {
+            with_memory("null", memory).replacen(
+                "[\"exclusive\", \"mig\", \"mig-single\", \"time-slice\", \"mps\"]",
+                "[\"exclusive\", \"time-slice\", \"mps\"]",
+                1,
+            )
+        };
+        // Table T must be used by some SKU, so each catalog also has one that uses it.
+        let user = minimal_sku("Z", "0x000210DE", "\"T\"");
+        let ok = minimal_catalog(
+            &[
+                without_table("\"memory_gb\": 24, \"memory_gb_source\": \"s\", "),
+                user.clone(),
+            ],
+            MINIMAL_TABLE,
+        );
+        let parsed = Catalog::from_json(&ok).unwrap();
+        assert_eq!(parsed.sku("X").unwrap().memory_gb, Some(24));
+        for (skus, wanted) in [
+            (
+                without_table("\"memory_gb\": 24, "),
+                "must give memory_gb and memory_gb_source together",
+            ),
+            (
+                without_table("\"memory_gb\": 0, \"memory_gb_source\": \"s\", "),
+                "has a memory_gb of 0",
+            ),
+            (
+                with_memory("\"T\"", "\"memory_gb\": 80, \"memory_gb_source\": \"s\", "),
+                "beside a MIG table",
+            ),
+        ] {
+            match Catalog::from_json(&minimal_catalog(&[skus, user.clone()], MINIMAL_TABLE)) {
+                Err(CatalogError::Invalid(problems)) => assert!(
+                    problems.iter().any(|problem| problem.contains(wanted)),
+                    "{problems:?}"
+                ),
+                other => panic!("{wanted}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -69,6 +69,10 @@ pub struct GpuSku {
     pub sharing: Vec<SharingMode>,
     /// Free-text remark about the SKU (doubts, missing facts).
     pub note: Option<String>,
+    /// The memory of one GPU in decimal GB as it is sold (the GB of a MIG table's whole-GPU
+    /// profile plays this part for GPUs with one), for GPUs without a MIG table; `None` when no
+    /// source gives it.
+    pub memory_gb: Option<u32>,
 }
 
 /// One PCI id of a SKU, with the evidence for mapping it to that SKU.
@@ -269,6 +273,10 @@ struct SkuEntry {
     sharing: Vec<SharingMode>,
     #[serde(default)]
     note: Option<String>,
+    #[serde(default)]
+    memory_gb: Option<u32>,
+    #[serde(default)]
+    memory_gb_source: Option<String>,
 }
 
 impl Catalog {
@@ -324,6 +332,7 @@ impl Catalog {
                     mig_table: entry.mig_table,
                     sharing: entry.sharing,
                     note: entry.note,
+                    memory_gb: entry.memory_gb,
                 };
                 (sku.key.clone(), sku)
             })

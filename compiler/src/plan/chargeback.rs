@@ -14,9 +14,9 @@
 //! Invariants:
 //! - Exact arithmetic: every figure is a reduced fraction of integers (a `1g.10gb` of an H100 is
 //!   `1/7` GPU, a replica of a GPU time-sliced four ways `1/4`), never a rounded float.
-//! - A figure the catalog lacks is absent, never guessed: the HBM of a GPU comes from its MIG
-//!   table (the memory in the name of its whole-GPU profile), so a GPU without one (such as an
-//!   L4) has no HBM figure.
+//! - A figure the catalog lacks is absent, never guessed: the memory of a GPU comes from its MIG
+//!   table (the memory in the name of its whole-GPU profile) or, for a GPU without one (such as
+//!   an L4), from the catalog's sourced `memory_gb`; a GPU with neither has no HBM figure.
 //! - Pure and deterministic: devices in pool order, then resource order.
 
 use std::collections::BTreeMap;
@@ -180,7 +180,14 @@ pub(super) fn chargeback(
     let mut stranded_pools = Vec::new();
     for ((pool, declared), cost) in pools.iter().zip(&cell.pools).zip(&showback.pools) {
         let table = catalog.table_for_sku(&pool.gpu);
-        let whole = table.and_then(whole_gpu_gigabytes);
+        // A GPU with a MIG table: the GB of its whole-GPU profile; without one, the catalog's
+        // own figure for the SKU, where a source gives it.
+        let whole = table.and_then(whole_gpu_gigabytes).or_else(|| {
+            catalog
+                .sku(&pool.gpu)
+                .and_then(|sku| sku.memory_gb)
+                .map(i64::from)
+        });
         let mig_memory = match (pool.sharing.is_mig(), table) {
             (true, Some(table)) => mig_gigabytes(declared, table),
             _ => BTreeMap::new(),
@@ -341,8 +348,9 @@ mod tests {
             ),
             (1, 4)
         );
-        // The catalog has no memory figure for an L4 (no MIG table): none is guessed.
-        assert_eq!(replica.hbm_gigabytes, None);
+        // An L4 has no MIG table; the catalog's sourced figure is 24 GB, so a replica of four
+        // holds 24/4 = 6 GB.
+        assert_eq!(replica.hbm_gigabytes, Fraction::new(6, 1));
         assert_eq!(replica.profile, None);
     }
 
