@@ -682,6 +682,39 @@ fn pod_nodes(cluster: &Cluster, namespace: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Applies the cell's objects with `--force-conflicts` as tenantc's field manager, taking back
+/// the fields a running Kueue took over: the Kueue controller updates the ClusterQueues it
+/// reconciles (their `spec.resourceGroups` among the fields it then owns), and a plain
+/// server-side apply of values that differ from the stored ones is then a conflict. A GitOps
+/// controller's server-side apply forces the same way.
+fn take_back(cluster: &Cluster, fleet: &Fleet, cell: &CellPlan) {
+    let stream: String = fleet
+        .cell_objects(&cell.name)
+        .iter()
+        .filter(|object| object.kind == "ClusterQueue")
+        .map(|object| format!("---\n{}", object.text))
+        .collect();
+    if stream.is_empty() {
+        return;
+    }
+    let run = cluster.kubectl(
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=tenantc",
+            "-f",
+            "-",
+        ],
+        &stream,
+    );
+    assert!(
+        run.ok,
+        "taking back the ClusterQueues of {} failed:\n{}",
+        cell.name, run.stderr
+    );
+}
+
 /// A change the self-test makes to an emitted object after the cell is applied.
 type Tamper = fn(&Cluster, &Fleet, &CellPlan);
 
@@ -705,6 +738,7 @@ fn entitlement_scenario(
         if only.is_some_and(|name| name != cell.name) {
             continue;
         }
+        take_back(cluster, &fleet, cell);
         set_up_cell(cluster, &fleet, cell);
         if let Some(tamper) = tamper {
             tamper(cluster, &fleet, cell);
@@ -863,10 +897,16 @@ fn entitlement_scenario(
             }
         }
         delete_nodes(cluster);
-        // The next run (or the next cell) starts from what tenantc emitted.
+        // The next run (or the next cell, or check) starts from what tenantc emitted.
+        take_back(cluster, &fleet, cell);
         set_up_cell(cluster, &fleet, cell);
     }
     drop(simulated);
+    // Kueue may have updated the ClusterQueues again before it stopped: the checks that follow
+    // apply the cells without forcing.
+    for cell in &fleet.plan.cells {
+        take_back(cluster, &fleet, cell);
+    }
     (failures, measured)
 }
 
