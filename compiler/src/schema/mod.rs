@@ -219,6 +219,19 @@ fn check_text(
     rule: fn(&str) -> bool,
     expected: &str,
 ) -> bool {
+    let help = format!("write the {what} as the cloud console shows it");
+    check_text_with_help(ctx, text, what, rule, expected, &help)
+}
+
+/// Checks a name against a rule, reporting `name-invalid` with the expected form and `help`.
+fn check_text_with_help(
+    ctx: &Ctx,
+    text: &Spanned<String>,
+    what: &str,
+    rule: fn(&str) -> bool,
+    expected: &str,
+    help: &str,
+) -> bool {
     if rule(&text.value) {
         return true;
     }
@@ -229,7 +242,7 @@ fn check_text(
             format!("{what} `{}` is not valid", text.value),
         )
         .with_label(format!("expected {expected}"))
-        .with_help(format!("write the {what} as the cloud console shows it")),
+        .with_help(help),
     );
     false
 }

@@ -9,7 +9,7 @@
 
 use super::check_name;
 use super::reader::{Ctx, Obj, choice};
-use crate::diag::{Code, Diagnostic};
+
 use crate::model::{
     GatewayKind, PrefixCache, ServedModel, ServedTenant, Serving, ServingGateway, ServingStack,
 };
@@ -74,30 +74,6 @@ fn claim_ok(text: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
 }
 
-/// Checks a header or claim name against `rule`, reporting `name-invalid` with its form.
-fn check_gateway_text(
-    ctx: &Ctx,
-    text: &crate::model::Spanned<String>,
-    what: &str,
-    rule: fn(&str) -> bool,
-    expected: &str,
-    help: &str,
-) -> bool {
-    if rule(&text.value) {
-        return true;
-    }
-    ctx.push(
-        Diagnostic::error(
-            Code::NameInvalid,
-            text.span,
-            format!("{what} `{}` is not valid", text.value),
-        )
-        .with_label(format!("expected {expected}"))
-        .with_help(help),
-    );
-    false
-}
-
 fn gateway(ctx: &Ctx, node: &Node) -> Option<ServingGateway> {
     let mut obj = Obj::new(ctx, node, "gateway")?;
     let kind = match obj.arg(0, "kind") {
@@ -117,7 +93,7 @@ fn gateway(ctx: &Ctx, node: &Node) -> Option<ServingGateway> {
         (kind?, name?, namespace?, tenant_header?, claim?);
     let name_ok = check_name(ctx, &name, "gateway", names::dns_subdomain);
     let namespace_ok = check_name(ctx, &namespace, "gateway namespace", names::dns_label);
-    let header_ok = check_gateway_text(
+    let header_ok = super::check_text_with_help(
         ctx,
         &tenant_header,
         "tenant header",
@@ -125,7 +101,7 @@ fn gateway(ctx: &Ctx, node: &Node) -> Option<ServingGateway> {
         "a lowercase header name of letters, digits and `-`, starting with a letter",
         "write the header in lowercase, as the gateway's route matches and rate-limit selectors compare it, such as `x-tenant`",
     );
-    let claim_ok = check_gateway_text(
+    let claim_ok = super::check_text_with_help(
         ctx,
         &claim,
         "claim",
