@@ -1,6 +1,7 @@
 //! Gateway API's `gateway.networking.k8s.io/v1` HTTPRoute (v1.3.0, standard channel) and Envoy
-//! Gateway's `gateway.envoyproxy.io/v1alpha1` BackendTrafficPolicy, for the per-tenant serving
-//! limits of issue 20 ([docs/serving.md](../../docs/serving.md)).
+//! Gateway's `gateway.envoyproxy.io/v1alpha1` BackendTrafficPolicy and EnvoyExtensionPolicy,
+//! for the per-tenant serving limits and cache partition of issue 20
+//! ([docs/serving.md](../../docs/serving.md)).
 //!
 //! Consumes: nothing; `lower/serving.rs` builds these structs. Produces: objects whose fields
 //! all exist in the vendored CRDs `schema/crds/gateway-api/` and `schema/crds/envoy-gateway/`
@@ -136,6 +137,59 @@ impl BackendTrafficPolicy {
             kind: "BackendTrafficPolicy",
             metadata,
             spec,
+        }
+    }
+}
+
+/// An EnvoyExtensionPolicy: filters Envoy runs on the requests of the routes it targets.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvoyExtensionPolicy {
+    api_version: &'static str,
+    kind: &'static str,
+    /// Name, namespace and labels.
+    pub metadata: ObjectMeta,
+    /// The policy.
+    pub spec: EnvoyExtensionPolicySpec,
+}
+
+impl EnvoyExtensionPolicy {
+    /// An EnvoyExtensionPolicy with its `apiVersion` and `kind`.
+    pub fn new(metadata: ObjectMeta, spec: EnvoyExtensionPolicySpec) -> EnvoyExtensionPolicy {
+        EnvoyExtensionPolicy {
+            api_version: "gateway.envoyproxy.io/v1alpha1",
+            kind: "EnvoyExtensionPolicy",
+            metadata,
+            spec,
+        }
+    }
+}
+
+/// The routes an extension policy applies to and its Lua filters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvoyExtensionPolicySpec {
+    /// The routes it applies to, in its own namespace.
+    pub target_refs: Vec<LocalPolicyTargetReference>,
+    /// Lua filters, run in order.
+    pub lua: Vec<LuaFilter>,
+}
+
+/// A Lua filter whose source is inline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LuaFilter {
+    #[serde(rename = "type")]
+    source_type: &'static str,
+    /// The script.
+    pub inline: String,
+}
+
+impl LuaFilter {
+    /// A filter running `script`.
+    pub fn inline(script: String) -> LuaFilter {
+        LuaFilter {
+            source_type: "Inline",
+            inline: script,
         }
     }
 }
@@ -319,6 +373,9 @@ mod tests {
     const POLICY_CRD: &str = include_str!(
         "../../../schema/crds/envoy-gateway/gateway.envoyproxy.io_backendtrafficpolicies.yaml"
     );
+    const EXTENSION_CRD: &str = include_str!(
+        "../../../schema/crds/envoy-gateway/gateway.envoyproxy.io_envoyextensionpolicies.yaml"
+    );
 
     fn meta() -> ObjectMeta {
         ObjectMeta {
@@ -438,6 +495,36 @@ mod tests {
         assert_eq!(value["kind"], "BackendTrafficPolicy");
         let found = crd_schema::violations(schema, &value);
         assert!(found.is_empty(), "{found:#?}");
+    }
+
+    fn extension() -> EnvoyExtensionPolicy {
+        EnvoyExtensionPolicy::new(
+            meta(),
+            EnvoyExtensionPolicySpec {
+                target_refs: vec![LocalPolicyTargetReference {
+                    group: GATEWAY_API_GROUP.to_string(),
+                    kind: "HTTPRoute".to_string(),
+                    name: "llama-acme".to_string(),
+                }],
+                lua: vec![LuaFilter::inline(
+                    "function envoy_on_request(handle)\nend\n".to_string(),
+                )],
+            },
+        )
+    }
+
+    #[test]
+    fn every_field_of_an_envoy_extension_policy_exists_in_the_crd_schema() {
+        let crd = crd_schema::load(EXTENSION_CRD).unwrap();
+        let schema = crd_schema::version_schema(&crd, "v1alpha1").unwrap();
+        let value = serde_json::to_value(extension()).unwrap();
+        assert_eq!(value["kind"], "EnvoyExtensionPolicy");
+        assert_eq!(value["spec"]["lua"][0]["type"], "Inline");
+        let found = crd_schema::violations(schema, &value);
+        assert!(found.is_empty(), "{found:#?}");
+        let mut wrong = value.clone();
+        wrong["spec"]["lua"][0]["source"] = serde_json::json!("x");
+        assert!(!crd_schema::violations(schema, &wrong).is_empty());
     }
 
     #[test]

@@ -8,6 +8,9 @@
 //! request-rate limit (local, per second, selected on the same header), its concurrency limit
 //! (the route backend's circuit breaker: `maxConnections` and `maxParallelRequests`, with as
 //! many waiting for a connection) and the fast reject above either: 429 with `retry-after`.
+//! Where the model's prefix cache is shared, also an Envoy Gateway EnvoyExtensionPolicy on the
+//! route whose Lua filter (`cache_salt.lua`) sets the request body's `cache_salt` to the
+//! tenant's partition value and refuses a request that sets its own.
 //!
 //! Invariants:
 //! - Every header match and rate-limit selector is built from a [`TenantKey`] of the plan,
@@ -15,6 +18,9 @@
 //!   the client chooses.
 //! - One route per tenant, so the concurrency limit (a circuit breaker of the route's backend)
 //!   is the tenant's alone; a request without the header matches no route.
+//! - The cache salt a tenant's requests reach the engine with is the plan's value for that
+//!   tenant, never the client's: the filter refuses a body whose own top-level keys include
+//!   `cache_salt` however it is escaped, and appends the tenant's as the last key.
 //! - A plain mapping of the plan: every number comes from it.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -23,12 +29,13 @@ use super::{body, managed_labels};
 use crate::emit::{Body, InternalError};
 use crate::kube::gateway::{
     BackendTrafficPolicy, BackendTrafficPolicySpec, CircuitBreaker, CustomResponse,
-    CustomResponseMatch, GATEWAY_API_GROUP, HeaderMatch, HttpBackendRef, HttpHeader,
-    HttpHeaderMatch, HttpPathMatch, HttpRoute, HttpRouteMatch, HttpRouteRule, HttpRouteSpec,
-    LocalPolicyTargetReference, LocalRateLimit, ParentReference, RateLimit, RateLimitRule,
-    RateLimitSelectCondition, RateLimitValue, ResponseHeaderMatch, ResponseHeaders,
-    ResponseOverride, StatusCodeMatch, StringMatch,
+    CustomResponseMatch, EnvoyExtensionPolicy, EnvoyExtensionPolicySpec, GATEWAY_API_GROUP,
+    HeaderMatch, HttpBackendRef, HttpHeader, HttpHeaderMatch, HttpPathMatch, HttpRoute,
+    HttpRouteMatch, HttpRouteRule, HttpRouteSpec, LocalPolicyTargetReference, LocalRateLimit,
+    LuaFilter, ParentReference, RateLimit, RateLimitRule, RateLimitSelectCondition, RateLimitValue,
+    ResponseHeaderMatch, ResponseHeaders, ResponseOverride, StatusCodeMatch, StringMatch,
 };
+use crate::model::PrefixCache;
 use crate::plan::serving::{
     ModelPlan, RETRY_AFTER_SECONDS, ServedTenantPlan, ServingPlan, TenantKey,
 };
@@ -40,6 +47,11 @@ const OVERFLOWED: i64 = 503;
 /// The header Envoy sets on a response it generated because a circuit breaker overflowed (or
 /// a rate limit refused), which tells an overflow from the model's own 503.
 const OVERLOADED_HEADER: &str = "x-envoy-overloaded";
+
+/// The Lua filter that sets a tenant's cache salt; `@SALT@` stands for the value.
+const CACHE_SALT_SCRIPT: &str = include_str!("cache_salt.lua");
+/// What `CACHE_SALT_SCRIPT` has in place of the salt.
+const SALT_PLACEHOLDER: &str = "@SALT@";
 
 /// The name of a tenant's route and policy on a model.
 pub fn object_name(model: &str, tenant: &str) -> String {
@@ -60,6 +72,12 @@ pub(super) fn objects(plan: &ServingPlan) -> Result<Vec<(String, Body)>, Interna
                 format!("backendtrafficpolicy-{name}.yaml"),
                 body(&policy(model, served, &name))?,
             ));
+            if model.prefix_cache == PrefixCache::Shared {
+                objects.push((
+                    format!("envoyextensionpolicy-{name}.yaml"),
+                    body(&cache_partition(model, served, &name)?)?,
+                ));
+            }
         }
     }
     Ok(objects)
@@ -201,6 +219,39 @@ fn policy(model: &ModelPlan, served: &ServedTenantPlan, name: &str) -> BackendTr
     )
 }
 
+/// The Lua filter of `served` on `model`'s route, with the tenant's salt in its string literal.
+pub fn cache_salt_script(served: &ServedTenantPlan) -> Result<String, InternalError> {
+    let salt = &served.cache.value;
+    // The salt is made of validated names and `:`; anything else could end the Lua string.
+    if !salt
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.:".contains(&b))
+    {
+        return Err(InternalError(format!(
+            "cache salt {salt:?} has a character the Lua literal cannot hold"
+        )));
+    }
+    Ok(CACHE_SALT_SCRIPT.replace(SALT_PLACEHOLDER, salt))
+}
+
+fn cache_partition(
+    model: &ModelPlan,
+    served: &ServedTenantPlan,
+    name: &str,
+) -> Result<EnvoyExtensionPolicy, InternalError> {
+    Ok(EnvoyExtensionPolicy::new(
+        meta(model, name),
+        EnvoyExtensionPolicySpec {
+            target_refs: vec![LocalPolicyTargetReference {
+                group: GATEWAY_API_GROUP.to_string(),
+                kind: "HTTPRoute".to_string(),
+                name: name.to_string(),
+            }],
+            lua: vec![LuaFilter::inline(cache_salt_script(served)?)],
+        },
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
@@ -306,13 +357,33 @@ mod tests {
                 "{policy}"
             );
         }
+        // With the prefix cache shared, each tenant's route also sets its cache salt.
+        for name in ["a", "b"] {
+            let extension = text(
+                tree,
+                &format!("c1/serving/envoyextensionpolicy-llama-{name}.yaml"),
+            );
+            assert!(
+                extension.contains(&format!(
+                    "  targetRefs:\n  - group: gateway.networking.k8s.io\n    kind: HTTPRoute\n    name: llama-{name}\n"
+                )),
+                "{extension}"
+            );
+            assert!(
+                extension.contains(&format!(
+                    "\n      local SALT = \"tenantc:c1:llama:{name}\"\n"
+                )),
+                "{extension}"
+            );
+            assert!(!extension.contains("@SALT@"), "{extension}");
+        }
         // Nothing else of the cell names a header: the serving folder holds the routes, the
-        // policies and their kustomization only.
+        // policies, the cache partitions and their kustomization only.
         let files: Vec<&String> = tree
             .keys()
             .filter(|path| path.starts_with("c1/serving/"))
             .collect();
-        assert_eq!(files.len(), 5, "{files:?}");
+        assert_eq!(files.len(), 7, "{files:?}");
         // The plan carries each tenant's limits for `describe`.
         let plan = compilation.plan.as_ref().expect("a plan");
         let tenant_a = plan.cells[0]
