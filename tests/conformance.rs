@@ -270,6 +270,11 @@ const CHECKS: &[(&str, bool, Check)] = &[
         words::words_self_test_a_floor_without_pool_tolerations_is_caught,
     ),
     (
+        "simulated_cell_runs_kueue_with_the_documented_integrations",
+        false,
+        sim::simulated_cell_runs_kueue_with_the_documented_integrations,
+    ),
+    (
         "simulated_cell_admits_each_tenant_its_effective_capacity",
         true,
         sim::simulated_cell_admits_each_tenant_its_effective_capacity,

@@ -39,6 +39,16 @@ const FAKE_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
 const CELL_CONTROLLERS: &str =
     "node-lifecycle-controller,job-controller,garbage-collector-controller";
 
+/// The integrations every cell's Kueue must enable, as `docs/admission.md` lists them under
+/// "Kueue prerequisites" (a test holds the two to each other), with the end of the path of each
+/// one's webhooks in Kueue's manifests.
+const KUEUE_INTEGRATIONS: [(&str, &str); 4] = [
+    ("batch/job", "-batch-v1-job"),
+    ("pod", "--v1-pod"),
+    ("deployment", "-apps-v1-deployment"),
+    ("statefulset", "-apps-v1-statefulset"),
+];
+
 /// The names of the webhook configurations this module applies.
 const MUTATING_WEBHOOKS: &str = "tenantc-sim-kueue-mutating";
 const VALIDATING_WEBHOOKS: &str = "tenantc-sim-kueue-validating";
@@ -235,8 +245,12 @@ metrics:\n  bindAddress: 127.0.0.1:{metrics_port}\n\
 webhook:\n  host: 127.0.0.1\n  port: {webhook_port}\n  certDir: {}\n\
 leaderElection:\n  leaderElect: false\n\
 internalCertManagement:\n  enable: false\n\
-integrations:\n  frameworks:\n  - batch/job\n",
-                certs.display()
+integrations:\n  frameworks:\n{}",
+                certs.display(),
+                KUEUE_INTEGRATIONS
+                    .iter()
+                    .map(|(framework, _)| format!("  - {framework}\n"))
+                    .collect::<String>(),
             ),
         )
         .expect("the Kueue configuration");
@@ -410,8 +424,9 @@ fn make_serving_certificate(dir: &Path) {
 }
 
 /// Kueue's webhook configurations for a Kueue outside the cluster: only the webhooks of its own
-/// kinds and of batch/v1 Jobs, each called on `https://127.0.0.1:<port><path>` with `ca`, the
-/// Job webhooks kept out of `kube-system` and `kueue-system` (as Kueue's kustomization does).
+/// kinds and of the integrations it runs with ([`KUEUE_INTEGRATIONS`]), each called on
+/// `https://127.0.0.1:<port><path>` with `ca`, the integrations' webhooks kept out of
+/// `kube-system` and `kueue-system` (as Kueue's kustomization does).
 fn webhook_configurations(manifests: &str, port: u16, ca: &[u8]) -> String {
     use base64::Engine as _;
     let bundle = base64::engine::general_purpose::STANDARD.encode(ca);
@@ -433,15 +448,17 @@ fn webhook_configurations(manifests: &str, port: u16, ca: &[u8]) -> String {
                 let path = webhook["clientConfig"]["service"]["path"]
                     .as_str()?
                     .to_string();
-                let job = path.contains("batch-v1-job");
-                if !(path.contains("kueue-x-k8s-io") || job) {
+                let integration = KUEUE_INTEGRATIONS
+                    .iter()
+                    .any(|(_, end)| path.ends_with(end));
+                if !(path.contains("kueue-x-k8s-io") || integration) {
                     return None;
                 }
                 webhook["clientConfig"] = json!({
                     "url": format!("https://127.0.0.1:{port}{path}"),
                     "caBundle": bundle,
                 });
-                if job {
+                if integration {
                     webhook["namespaceSelector"] = json!({"matchExpressions": [{
                         "key": "kubernetes.io/metadata.name",
                         "operator": "NotIn",
@@ -987,5 +1004,33 @@ pub(super) fn simulated_cell_self_test_a_doubled_borrowing_limit_is_caught(clust
         failures.len(),
         1,
         "only the tampered entitlement may differ: {failures:?}"
+    );
+}
+
+/// The integrations the simulated cell's Kueue runs with are exactly the ones `docs/admission.md`
+/// tells every cell to enable, so the scenarios judge the Kueue a platform is told to run.
+pub(super) fn simulated_cell_runs_kueue_with_the_documented_integrations(_: &Cluster) {
+    let docs = std::fs::read_to_string(support::repo().join("docs/admission.md"))
+        .expect("docs/admission.md");
+    let section = docs
+        .split("## Kueue prerequisites")
+        .nth(1)
+        .expect("a Kueue prerequisites section");
+    let sentence = section
+        .lines()
+        .find(|line| line.contains("integrations"))
+        .expect("the sentence that lists the integrations");
+    let before = sentence
+        .split(" integrations")
+        .next()
+        .expect("the integrations before the word");
+    let documented: BTreeSet<&str> = before.split('`').skip(1).step_by(2).collect();
+    let enabled: BTreeSet<&str> = KUEUE_INTEGRATIONS
+        .iter()
+        .map(|(framework, _)| *framework)
+        .collect();
+    assert_eq!(
+        enabled, documented,
+        "the simulated cell's Kueue integrations differ from docs/admission.md's prerequisites"
     );
 }
