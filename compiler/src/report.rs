@@ -628,9 +628,29 @@ pub fn capacity(cell: &CellPlan) -> (Value, String) {
             .map(|found| found.taints.iter().map(|taint| taint.display()).collect())
             .unwrap_or_default()
     };
+    // The topology levels of each group's pool: each node carries every level's label, with one
+    // value per domain of that many nodes (`kubernetes.io/hostname`, one node, last).
+    let levels_of = |pool: &str| -> Vec<(String, i64)> {
+        cell.pools
+            .iter()
+            .find(|candidate| candidate.name == pool)
+            .and_then(|found| found.topology.as_ref())
+            .map(|topology| {
+                topology
+                    .levels
+                    .iter()
+                    .map(|level| (level.label.clone(), level.nodes))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
     let json_groups: Vec<Value> = groups
         .iter()
         .map(|group| {
+            let levels: Vec<Value> = levels_of(&group.pool)
+                .into_iter()
+                .map(|(label, nodes)| json!({"label": label, "nodes_per_domain": nodes}))
+                .collect();
             json!({
                 "pool": group.pool,
                 "layout": group.layout,
@@ -638,6 +658,7 @@ pub fn capacity(cell: &CellPlan) -> (Value, String) {
                 "labels": group.labels,
                 "taints": taints_of(&group.pool),
                 "allocatable_per_node": group.allocatable,
+                "topology_levels": levels,
             })
         })
         .collect();
@@ -704,7 +725,8 @@ pub fn capacity(cell: &CellPlan) -> (Value, String) {
         "Point the GPU Operator at the generated configs: ClusterPolicy `migManager.config.name: {MIG_PARTED_CONFIGMAP}` and `devicePlugin.config.name: {DEVICE_PLUGIN_CONFIGMAP}` in namespace `{}`.\n\n",
         cell.gpu.operator_namespace
     ));
-    md.push_str("| pool | layout | nodes | labels | taints | GPU devices per node |\n|---|---|---:|---|---|---|\n");
+    md.push_str("A pool with a topology needs each level's label on every node, one value per domain of the nodes given (its Kueue Topology's levels).\n\n");
+    md.push_str("| pool | layout | nodes | labels | taints | GPU devices per node | topology levels |\n|---|---|---:|---|---|---|---|\n");
     for group in groups {
         let labels: Vec<String> = group
             .labels
@@ -720,22 +742,31 @@ pub fn capacity(cell: &CellPlan) -> (Value, String) {
             .iter()
             .map(|(resource, count)| format!("`{resource}` {count}"))
             .collect();
+        let levels: Vec<String> = levels_of(&group.pool)
+            .iter()
+            .map(|(label, nodes)| {
+                format!(
+                    "`{label}` per {nodes} node{}",
+                    if *nodes == 1 { "" } else { "s" }
+                )
+            })
+            .collect();
+        let dash_or = |items: Vec<String>| {
+            if items.is_empty() {
+                "-".to_string()
+            } else {
+                items.join("<br>")
+            }
+        };
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
             group.pool,
             group.layout.as_deref().unwrap_or("-"),
             group.nodes,
             labels.join("<br>"),
-            if taints.is_empty() {
-                "-".to_string()
-            } else {
-                taints.join("<br>")
-            },
-            if devices.is_empty() {
-                "-".to_string()
-            } else {
-                devices.join("<br>")
-            }
+            dash_or(taints),
+            dash_or(devices),
+            dash_or(levels),
         ));
     }
     (report, md)
@@ -1029,6 +1060,43 @@ mod tests {
                 assert!(markdown.contains("| GPU devices per node |"), "{markdown}");
             }
         }
+    }
+
+    #[test]
+    fn a_topology_pools_node_groups_name_each_level_and_its_domain_size() {
+        // The simulated cell labels its fake nodes with one value per domain from these; the
+        // example's training pool is 2 blocks of 16 nodes, in racks of 4.
+        let example = crate::testing::support::compile_example()
+            .plan
+            .expect("a plan");
+        let cell = example
+            .cells
+            .iter()
+            .find(|cell| cell.name == "us-east-1a")
+            .expect("us-east-1a");
+        let (json, markdown) = capacity(cell);
+        let groups = json["node_groups"].as_array().unwrap();
+        let train = groups
+            .iter()
+            .find(|group| group["pool"] == "h100-train")
+            .unwrap();
+        assert_eq!(
+            train["topology_levels"],
+            json!([
+                {"label": "cloud.example.com/block", "nodes_per_domain": 16},
+                {"label": "cloud.example.com/rack", "nodes_per_domain": 4},
+                {"label": "kubernetes.io/hostname", "nodes_per_domain": 1},
+            ])
+        );
+        let infer = groups
+            .iter()
+            .find(|group| group["pool"] == "h100-infer")
+            .unwrap();
+        assert_eq!(infer["topology_levels"], json!([]));
+        assert!(
+            markdown.contains("| `cloud.example.com/block` per 16 nodes<br>`cloud.example.com/rack` per 4 nodes<br>`kubernetes.io/hostname` per 1 node |"),
+            "{markdown}"
+        );
     }
 
     #[test]

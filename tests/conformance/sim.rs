@@ -481,7 +481,8 @@ fn webhook_configurations(manifests: &str, port: u16, ca: &[u8]) -> String {
 }
 
 /// Creates one fake node per node of the cell's capacity report: its labels, taints and GPU
-/// devices per node, with cpu, memory and pods to spare. Waits until every node is Ready and
+/// devices per node, with cpu, memory and pods to spare, and in a pool with a topology each
+/// level's label with one value per domain of the report's size. Waits until every node is Ready and
 /// without the not-ready taint. Returns the node names per pool.
 pub(super) fn create_nodes(cluster: &Cluster, report: &Value) -> BTreeMap<String, Vec<String>> {
     let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -513,12 +514,34 @@ pub(super) fn create_nodes(cluster: &Cluster, report: &Value) -> BTreeMap<String
             allocatable[resource] = json!(count.to_string());
         }
         let nodes = group["nodes"].as_i64().expect("a node count");
+        let levels: Vec<(String, i64)> = group["topology_levels"]
+            .as_array()
+            .expect("topology_levels in the capacity report")
+            .iter()
+            .map(|level| {
+                (
+                    level["label"].as_str().expect("a level label").to_string(),
+                    level["nodes_per_domain"]
+                        .as_i64()
+                        .expect("nodes per domain"),
+                )
+            })
+            .collect();
         for idx in 0..nodes {
             let name = match layout {
                 Some(layout) => format!("{pool}-{layout}-{idx}"),
                 None => format!("{pool}-{idx}"),
             };
             let mut labels = group["labels"].clone();
+            // The pool's nodes in order, each level's domains made of consecutive nodes; the
+            // index counts across the pool's groups, so a domain never mixes two pools.
+            let position = i64::try_from(names.get(&pool).map_or(0, Vec::len)).unwrap_or(0);
+            for (label, per_domain) in &levels {
+                if label != "kubernetes.io/hostname" {
+                    let short = label.rsplit('/').next().unwrap_or(label);
+                    labels[label] = json!(format!("{pool}-{short}-{}", position / per_domain));
+                }
+            }
             labels["kubernetes.io/hostname"] = json!(name);
             labels["type"] = json!("kwok");
             documents.push(

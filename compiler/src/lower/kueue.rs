@@ -115,8 +115,8 @@ pub(super) fn cell_objects(
                     levels: topology
                         .levels
                         .iter()
-                        .map(|label| TopologyLevel {
-                            node_label: label.clone(),
+                        .map(|level| TopologyLevel {
+                            node_label: level.label.clone(),
                         })
                         .collect(),
                 },

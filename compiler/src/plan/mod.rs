@@ -290,8 +290,18 @@ impl TaintPlan {
 pub struct TopologyPlan {
     /// The Topology name.
     pub name: String,
-    /// Node labels, coarse to fine, `kubernetes.io/hostname` last.
-    pub levels: Vec<String>,
+    /// Its levels, coarse to fine, `kubernetes.io/hostname` last.
+    pub levels: Vec<TopologyLevelPlan>,
+}
+
+/// A level of a Kueue Topology: the node label whose values name its domains, and the nodes
+/// one domain holds (1 for `kubernetes.io/hostname`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TopologyLevelPlan {
+    /// The node label.
+    pub label: String,
+    /// Nodes per domain.
+    pub nodes: i64,
 }
 
 /// A priority class of a cell.
@@ -639,7 +649,10 @@ fn cell_plan(
                 name: flavor_name(&pool.name.value),
                 levels: crate::facts::topology::topology_levels(pool)
                     .into_iter()
-                    .map(|level| level.label)
+                    .map(|level| TopologyLevelPlan {
+                        label: level.label,
+                        nodes: level.nodes,
+                    })
                     .collect(),
             }),
             shared_org,

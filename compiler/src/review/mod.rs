@@ -590,7 +590,13 @@ fn cell_summary(cell: &CellPlan) -> CellSummary {
                 levels: pool
                     .topology
                     .as_ref()
-                    .map(|topology| topology.levels.clone())
+                    .map(|topology| {
+                        topology
+                            .levels
+                            .iter()
+                            .map(|level| level.label.clone())
+                            .collect()
+                    })
                     .unwrap_or_default(),
                 owner: pool.owner.clone(),
             })

@@ -1,6 +1,6 @@
-//! The one place `what-if` reads the compiled fleet: the plan, and for the two facts the plan
-//! does not carry (the nodes of each MIG layout with what one of them offers, and the nodes one
-//! domain of each topology level holds) the validated pool the plan was resolved from, through
+//! The one place `what-if` reads the compiled fleet: the plan (with the nodes one domain of each
+//! topology level holds), and for the one fact the plan does not carry (the nodes of each MIG
+//! layout with what one of them offers) the validated pool the plan was resolved from, through
 //! `hardware::node_offers`, the function whose sums are the plan's offers.
 //!
 //! Consumes: a [`Plan`], the validated [`Fleet`] it was resolved from and the built-in catalog.
@@ -12,14 +12,13 @@
 //! - Each group's nodes times what one of its nodes offers, summed over the groups, is the
 //!   plan's offer of the pool (`hardware::offers` is that sum); a pool whose groups do not add
 //!   up is left out of the view, so the query never works on figures the build would not emit.
-//! - When the plan carries the node groups and level sizes itself (issue 19 moves them into
-//!   the resolve stage), only this file changes.
+//! - When the plan carries the node groups itself, only this file changes.
 
 use std::collections::BTreeMap;
 
 use crate::catalog::Catalog;
 use crate::hardware;
-use crate::model::{Fleet, HOSTNAME_LABEL, Pool};
+use crate::model::{Fleet, Pool};
 use crate::plan::{CellPlan, Plan, PoolPlan, TenantPlan};
 
 /// The fleet as the query sees it: cells sorted by name.
@@ -202,25 +201,15 @@ fn pool_view(plan: &PoolPlan, decl: &Pool, catalog: &Catalog) -> Option<PoolView
     if sums != planned {
         return None;
     }
-    let mut levels: Vec<LevelView> = decl
+    let levels: Vec<LevelView> = plan
         .topology
         .iter()
         .flat_map(|topology| &topology.levels)
         .map(|level| LevelView {
-            label: level.label.value.clone(),
-            nodes: level.nodes.value,
+            label: level.label.clone(),
+            nodes: level.nodes,
         })
         .collect();
-    if !levels.is_empty()
-        && levels
-            .last()
-            .is_some_and(|last| last.label != HOSTNAME_LABEL)
-    {
-        levels.push(LevelView {
-            label: HOSTNAME_LABEL.to_string(),
-            nodes: 1,
-        });
-    }
     Some(PoolView {
         name: plan.name.clone(),
         gpu: plan.gpu.clone(),
