@@ -805,6 +805,7 @@ pub(crate) mod fixtures {
                     topology_fit,
                     gang,
                     domain: gang.map(|_| 8),
+                    within: None,
                     effective,
                     binding,
                 }

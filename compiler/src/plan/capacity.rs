@@ -66,6 +66,9 @@ pub struct Effective {
     pub gang: Option<i64>,
     /// The devices one gang domain holds, if a gang is declared.
     pub domain: Option<i64>,
+    /// The topology level (node label) the gang must fit in, if it names one (`within`); a
+    /// gang without one fits an NVLink domain.
+    pub within: Option<String>,
     /// The minimum of the three terms.
     pub effective: i64,
     /// Which term binds.
@@ -148,12 +151,14 @@ pub(super) fn effective(
                                     .map(|level| level.nodes.saturating_mul(pool.gpus_per_node)),
                                 None => pool_decl.map(crate::facts::topology::nvlink_domain_gpus),
                             }?;
-                            Some((gang, domain))
+                            let within =
+                                reservation.within.as_ref().map(|level| level.value.clone());
+                            Some((gang, domain, within))
                         })
                         .max()
                 });
                 let topology_fit = match gang {
-                    Some((gang, domain)) if gang > 0 && domain > 0 => {
+                    Some((gang, domain, _)) if gang > 0 && domain > 0 => {
                         (capacity / domain).saturating_mul(domain / gang * gang)
                     }
                     _ => capacity,
@@ -174,8 +179,9 @@ pub(super) fn effective(
                     quota,
                     cell_admit,
                     topology_fit,
-                    gang: gang.map(|(gang, _)| gang),
-                    domain: gang.map(|(_, domain)| domain),
+                    gang: gang.as_ref().map(|(gang, _, _)| *gang),
+                    domain: gang.as_ref().map(|(_, domain, _)| *domain),
+                    within: gang.and_then(|(_, _, within)| within),
                     effective,
                     binding,
                 });
