@@ -60,6 +60,9 @@ mod replacement;
 #[path = "conformance/sim.rs"]
 mod sim;
 
+#[path = "conformance/scenarios.rs"]
+mod scenarios;
+
 #[path = "policy/cases.rs"]
 mod policy_cases;
 
@@ -283,6 +286,11 @@ const CHECKS: &[(&str, bool, Check)] = &[
         "simulated_cell_self_test_a_doubled_borrowing_limit_is_caught",
         true,
         sim::simulated_cell_self_test_a_doubled_borrowing_limit_is_caught,
+    ),
+    (
+        "simulated_cell_places_each_gang_inside_one_domain",
+        true,
+        scenarios::simulated_cell_places_each_gang_inside_one_domain,
     ),
     (
         "test_policy_pod_security_cases_are_judged_as_written",

@@ -64,10 +64,16 @@ pub(super) struct Fleet {
 }
 
 pub(super) fn fixture_fleet() -> Fleet {
-    let compilation = support::compile_root(&support::fleet());
+    fleet_at(&support::fleet())
+}
+
+/// The fleet whose declarations are at `root`.
+pub(super) fn fleet_at(root: &Path) -> Fleet {
+    let compilation = support::compile_root(root);
     assert!(
         !compilation.has_errors(),
-        "the fixture fleet must compile without errors"
+        "the fleet at {} must compile without errors",
+        root.display()
     );
     let tree = compilation.output.expect("an output tree");
     Fleet {

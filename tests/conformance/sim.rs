@@ -561,6 +561,8 @@ pub(super) fn create_nodes(cluster: &Cluster, report: &Value) -> BTreeMap<String
             names.entry(pool.clone()).or_default().push(name);
         }
     }
+    // Nodes a failed run left behind would clash with these.
+    delete_nodes(cluster);
     let run = cluster.kubectl(&["create", "-f", "-"], &documents.join("\n"));
     assert!(run.ok, "creating the fake nodes failed:\n{}", run.stderr);
     let total: usize = names.values().map(Vec::len).sum();
@@ -591,18 +593,34 @@ pub(super) fn create_nodes(cluster: &Cluster, report: &Value) -> BTreeMap<String
 }
 
 /// Deletes the fake nodes.
-fn delete_nodes(cluster: &Cluster) {
-    let _ = cluster.kubectl(&["delete", "nodes", "-l", "type=kwok", "--wait=false"], "");
+pub(super) fn delete_nodes(cluster: &Cluster) {
+    let _ = cluster.kubectl(
+        &[
+            "delete",
+            "nodes",
+            "-l",
+            "type=kwok",
+            "--wait=true",
+            "--timeout=60s",
+        ],
+        "",
+    );
 }
 
 /// `tenantc describe <tenant> --cell <cell> --format json` on the fixture fleet: the cell's
 /// object of the document.
 fn describe(tenant: &str, cell: &str) -> Value {
+    describe_in(&support::fleet(), tenant, cell)
+}
+
+/// `tenantc describe <tenant> --cell <cell> --format json` on the fleet at `root`: the cell's
+/// object of the document.
+pub(super) fn describe_in(root: &Path, tenant: &str, cell: &str) -> Value {
     let output = Command::new(env!("CARGO_BIN_EXE_tenantc"))
         .args([
             "describe", tenant, "--cell", cell, "--format", "json", "--root",
         ])
-        .arg(support::fleet())
+        .arg(root)
         .stdin(Stdio::null())
         .output()
         .expect("tenantc describe runs");
@@ -615,9 +633,22 @@ fn describe(tenant: &str, cell: &str) -> Value {
     document["cells"][0].clone()
 }
 
+/// What the pods of one scenario Job ask for.
+pub(super) struct Shape<'a> {
+    /// The device resource.
+    pub(super) resource: &'a str,
+    /// Devices per pod.
+    pub(super) devices: i64,
+    /// Pods, all running at once (the Job's parallelism and completions).
+    pub(super) pods: i64,
+    /// Annotations of the pod template (a topology request).
+    pub(super) annotations: Vec<(&'static str, String)>,
+    /// The value of the Job's `tenantc-sim` label, which the scenario deletes its Jobs by.
+    pub(super) scenario: &'a str,
+}
+
 /// One GPU Job of `tenant` in `namespace` asking for one `resource` device, queued on the
-/// namespace's LocalQueue, from the tenant's admitted fixture (without its volumes and secrets,
-/// which a fake node cannot provide).
+/// namespace's LocalQueue.
 fn gpu_job(
     cell: &CellPlan,
     tenant: &TenantPlan,
@@ -625,11 +656,33 @@ fn gpu_job(
     resource: &str,
     name: &str,
 ) -> Value {
+    let shape = Shape {
+        resource,
+        devices: 1,
+        pods: 1,
+        annotations: Vec::new(),
+        scenario: "entitlement",
+    };
+    job(cell, tenant, namespace, &shape, name)
+}
+
+/// A Job of `tenant` in `namespace` of the given shape, queued on the namespace's LocalQueue,
+/// from the tenant's admitted fixture (without its volumes and secrets, which a fake node
+/// cannot provide).
+pub(super) fn job(
+    cell: &CellPlan,
+    tenant: &TenantPlan,
+    namespace: &str,
+    shape: &Shape<'_>,
+    name: &str,
+) -> Value {
     let mut job = super::policy_cases::fixture(&format!("{}-job", tenant.name), &cell.name);
     job["metadata"]["name"] = json!(name);
     job["metadata"]["namespace"] = json!(namespace);
-    job["metadata"]["labels"]["tenantc-sim"] = json!("entitlement");
+    job["metadata"]["labels"]["tenantc-sim"] = json!(shape.scenario);
     job["spec"]["suspend"] = json!(true);
+    job["spec"]["parallelism"] = json!(shape.pods);
+    job["spec"]["completions"] = json!(shape.pods);
     let namespace_plan = tenant
         .namespaces
         .iter()
@@ -649,7 +702,7 @@ fn gpu_job(
             container.remove("volumeMounts");
             container.remove("envFrom");
         }
-        container["resources"] = json!({"limits": {resource: 1}});
+        container["resources"] = json!({"limits": {shape.resource: shape.devices}});
     }
     // KWOK completes a pod after a few seconds unless told otherwise; a completed Job releases
     // its quota and Kueue admits the next one, so the pods must keep running.
@@ -659,6 +712,9 @@ fn gpu_job(
     }
     metadata["annotations"]["pod-complete.stage.kwok.x-k8s.io/delay"] = json!("1h");
     metadata["annotations"]["pod-complete.stage.kwok.x-k8s.io/jitter-delay"] = json!("1h");
+    for (key, value) in &shape.annotations {
+        metadata["annotations"][*key] = json!(value);
+    }
     let labels = &mut job["spec"]["template"]["metadata"]["labels"];
     match &namespace_plan.priority {
         Some(priority) => labels["kueue.x-k8s.io/priority-class"] = json!(priority),
@@ -672,7 +728,7 @@ fn gpu_job(
 }
 
 /// The Workloads of the Jobs labelled `tenantc-sim` in `namespace`: `(admitted, pending)`.
-fn workload_counts(cluster: &Cluster, namespace: &str) -> Option<(usize, usize)> {
+pub(super) fn workload_counts(cluster: &Cluster, namespace: &str) -> Option<(usize, usize)> {
     let run = cluster.kubectl(
         &[
             "get",
@@ -709,7 +765,7 @@ fn workload_counts(cluster: &Cluster, namespace: &str) -> Option<(usize, usize)>
 }
 
 /// The nodes the running pods of `namespace` are bound to.
-fn pod_nodes(cluster: &Cluster, namespace: &str) -> Vec<String> {
+pub(super) fn pod_nodes(cluster: &Cluster, namespace: &str) -> Vec<String> {
     let run = cluster.kubectl(&["get", "pods", "-n", namespace, "-o", "json"], "");
     let list: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
     list["items"]
@@ -727,7 +783,7 @@ fn pod_nodes(cluster: &Cluster, namespace: &str) -> Vec<String> {
 /// reconciles (their `spec.resourceGroups` among the fields it then owns), and a plain
 /// server-side apply of values that differ from the stored ones is then a conflict. A GitOps
 /// controller's server-side apply forces the same way.
-fn take_back(cluster: &Cluster, fleet: &Fleet, cell: &CellPlan) {
+pub(super) fn take_back(cluster: &Cluster, fleet: &Fleet, cell: &CellPlan) {
     let stream: String = fleet
         .cell_objects(&cell.name)
         .iter()
