@@ -293,6 +293,11 @@ const CHECKS: &[(&str, bool, Check)] = &[
         scenarios::simulated_cell_places_each_gang_inside_one_domain,
     ),
     (
+        "simulated_cell_shares_a_busy_cohort_and_reclaims_what_was_lent",
+        true,
+        scenarios::simulated_cell_shares_a_busy_cohort_and_reclaims_what_was_lent,
+    ),
+    (
         "test_policy_pod_security_cases_are_judged_as_written",
         false,
         test_policy::test_policy_pod_security_cases_are_judged_as_written,

@@ -663,23 +663,29 @@ fn gpu_job(
         annotations: Vec::new(),
         scenario: "entitlement",
     };
-    job(cell, tenant, namespace, &shape, name)
+    job(&fixture_job(cell, tenant), tenant, namespace, &shape, name)
+}
+
+/// The tenant's admitted Job fixture of the policy tests in `cell`.
+pub(super) fn fixture_job(cell: &CellPlan, tenant: &TenantPlan) -> Value {
+    super::policy_cases::fixture(&format!("{}-job", tenant.name), &cell.name)
 }
 
 /// A Job of `tenant` in `namespace` of the given shape, queued on the namespace's LocalQueue,
-/// from the tenant's admitted fixture (without its volumes and secrets, which a fake node
-/// cannot provide).
+/// from `template`, a Job of the tenant the floor admits (without its volumes and secrets,
+/// which a fake node cannot provide).
 pub(super) fn job(
-    cell: &CellPlan,
+    template: &Value,
     tenant: &TenantPlan,
     namespace: &str,
     shape: &Shape<'_>,
     name: &str,
 ) -> Value {
-    let mut job = super::policy_cases::fixture(&format!("{}-job", tenant.name), &cell.name);
+    let mut job = template.clone();
     job["metadata"]["name"] = json!(name);
     job["metadata"]["namespace"] = json!(namespace);
     job["metadata"]["labels"]["tenantc-sim"] = json!(shape.scenario);
+    job["spec"]["template"]["metadata"]["labels"]["tenantc-sim"] = json!(shape.scenario);
     job["spec"]["suspend"] = json!(true);
     job["spec"]["parallelism"] = json!(shape.pods);
     job["spec"]["completions"] = json!(shape.pods);
@@ -808,6 +814,75 @@ pub(super) fn take_back(cluster: &Cluster, fleet: &Fleet, cell: &CellPlan) {
         run.ok,
         "taking back the ClusterQueues of {} failed:\n{}",
         cell.name, run.stderr
+    );
+}
+
+/// Deletes the Jobs and pods of `scenario` (the `tenantc-sim` label of both) at once, without
+/// waiting for the garbage collector, and waits until they and every Workload of `namespaces`
+/// are gone, so the next wave starts with all devices free and no Workload of the same name.
+pub(super) fn delete_jobs(cluster: &Cluster, namespaces: &BTreeSet<String>, scenario: &str) {
+    let selector = format!("tenantc-sim={scenario}");
+    let _ = cluster.kubectl(
+        &[
+            "delete",
+            "jobs",
+            "--all-namespaces",
+            "-l",
+            &selector,
+            "--cascade=background",
+            "--wait=false",
+        ],
+        "",
+    );
+    let _ = cluster.kubectl(
+        &[
+            "delete",
+            "pods",
+            "--all-namespaces",
+            "-l",
+            &selector,
+            "--grace-period=0",
+            "--force",
+            "--wait=false",
+        ],
+        "",
+    );
+    super::controllers::wait_until(
+        &format!("the {scenario} Jobs, pods and Workloads gone"),
+        || {
+            let left = cluster.kubectl(
+                &[
+                    "get",
+                    "jobs,pods",
+                    "--all-namespaces",
+                    "-l",
+                    &selector,
+                    "-o",
+                    "name",
+                ],
+                "",
+            );
+            if !left.ok || !left.stdout.trim().is_empty() {
+                return None;
+            }
+            let workloads = cluster.kubectl(
+                &[
+                    "get",
+                    "workloads.kueue.x-k8s.io",
+                    "--all-namespaces",
+                    "-o",
+                    "json",
+                ],
+                "",
+            );
+            let list: Value = serde_json::from_str(&workloads.stdout).ok()?;
+            let any = list["items"].as_array()?.iter().any(|workload| {
+                workload["metadata"]["namespace"]
+                    .as_str()
+                    .is_some_and(|namespace| namespaces.contains(namespace))
+            });
+            (!any).then_some(())
+        },
     );
 }
 
@@ -976,19 +1051,10 @@ fn entitlement_scenario(
                         tenant.name, cell.name
                     ));
                 }
-                let _ = cluster.kubectl(
-                    &[
-                        "delete",
-                        "jobs",
-                        "-n",
-                        &namespace.name,
-                        "-l",
-                        "tenantc-sim=entitlement",
-                        "--cascade=foreground",
-                        "--wait=true",
-                        "--timeout=60s",
-                    ],
-                    "",
+                delete_jobs(
+                    cluster,
+                    &BTreeSet::from([namespace.name.clone()]),
+                    "entitlement",
                 );
             }
         }
