@@ -298,6 +298,16 @@ const CHECKS: &[(&str, bool, Check)] = &[
         scenarios::simulated_cell_shares_a_busy_cohort_and_reclaims_what_was_lent,
     ),
     (
+        "simulated_cell_keeps_each_tenant_off_the_pools_it_may_not_reach",
+        true,
+        scenarios::simulated_cell_keeps_each_tenant_off_the_pools_it_may_not_reach,
+    ),
+    (
+        "simulated_cell_self_test_a_pool_without_its_taint_is_caught",
+        true,
+        scenarios::simulated_cell_self_test_a_pool_without_its_taint_is_caught,
+    ),
+    (
         "test_policy_pod_security_cases_are_judged_as_written",
         false,
         test_policy::test_policy_pod_security_cases_are_judged_as_written,

@@ -64,15 +64,30 @@ impl Session {
         cell: &CellPlan,
         scenario: impl FnOnce(&CellNodes) -> T,
     ) -> T {
+        self.in_tampered_cell(cluster, cell, None, scenario)
+    }
+
+    /// [`Session::in_cell`], with `tamper` run after the cell is applied and before its nodes
+    /// are made from the capacity report it may change.
+    fn in_tampered_cell<T>(
+        &self,
+        cluster: &Cluster,
+        cell: &CellPlan,
+        tamper: Option<Tamper>,
+        scenario: impl FnOnce(&CellNodes) -> T,
+    ) -> T {
         take_back(cluster, &self.fleet, cell);
         set_up_cell(cluster, &self.fleet, cell);
-        let report: Value = serde_json::from_slice(
+        let mut report: Value = serde_json::from_slice(
             self.tree
                 .get(&format!("{}/reports/capacity.json", cell.name))
                 .expect("the cell's capacity report"),
         )
         .expect("the capacity report");
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if let Some(tamper) = tamper {
+                tamper(cluster, &self.fleet, cell, &mut report);
+            }
             let pools = create_nodes(cluster, &report);
             scenario(&CellNodes::read(cluster, pools, &report))
         }));
@@ -102,6 +117,10 @@ impl Session {
         }
     }
 }
+
+/// A change a self-test makes behind tenantc's back: to the applied cell, and to the capacity
+/// report its nodes are made from.
+type Tamper = fn(&Cluster, &Fleet, &CellPlan, &mut Value);
 
 /// The fake nodes of a cell: names per pool, labels per node, and the devices one node of each
 /// pool offers.
@@ -1054,4 +1073,383 @@ pub(super) fn simulated_cell_shares_a_busy_cohort_and_reclaims_what_was_lent(clu
     assert!(asked > 40, "the busy wave measured {asked} reservations");
     assert!(reclaimed > 0, "no reclaim was measured");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// Pinning attacks through a tenant's own RBAC -----------------------------------------------------
+
+/// A pool as the nodes of the capacity report show it: the labels all its nodes carry and its
+/// taints.
+struct PoolNodes {
+    labels: BTreeMap<String, String>,
+    taints: Vec<Value>,
+}
+
+/// Per pool, the labels every node group of it carries and its taints, from the capacity report.
+fn pool_nodes(report: &Value) -> BTreeMap<String, PoolNodes> {
+    let mut pools: BTreeMap<String, PoolNodes> = BTreeMap::new();
+    for group in report["capacity"]["node_groups"]
+        .as_array()
+        .expect("node groups")
+    {
+        let pool = group["pool"].as_str().expect("a pool").to_string();
+        let labels: BTreeMap<String, String> = group["labels"]
+            .as_object()
+            .expect("labels")
+            .iter()
+            .map(|(key, value)| (key.clone(), value.as_str().unwrap_or_default().to_string()))
+            .collect();
+        let taints: Vec<Value> = group["taints"]
+            .as_array()
+            .expect("taints")
+            .iter()
+            .map(|taint| {
+                let text = taint.as_str().expect("a taint");
+                let (rest, effect) = text.rsplit_once(':').expect("key[=value]:effect");
+                match rest.split_once('=') {
+                    Some((key, value)) => {
+                        json!({"key": key, "operator": "Equal", "value": value, "effect": effect})
+                    }
+                    None => json!({"key": rest, "operator": "Exists", "effect": effect}),
+                }
+            })
+            .collect();
+        match pools.get_mut(&pool) {
+            Some(known) => known
+                .labels
+                .retain(|key, value| labels.get(key) == Some(value)),
+            None => {
+                pools.insert(pool, PoolNodes { labels, taints });
+            }
+        }
+    }
+    pools
+}
+
+/// One attempt of a tenant to reach a pool it may not: what it is, and the object a member
+/// creates.
+struct Attack {
+    what: String,
+    object: Value,
+}
+
+/// The attempts of `tenant` on `target`: a CPU pod outside Kueue that selects the pool's nodes,
+/// with and without its taints tolerated, and Jobs of the tenant's own GPU resource that select
+/// the pool by node selector, by node affinity, through another tenant's queue, or with no
+/// queue at all.
+fn attacks(
+    cell: &CellPlan,
+    tenant: &TenantPlan,
+    target: &str,
+    nodes: &PoolNodes,
+    other_queue: &str,
+) -> Vec<Attack> {
+    let mut found = Vec::new();
+    let selector = json!(nodes.labels);
+    let affinity = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": nodes.labels.iter().map(|(key, value)| json!({
+            "key": key, "operator": "In", "values": [value],
+        })).collect::<Vec<Value>>()}],
+    }}});
+    // A CPU pod that Kueue does not hold.
+    let mut pod = super::policy_cases::fixture(&format!("{}-pod", tenant.name), &cell.name);
+    if let Some(labels) = pod["metadata"]["labels"].as_object_mut() {
+        labels.remove("kueue.x-k8s.io/queue-name");
+        labels.remove("kueue.x-k8s.io/priority-class");
+        labels.insert("tenantc-sim".to_string(), json!("pinning"));
+    }
+    if let Some(spec) = pod["spec"].as_object_mut() {
+        spec.remove("volumes");
+        spec.remove("tolerations");
+        spec.remove("runtimeClassName");
+    }
+    for container in pod["spec"]["containers"]
+        .as_array_mut()
+        .expect("containers")
+    {
+        if let Some(container) = container.as_object_mut() {
+            container.remove("volumeMounts");
+            container.remove("envFrom");
+            container.insert("resources".to_string(), json!({}));
+        }
+    }
+    let mut cpu_selector = pod.clone();
+    cpu_selector["metadata"]["name"] = json!(format!("sim-pin-{target}-cpu-selector"));
+    cpu_selector["spec"]["nodeSelector"] = selector.clone();
+    found.push(Attack {
+        what: format!("a CPU pod outside Kueue selecting {target}'s nodes"),
+        object: cpu_selector,
+    });
+    let mut cpu_tolerating = pod;
+    cpu_tolerating["metadata"]["name"] = json!(format!("sim-pin-{target}-cpu-tolerating"));
+    cpu_tolerating["spec"]["nodeSelector"] = selector.clone();
+    cpu_tolerating["spec"]["tolerations"] = json!(nodes.taints);
+    found.push(Attack {
+        what: format!(
+            "a CPU pod outside Kueue selecting {target}'s nodes and tolerating its taints"
+        ),
+        object: cpu_tolerating,
+    });
+    // GPU Jobs of the tenant's own reserved resource.
+    let Some((resource, _)) = tenant
+        .namespaces
+        .iter()
+        .flat_map(|ns| ns.gpu.iter())
+        .find(|(_, count)| **count > 0)
+    else {
+        return found;
+    };
+    let Some(gpu_namespace) = namespace_for(tenant, resource) else {
+        return found;
+    };
+    let shape = Shape {
+        resource,
+        devices: 1,
+        pods: 1,
+        annotations: Vec::new(),
+        scenario: "pinning",
+    };
+    let base = job(
+        &fixture_job(cell, tenant),
+        tenant,
+        gpu_namespace,
+        &shape,
+        "placeholder",
+    );
+    let variant = |name: &str, change: &dyn Fn(&mut Value)| -> Value {
+        let mut object = base.clone();
+        object["metadata"]["name"] = json!(format!("sim-pin-{target}-{name}"));
+        change(&mut object);
+        object
+    };
+    found.push(Attack {
+        what: format!("a Job of {resource} selecting {target}'s nodes"),
+        object: variant("gpu-selector", &|object| {
+            object["spec"]["template"]["spec"]["nodeSelector"] = selector.clone();
+        }),
+    });
+    found.push(Attack {
+        what: format!("a Job of {resource} requiring {target}'s nodes by affinity"),
+        object: variant("gpu-affinity", &|object| {
+            object["spec"]["template"]["spec"]["affinity"] = affinity.clone();
+        }),
+    });
+    found.push(Attack {
+        what: format!("a Job of {resource} tolerating {target}'s taints and selecting its nodes"),
+        object: variant("gpu-tolerating", &|object| {
+            object["spec"]["template"]["spec"]["nodeSelector"] = selector.clone();
+            object["spec"]["template"]["spec"]["tolerations"] = json!(nodes.taints);
+        }),
+    });
+    found.push(Attack {
+        what: format!("a Job of {resource} on another tenant's queue `{other_queue}`"),
+        object: variant("gpu-foreign-queue", &|object| {
+            object["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!(other_queue);
+            object["spec"]["template"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] =
+                json!(other_queue);
+        }),
+    });
+    found.push(Attack {
+        what: format!("a Job of {resource} outside Kueue selecting {target}'s nodes"),
+        object: variant("gpu-no-queue", &|object| {
+            if let Some(labels) = object["metadata"]["labels"].as_object_mut() {
+                labels.remove("kueue.x-k8s.io/queue-name");
+            }
+            if let Some(labels) = object["spec"]["template"]["metadata"]["labels"].as_object_mut() {
+                labels.remove("kueue.x-k8s.io/queue-name");
+            }
+            object["spec"]["suspend"] = json!(false);
+            object["spec"]["template"]["spec"]["nodeSelector"] = selector.clone();
+        }),
+    });
+    found
+}
+
+/// Every pinning attack of every tenant of the fleet's cells on the pools describe says it
+/// cannot reach, made through the tenant's own RBAC (a member of its `member` group): each is
+/// refused by the API server or never runs on that pool. Returns the failures (naming tenant,
+/// pool and attack) and how many attacks were made.
+fn pinning_scenario(
+    cluster: &Cluster,
+    session: &Session,
+    only: Option<&str>,
+    tamper: Option<Tamper>,
+) -> (Vec<String>, usize) {
+    let mut failures = Vec::new();
+    let mut made = 0;
+    for cell in &session.fleet.plan.cells {
+        if only.is_some_and(|name| name != cell.name) {
+            continue;
+        }
+        let report: Value = serde_json::from_slice(
+            session
+                .tree
+                .get(&format!("{}/reports/capacity.json", cell.name))
+                .expect("the capacity report"),
+        )
+        .expect("the capacity report");
+        let pools = pool_nodes(&report);
+        session.in_tampered_cell(cluster, cell, tamper, |nodes| {
+            let node_pool: BTreeMap<&str, &str> = nodes
+                .pools
+                .iter()
+                .flat_map(|(pool, names)| names.iter().map(move |name| (name.as_str(), pool.as_str())))
+                .collect();
+            // What each attack became: refused (with why) or created.
+            let mut outcomes: Vec<(String, String, String, Option<String>)> = Vec::new();
+            let mut reach: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            for tenant in &cell.tenants {
+                let described = describe_in(&session.root, &tenant.name, &cell.name);
+                let reachable: BTreeSet<String> = described["reach"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|row| row["reachable"] == true)
+                    .filter_map(|row| row["pool"].as_str().map(str::to_string))
+                    .collect();
+                let other_queue = cell
+                    .tenants
+                    .iter()
+                    .find(|other| other.name != tenant.name)
+                    .map(|other| other.queue.name.clone())
+                    .unwrap_or_else(|| "default".to_string());
+                let member = super::quota::member_group(tenant);
+                for (pool, pool_nodes) in &pools {
+                    if reachable.contains(pool) {
+                        continue;
+                    }
+                    for attack in attacks(cell, tenant, pool, pool_nodes, &other_queue) {
+                        let mut args: Vec<String> = vec!["create".into(), "-f".into(), "-".into()];
+                        args.extend(super::quota::as_member(&member));
+                        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                        let run = cluster.kubectl_with(
+                            &cluster.user_kubeconfig,
+                            &args,
+                            &attack.object.to_string(),
+                        );
+                        // The API server's answer, from the policy's own message on.
+                        let refused = (!run.ok).then(|| {
+                            let line = run.stderr.lines().next().unwrap_or_default();
+                            let reason = line
+                                .split_once("denied request: ")
+                                .map_or(line, |(_, reason)| reason);
+                            reason.chars().take(160).collect::<String>()
+                        });
+                        outcomes.push((tenant.name.clone(), pool.clone(), attack.what, refused));
+                        made += 1;
+                    }
+                }
+                reach.insert(tenant.name.clone(), reachable);
+            }
+            // Kueue admits and the scheduler binds within seconds; watch for 15 s.
+            let started = Instant::now();
+            let mut landed: BTreeMap<(String, String), String> = BTreeMap::new();
+            while started.elapsed() < Duration::from_secs(15) {
+                let run = cluster.kubectl(
+                    &["get", "pods", "--all-namespaces", "-l", "tenantc-sim=pinning", "-o", "json"],
+                    "",
+                );
+                let list: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
+                for pod in list["items"].as_array().into_iter().flatten() {
+                    let (Some(node), Some(tenant), Some(name)) = (
+                        pod["spec"]["nodeName"].as_str(),
+                        pod["metadata"]["labels"]["tenant.platform/tenant"].as_str(),
+                        pod["metadata"]["name"].as_str(),
+                    ) else {
+                        continue;
+                    };
+                    landed.insert((tenant.to_string(), name.to_string()), node.to_string());
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            for (tenant, pool, what, refused) in &outcomes {
+                let verdict = match refused {
+                    Some(why) => format!("refused: {why}"),
+                    None => "created, never ran on the pool".to_string(),
+                };
+                println!("  {} {tenant} -> {pool}: {what}: {verdict}", cell.name);
+            }
+            for ((tenant, pod), node) in &landed {
+                let pool = node_pool.get(node.as_str()).copied().unwrap_or("(no pool)");
+                let allowed = reach.get(tenant).is_some_and(|pools| pools.contains(pool));
+                println!(
+                    "  {} {tenant}: pod {pod} bound to {node} (pool {pool}){}",
+                    cell.name,
+                    if allowed { "" } else { ", a pool it may not reach" }
+                );
+                if !allowed {
+                    failures.push(format!(
+                        "{tenant} in {}: pod {pod} of a pinning attack runs on node {node} of pool {pool}, which describe says it cannot reach",
+                        cell.name
+                    ));
+                }
+            }
+            let namespaces: BTreeSet<String> = cell
+                .tenants
+                .iter()
+                .flat_map(|tenant| tenant.namespaces.iter().map(|ns| ns.name.clone()))
+                .collect();
+            delete_jobs(cluster, &namespaces, "pinning");
+        });
+    }
+    (failures, made)
+}
+
+/// No tenant reaches a pool describe says it cannot reach, whatever its members submit: node
+/// selectors, affinity, tolerations, another tenant's queue, or no queue at all.
+pub(super) fn simulated_cell_keeps_each_tenant_off_the_pools_it_may_not_reach(cluster: &Cluster) {
+    let session = Session::start(cluster, &support::fleet());
+    let (failures, made) = pinning_scenario(cluster, &session, None, None);
+    session.finish(cluster);
+    assert!(made > 0, "no pinning attack was made");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The pool whose taint the self-test takes away.
+const UNTAINTED_POOL: &str = "h100-infer";
+
+/// Takes the taint of [`UNTAINTED_POOL`] off its ResourceFlavor and off its nodes, as if tenantc
+/// had emitted the pool without it.
+fn untaint_a_pool(cluster: &Cluster, fleet: &Fleet, cell: &CellPlan, report: &mut Value) {
+    let pool = cell
+        .pools
+        .iter()
+        .find(|pool| pool.name == UNTAINTED_POOL)
+        .expect("the self-test's pool");
+    let flavor = fleet
+        .cell_objects(&cell.name)
+        .into_iter()
+        .find(|object| object.kind == "ResourceFlavor" && object.name == pool.flavor)
+        .expect("the pool's ResourceFlavor");
+    let mut json = yaml_documents_typed(&flavor.text).expect("the flavor")[0].clone();
+    if let Some(spec) = json["spec"].as_object_mut() {
+        spec.remove("nodeTaints");
+        spec.remove("tolerations");
+    }
+    let run = cluster.kubectl(&["replace", "-f", "-"], &json.to_string());
+    assert!(run.ok, "untainting the flavor failed:\n{}", run.stderr);
+    for group in report["capacity"]["node_groups"]
+        .as_array_mut()
+        .expect("node groups")
+    {
+        if group["pool"] == UNTAINTED_POOL {
+            group["taints"] = json!([]);
+        }
+    }
+}
+
+/// The self-test: with one pool's taint gone from its flavor and its nodes, a tenant's CPU pod
+/// that selects the pool's nodes runs there, and the scenario must name it.
+pub(super) fn simulated_cell_self_test_a_pool_without_its_taint_is_caught(cluster: &Cluster) {
+    let session = Session::start(cluster, &support::fleet());
+    let (failures, _) =
+        pinning_scenario(cluster, &session, Some("us-east-1a"), Some(untaint_a_pool));
+    session.finish(cluster);
+    println!("  reported: {failures:?}");
+    assert!(
+        !failures.is_empty()
+            && failures
+                .iter()
+                .all(|failure| failure.contains(&format!("of pool {UNTAINTED_POOL},"))),
+        "the untainted pool was not caught, or something else failed: {failures:?}"
+    );
 }
