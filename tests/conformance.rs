@@ -293,9 +293,9 @@ const CHECKS: &[(&str, bool, Check)] = &[
         scenarios::simulated_cell_places_each_gang_inside_one_domain,
     ),
     (
-        "simulated_cell_shares_a_busy_cohort_and_reclaims_what_was_lent",
+        "simulated_cell_shares_a_busy_cohort_reclaims_and_holds_the_ceilings",
         true,
-        scenarios::simulated_cell_shares_a_busy_cohort_and_reclaims_what_was_lent,
+        scenarios::simulated_cell_shares_a_busy_cohort_reclaims_and_holds_the_ceilings,
     ),
     (
         "simulated_cell_keeps_each_tenant_off_the_pools_it_may_not_reach",

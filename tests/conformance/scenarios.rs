@@ -191,6 +191,9 @@ fn create(cluster: &Cluster, jobs: &[Value]) -> Result<(), String> {
 struct WorkloadState {
     /// Admitted and not finished (it holds quota).
     admitted: bool,
+    /// Evicted (preempted) but still holding its quota until its Job stops: a preemption in
+    /// flight, whose preemptor is admitted once it ends.
+    evicting: bool,
     /// The message of its `QuotaReserved` condition, or of its newest condition.
     message: String,
 }
@@ -236,6 +239,7 @@ fn workloads(
             (namespace.to_string(), job),
             WorkloadState {
                 admitted: holds("Admitted") && !holds("Finished"),
+                evicting: holds("Evicted") && holds("QuotaReserved"),
                 message,
             },
         );
@@ -243,8 +247,9 @@ fn workloads(
     found
 }
 
-/// Waits until `expected` Workloads exist in `namespaces` and which of them are admitted has
-/// not changed for [`SETTLED_FOR`] (or [`SETTLE_TIMEOUT`] passed), and returns them.
+/// Waits until `expected` Workloads exist in `namespaces`, no preemption is in flight, and which
+/// of them are admitted has not changed for [`SETTLED_FOR`] (or [`SETTLE_TIMEOUT`] passed), and
+/// returns them.
 fn settle(
     cluster: &Cluster,
     namespaces: &BTreeSet<String>,
@@ -263,7 +268,7 @@ fn settle(
             last = Some(admitted);
             stable_since = Instant::now();
         }
-        let complete = found.len() >= expected;
+        let complete = found.len() >= expected && !found.values().any(|state| state.evicting);
         if (complete && stable_since.elapsed() > SETTLED_FOR) || started.elapsed() > SETTLE_TIMEOUT
         {
             return found;
@@ -294,6 +299,51 @@ fn bound_pods(cluster: &Cluster, namespace: &str) -> Vec<(String, String)> {
             Some((job.to_string(), node.to_string()))
         })
         .collect()
+}
+
+/// Waits until `pods` pods of `scenario` are bound in all namespaces together (or the settle
+/// time is up); returns them per namespace as (Job name, node).
+fn wait_bound_labelled(
+    cluster: &Cluster,
+    scenario: &str,
+    pods: usize,
+) -> BTreeMap<String, Vec<(String, String)>> {
+    let selector = format!("tenantc-sim={scenario}");
+    let started = Instant::now();
+    loop {
+        let run = cluster.kubectl(
+            &[
+                "get",
+                "pods",
+                "--all-namespaces",
+                "-l",
+                &selector,
+                "-o",
+                "json",
+            ],
+            "",
+        );
+        let list: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
+        let mut bound: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        for pod in list["items"].as_array().into_iter().flatten() {
+            let (Some(namespace), Some(node), Some(job)) = (
+                pod["metadata"]["namespace"].as_str(),
+                pod["spec"]["nodeName"].as_str(),
+                pod["metadata"]["labels"]["batch.kubernetes.io/job-name"].as_str(),
+            ) else {
+                continue;
+            };
+            bound
+                .entry(namespace.to_string())
+                .or_default()
+                .push((job.to_string(), node.to_string()));
+        }
+        if bound.values().map(Vec::len).sum::<usize>() >= pods || started.elapsed() > SETTLE_TIMEOUT
+        {
+            return bound;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
 
 /// Waits until `pods` pods of `namespace` are bound (or the settle time is up); returns them.
@@ -520,8 +570,8 @@ const BUSY_CELL: &str = "sim-busy";
 /// Its tenants that reserve only MIG slices, besides the lender, the borrower and the owner.
 const BUSY_SLICE_TENANTS: usize = 37;
 
-/// A cell of 40 tenants in two orgs, written into `root`: 37 tenants and the lender and the
-/// borrower share a MIG pool (each reserves two 1g.10gb slices with a burst of two, more than
+/// A cell of 41 tenants in two orgs, written into `root`: 37 tenants, the lender, the
+/// borrower and a tenant of small ceilings over two namespaces share a MIG pool (each reserves two 1g.10gb slices with a burst of two, more than
 /// the pool holds when all use their burst); the lender (org alpha) reserves 8 whole GPUs of a
 /// 16-GPU pool of which it lends 4, and the borrower (org beta, at a higher priority) reserves
 /// 4 there with a burst of 12; a `hard` tenant owns a pool of its own.
@@ -545,7 +595,7 @@ cell "{BUSY_CELL}" {{
     driver "580"
     oversubscribe 1.5
     org "alpha" {{
-        tenants "sim-lender" "sim-hard" {alpha}
+        tenants "sim-lender" "sim-hard" "sim-ceiling" {alpha}
     }}
     org "beta" {{
         tenants "sim-borrower" {beta}
@@ -631,6 +681,21 @@ cell "{BUSY_CELL}" {{
             "mig",
             &format!("        pool \"train\" reserved=4 burst=12 workload=\"infer\"\n{slices}"),
             infer,
+        ),
+    ));
+    // Small ceilings over two namespaces, which the ceilings scenario fills.
+    files.push((
+        "tenants/sim-ceiling.kdl".to_string(),
+        tenant(
+            "sim-ceiling",
+            "alpha",
+            "mig",
+            slices,
+            &format!("{train}{infer}"),
+        )
+        .replace(
+            r#"cpu="64" memory="256Gi" pods=100"#,
+            r#"cpu="8" memory="32Gi" pods=12"#,
         ),
     ));
     files.push((
@@ -869,15 +934,18 @@ fn busy_wave(
         }
     }
     // Pinning: every bound pod on its own pool's nodes; a hard tenant's nodes its alone.
-    let mut per_namespace: BTreeMap<&str, usize> = BTreeMap::new();
-    for ask in asks {
-        *per_namespace.entry(ask.namespace.as_str()).or_default() +=
-            usize::try_from(admitted_of(&found, ask)).unwrap_or(0);
-    }
-    let bound: BTreeMap<&str, Vec<(String, String)>> = per_namespace
+    let admitted: usize = asks
         .iter()
-        .map(|(namespace, pods)| (*namespace, wait_bound(cluster, namespace, *pods)))
-        .collect();
+        .map(|ask| usize::try_from(admitted_of(&found, ask)).unwrap_or(0))
+        .sum();
+    let bound = wait_bound_labelled(cluster, "busy", admitted);
+    if bound.values().map(Vec::len).sum::<usize>() != admitted {
+        failures.push(format!(
+            "{}: {} of the busy wave's {admitted} admitted pods were bound",
+            cell.name,
+            bound.values().map(Vec::len).sum::<usize>()
+        ));
+    }
     let mut node_tenants: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for ask in asks {
         let pool_nodes = nodes.pools.get(&ask.pool).cloned().unwrap_or_default();
@@ -1036,18 +1104,21 @@ fn reclaim(
     measured
 }
 
-/// The busy cohort and reclaim on a generated cell of 40 tenants: every tenant asks for more
-/// than its quota at once, and then a lender reclaims what it lent.
-pub(super) fn simulated_cell_shares_a_busy_cohort_and_reclaims_what_was_lent(cluster: &Cluster) {
+/// The busy cohort, reclaim and the ceilings on a generated cell of 41 tenants: every tenant
+/// asks for more than its quota at once, then a lender reclaims what it lent, then a tenant
+/// fills its cpu, memory and pods ceilings from both its namespaces at once.
+pub(super) fn simulated_cell_shares_a_busy_cohort_reclaims_and_holds_the_ceilings(
+    cluster: &Cluster,
+) {
     let root = tempfile::tempdir().expect("a folder for the generated fleet");
     write_busy_fleet(root.path());
     let session = Session::start(cluster, root.path());
     let mut failures = Vec::new();
-    let (mut asked, mut reclaimed) = (0, 0);
+    let (mut asked, mut reclaimed, mut ceilings) = (0, 0, 0);
     for cell in &session.fleet.plan.cells {
         assert_eq!(
             cell.tenants.len(),
-            BUSY_SLICE_TENANTS + 3,
+            BUSY_SLICE_TENANTS + 4,
             "the generated cell's tenants"
         );
         let started = Instant::now();
@@ -1067,11 +1138,15 @@ pub(super) fn simulated_cell_shares_a_busy_cohort_and_reclaims_what_was_lent(clu
             let started = Instant::now();
             reclaimed += reclaim(cluster, cell, &asks, &capacity, &mut failures);
             println!("  reclaim in {:.1} s", started.elapsed().as_secs_f64());
+            let started = Instant::now();
+            ceilings += ceiling_waves(cluster, &session, cell, &mut failures);
+            println!("  ceilings in {:.1} s", started.elapsed().as_secs_f64());
         });
     }
     session.finish(cluster);
     assert!(asked > 40, "the busy wave measured {asked} reservations");
     assert!(reclaimed > 0, "no reclaim was measured");
+    assert!(ceilings > 0, "no ceiling was measured");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -1452,4 +1527,156 @@ pub(super) fn simulated_cell_self_test_a_pool_without_its_taint_is_caught(cluste
                 .all(|failure| failure.contains(&format!("of pool {UNTAINTED_POOL},"))),
         "the untainted pool was not caught, or something else failed: {failures:?}"
     );
+}
+
+// Ceilings across a tenant's namespaces ---------------------------------------------------------
+
+/// A quantity of cpu or memory in the units a ceiling wave counts in (millicores, MiB), from
+/// describe's Kubernetes quantity.
+fn units(quantity: &str, resource: &str) -> i64 {
+    let parsed = |digits: &str, factor: i64| digits.parse::<i64>().ok().map(|value| value * factor);
+    let value = match resource {
+        "cpu" => quantity
+            .strip_suffix('m')
+            .and_then(|digits| parsed(digits, 1))
+            .or_else(|| parsed(quantity, 1000)),
+        _ => quantity
+            .strip_suffix("Ti")
+            .and_then(|digits| parsed(digits, 1024 * 1024))
+            .or_else(|| {
+                quantity
+                    .strip_suffix("Gi")
+                    .and_then(|digits| parsed(digits, 1024))
+            })
+            .or_else(|| {
+                quantity
+                    .strip_suffix("Mi")
+                    .and_then(|digits| parsed(digits, 1))
+            }),
+    };
+    value.unwrap_or_else(|| panic!("a {resource} quantity tenantc writes: {quantity}"))
+}
+
+/// For the tenants of the cell whose ceilings are small enough to fill (at most 16 pods), one
+/// wave per ceiling (cpu, memory, pods): from each of its namespaces at once, CPU Jobs through
+/// its LocalQueue asking for two units more than the namespace's part, each one unit (an eighth
+/// of the ceiling, or one pod). Kueue must admit and the cell must run at most the ceiling in
+/// all namespaces together, and at most its part in each. Returns how many waves ran.
+fn ceiling_waves(
+    cluster: &Cluster,
+    session: &Session,
+    cell: &CellPlan,
+    failures: &mut Vec<String>,
+) -> usize {
+    let mut waves = 0;
+    for tenant in &cell.tenants {
+        let described = describe_in(&session.root, &tenant.name, &cell.name);
+        let Some(pods_ceiling) = described["queue"]["pods"].as_i64() else {
+            continue;
+        };
+        if pods_ceiling > 16 || tenant.namespaces.len() < 2 {
+            continue;
+        }
+        let template = generated_template(cell, tenant);
+        for resource in ["cpu", "memory", "pods"] {
+            let (ceiling, unit) = match resource {
+                "pods" => (pods_ceiling, 1),
+                _ => {
+                    let ceiling = units(
+                        described["queue"][resource].as_str().expect("a ceiling"),
+                        resource,
+                    );
+                    (ceiling, ceiling / 8)
+                }
+            };
+            let mut jobs = Vec::new();
+            let mut parts = BTreeMap::new();
+            for namespace in described["namespaces"].as_array().expect("namespaces") {
+                let name = namespace["name"].as_str().expect("a name").to_string();
+                let part = match resource {
+                    "pods" => namespace["pods"].as_i64().expect("a pods part"),
+                    _ => units(namespace[resource].as_str().expect("a part"), resource),
+                };
+                let count = part / unit + 2;
+                let plan = tenant
+                    .namespaces
+                    .iter()
+                    .find(|candidate| candidate.name == name)
+                    .expect("the namespace in the plan");
+                let shape = Shape {
+                    resource: "cpu",
+                    devices: 0,
+                    pods: 1,
+                    annotations: Vec::new(),
+                    scenario: "ceilings",
+                };
+                for idx in 0..count {
+                    let mut object = job(
+                        &template,
+                        tenant,
+                        &name,
+                        &shape,
+                        &format!("sim-ceiling-{resource}-{idx}"),
+                    );
+                    // Only this wave's resource is large; the others are a small share.
+                    let (cpu, memory) = match resource {
+                        "cpu" => (format!("{unit}m"), "64Mi".to_string()),
+                        "memory" => ("100m".to_string(), format!("{unit}Mi")),
+                        _ => ("100m".to_string(), "64Mi".to_string()),
+                    };
+                    let container = &mut object["spec"]["template"]["spec"]["containers"][0];
+                    container["resources"] = json!({"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}});
+                    object["spec"]["template"]["spec"]["serviceAccountName"] =
+                        json!(plan.service_account);
+                    if let Some(spec) = object["spec"]["template"]["spec"].as_object_mut() {
+                        spec.remove("runtimeClassName");
+                    }
+                    jobs.push(object);
+                }
+                parts.insert(name, part);
+            }
+            if let Err(why) = create(cluster, &jobs) {
+                failures.push(format!(
+                    "{} in {}: the {resource} wave was refused:\n{why}",
+                    tenant.name, cell.name
+                ));
+                continue;
+            }
+            let namespaces: BTreeSet<String> = parts.keys().cloned().collect();
+            let found = settle(cluster, &namespaces, jobs.len());
+            let admitted: i64 = namespaces
+                .iter()
+                .map(|namespace| i64::try_from(admitted_in(&found, namespace)).unwrap_or(0))
+                .sum::<i64>()
+                * unit;
+            // Bound pods, once Kueue's admissions had time to start.
+            std::thread::sleep(Duration::from_secs(3));
+            let mut running = 0;
+            for (namespace, part) in &parts {
+                let here = i64::try_from(bound_pods(cluster, namespace).len()).unwrap_or(0) * unit;
+                running += here;
+                if here > *part {
+                    failures.push(format!(
+                        "{} in {}: {here} of {resource} run in {namespace}, above its part {part}",
+                        tenant.name, cell.name
+                    ));
+                }
+            }
+            println!(
+                "  {} {} {resource} ceiling {ceiling} (parts {parts:?}): asked {}, Kueue admitted {admitted}, running {running}",
+                cell.name,
+                tenant.name,
+                i64::try_from(jobs.len()).unwrap_or(0) * unit
+            );
+            if admitted > ceiling || running > ceiling {
+                failures.push(format!(
+                    "{} in {}: its {resource} ceiling {ceiling} did not hold across its namespaces: Kueue admitted {admitted} on flavor tenant-ceiling, {running} ran",
+                    tenant.name, cell.name
+                ));
+            }
+            delete_jobs(cluster, &namespaces, "ceilings");
+            waves += 1;
+        }
+    }
+    waves
 }

@@ -49,6 +49,10 @@ const KUEUE_INTEGRATIONS: [(&str, &str); 4] = [
     ("statefulset", "-apps-v1-statefulset"),
 ];
 
+/// The nodes of a simulated cell outside its GPU pools, and their names' prefix.
+const CPU_NODES: usize = 2;
+const CPU_NODE_PREFIX: &str = "cpu-";
+
 /// The names of the webhook configurations this module applies.
 const MUTATING_WEBHOOKS: &str = "tenantc-sim-kueue-mutating";
 const VALIDATING_WEBHOOKS: &str = "tenantc-sim-kueue-validating";
@@ -482,7 +486,8 @@ fn webhook_configurations(manifests: &str, port: u16, ca: &[u8]) -> String {
 
 /// Creates one fake node per node of the cell's capacity report: its labels, taints and GPU
 /// devices per node, with cpu, memory and pods to spare, and in a pool with a topology each
-/// level's label with one value per domain of the report's size. Waits until every node is Ready and
+/// level's label with one value per domain of the report's size; and two CPU nodes outside the
+/// pools, without taints. Waits until every node is Ready and
 /// without the not-ready taint. Returns the node names per pool.
 pub(super) fn create_nodes(cluster: &Cluster, report: &Value) -> BTreeMap<String, Vec<String>> {
     let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -561,11 +566,32 @@ pub(super) fn create_nodes(cluster: &Cluster, report: &Value) -> BTreeMap<String
             names.entry(pool.clone()).or_default().push(name);
         }
     }
+    // Every cell also has nodes outside its GPU pools (system and CPU nodes), untainted and
+    // unlabelled, where pods that ask for no GPU run: the tenant ceilings' CPU Jobs, and any pod
+    // a pinning attack keeps off a pool.
+    for idx in 0..CPU_NODES {
+        let name = format!("{CPU_NODE_PREFIX}{idx}");
+        let allocatable = json!({"cpu": "256", "memory": "2Ti", "pods": "250"});
+        documents.push(
+            json!({
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "labels": {"kubernetes.io/hostname": name, "type": "kwok"},
+                    "annotations": {FAKE_NODE_ANNOTATION: "fake"},
+                },
+                "spec": {},
+                "status": {"capacity": allocatable, "allocatable": allocatable},
+            })
+            .to_string(),
+        );
+    }
     // Nodes a failed run left behind would clash with these.
     delete_nodes(cluster);
     let run = cluster.kubectl(&["create", "-f", "-"], &documents.join("\n"));
     assert!(run.ok, "creating the fake nodes failed:\n{}", run.stderr);
-    let total: usize = names.values().map(Vec::len).sum();
+    let total: usize = names.values().map(Vec::len).sum::<usize>() + CPU_NODES;
     super::controllers::wait_until("every fake node Ready and schedulable", || {
         let run = cluster.kubectl(&["get", "nodes", "-l", "type=kwok", "-o", "json"], "");
         let list: Value = serde_json::from_str(&run.stdout).ok()?;
@@ -721,12 +747,18 @@ pub(super) fn job(
     for (key, value) in &shape.annotations {
         metadata["annotations"][*key] = json!(value);
     }
-    let labels = &mut job["spec"]["template"]["metadata"]["labels"];
-    match &namespace_plan.priority {
-        Some(priority) => labels["kueue.x-k8s.io/priority-class"] = json!(priority),
-        None => {
-            if let Some(labels) = labels.as_object_mut() {
-                labels.remove("kueue.x-k8s.io/priority-class");
+    // Kueue reads the priority from the Job's own labels; the floor holds both to the
+    // namespace's class.
+    for pointer in ["/metadata/labels", "/spec/template/metadata/labels"] {
+        let Some(labels) = job.pointer_mut(pointer) else {
+            continue;
+        };
+        match &namespace_plan.priority {
+            Some(priority) => labels["kueue.x-k8s.io/priority-class"] = json!(priority),
+            None => {
+                if let Some(labels) = labels.as_object_mut() {
+                    labels.remove("kueue.x-k8s.io/priority-class");
+                }
             }
         }
     }
