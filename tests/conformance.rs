@@ -308,6 +308,11 @@ const CHECKS: &[(&str, bool, Check)] = &[
         scenarios::simulated_cell_self_test_a_pool_without_its_taint_is_caught,
     ),
     (
+        "simulated_cell_loses_what_what_if_says_on_three_drains",
+        true,
+        scenarios::simulated_cell_loses_what_what_if_says_on_three_drains,
+    ),
+    (
         "test_policy_pod_security_cases_are_judged_as_written",
         false,
         test_policy::test_policy_pod_security_cases_are_judged_as_written,

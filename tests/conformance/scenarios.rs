@@ -1680,3 +1680,322 @@ fn ceiling_waves(
     }
     waves
 }
+
+// What-if drains, replayed on the nodes ---------------------------------------------------------
+
+/// The three drains `tenantc what-if` answers and the simulated cell replays: a rack of the
+/// training pool, half the MIG pool (its `small` layout's nodes), and a whole cell.
+const DRAINS: [(&str, &[&str]); 3] = [
+    ("us-east-1a", &["--drain", "us-east-1a/h100-train@rack"]),
+    ("us-east-1a", &["--drain", "us-east-1a/h100-infer/small=2"]),
+    ("eu-west-4b", &["--lose-cell", "eu-west-4b"]),
+];
+
+/// `tenantc what-if <change> --format json` on the fleet at `root`, and its exit code.
+fn what_if(root: &Path, change: &[&str]) -> (Value, i32) {
+    let output = Command::new(env!("CARGO_BIN_EXE_tenantc"))
+        .arg("what-if")
+        .args(change)
+        .args(["--format", "json", "--root"])
+        .arg(root)
+        .stdin(Stdio::null())
+        .output()
+        .expect("tenantc what-if runs");
+    let document: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "what-if {change:?} printed no JSON ({error}):\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (document, output.status.code().unwrap_or(-1))
+}
+
+/// One reservation a drain asks for in full, with what-if's answer for it.
+struct Asked {
+    tenant: String,
+    namespace: String,
+    pool: String,
+    resource: String,
+    reserved: i64,
+    /// What-if's reserved devices no longer backed.
+    unbacked: i64,
+    /// The names of its Jobs start with this.
+    prefix: String,
+    /// Devices per Job.
+    per_job: i64,
+}
+
+/// The names of the nodes a what-if change takes out of the cell, from the nodes the simulated
+/// cell made: the first `count` of a layout or a pool, the first `count` domains of a level, or
+/// every GPU node of a lost cell.
+fn drained_nodes(change: &Value, nodes: &CellNodes) -> Vec<String> {
+    let count = change["count"].as_i64().unwrap_or(0);
+    let Some(pool) = change["pool"].as_str() else {
+        return nodes.pools.values().flatten().cloned().collect();
+    };
+    let names = nodes.pools.get(pool).cloned().unwrap_or_default();
+    if let Some(level) = change["level"].as_str() {
+        let short = level.rsplit('/').next().unwrap_or(level);
+        let domains: BTreeSet<String> = (0..count)
+            .map(|idx| format!("{pool}-{short}-{idx}"))
+            .collect();
+        return names
+            .into_iter()
+            .filter(|name| {
+                nodes
+                    .labels
+                    .get(name)
+                    .and_then(|labels| labels.get(level))
+                    .is_some_and(|value| domains.contains(value))
+            })
+            .collect();
+    }
+    let prefix = match change["layout"].as_str() {
+        Some(layout) => format!("{pool}-{layout}-"),
+        None => format!("{pool}-"),
+    };
+    names
+        .into_iter()
+        .filter(|name| name.starts_with(&prefix))
+        .take(usize::try_from(count).unwrap_or(0))
+        .collect()
+}
+
+/// One drain: what-if's answer, then the same nodes taken out of the simulated cell while every
+/// tenant of each changed pool resource asks for its whole reservation at once (in gangs where it
+/// reserves gangs). The devices that do not run must add up to what-if's shortfall of the
+/// resource, a tenant what-if says stays backed must run all of its reservation, and only
+/// tenants what-if names may run less.
+fn replay_drain(
+    cluster: &Cluster,
+    session: &Session,
+    cell: &CellPlan,
+    change: &[&str],
+    failures: &mut Vec<String>,
+) {
+    let (answer, code) = what_if(&session.root, change);
+    let changes = answer["changes"].as_array().cloned().unwrap_or_default();
+    println!(
+        "  what-if {}: exit {code}, {}",
+        change.join(" "),
+        if answer["backed"] == true {
+            "every reservation still backed".to_string()
+        } else {
+            "reservations no longer backed".to_string()
+        }
+    );
+    session.in_cell(cluster, cell, |nodes| {
+        let drained: Vec<String> = changes
+            .iter()
+            .flat_map(|change| drained_nodes(change, nodes))
+            .collect();
+        let expected_nodes: i64 = changes
+            .iter()
+            .map(|change| change["nodes"].as_i64().unwrap_or(0))
+            .sum();
+        if i64::try_from(drained.len()).unwrap_or(-1) != expected_nodes {
+            failures.push(format!(
+                "what-if {}: it drains {expected_nodes} nodes, the simulated cell found {}",
+                change.join(" "),
+                drained.len()
+            ));
+        }
+        let mut args = vec!["delete", "nodes", "--wait=true"];
+        args.extend(drained.iter().map(String::as_str));
+        let run = cluster.kubectl(&args, "");
+        assert!(run.ok, "draining the nodes failed:\n{}", run.stderr);
+        // Every reservation of the changed pools, asked for in full at once.
+        let mut jobs = Vec::new();
+        let mut asked: Vec<Asked> = Vec::new();
+        for tenant_answer in answer["tenants"].as_array().into_iter().flatten() {
+            let name = tenant_answer["tenant"].as_str().unwrap_or_default();
+            let Some(tenant) = cell.tenants.iter().find(|tenant| tenant.name == name) else {
+                continue;
+            };
+            for reservation in tenant_answer["reservations"].as_array().into_iter().flatten() {
+                let pool = reservation["pool"].as_str().unwrap_or_default();
+                let resource = reservation["resource"].as_str().unwrap_or_default();
+                let reserved = reservation["reserved"].as_i64().unwrap_or(0);
+                let unbacked = reservation["unbacked"].as_i64().unwrap_or(0);
+                let Some(namespace) = namespace_for(tenant, resource) else {
+                    continue;
+                };
+                let gang = tenant_answer["gangs"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|gang| gang["pool"] == pool && gang["resource"] == resource);
+                let prefix = format!("sim-drain-{pool}-{}", resource_tag(resource));
+                let template = fixture_job(cell, tenant);
+                let (shape, count, per_job) = match gang {
+                    Some(gang) => {
+                        let size = gang["gang"].as_i64().unwrap_or(1);
+                        let per_node = nodes
+                            .per_node
+                            .get(&(pool.to_string(), resource.to_string()))
+                            .copied()
+                            .unwrap_or(1)
+                            .min(size);
+                        (
+                            Shape {
+                                resource,
+                                devices: per_node,
+                                pods: size / per_node,
+                                annotations: vec![(
+                                    "kueue.x-k8s.io/podset-required-topology",
+                                    gang["within"].as_str().unwrap_or_default().to_string(),
+                                )],
+                                scenario: "drain",
+                            },
+                            reserved / size,
+                            per_node,
+                        )
+                    }
+                    None => (
+                        Shape {
+                            resource,
+                            devices: 1,
+                            pods: 1,
+                            annotations: Vec::new(),
+                            scenario: "drain",
+                        },
+                        reserved,
+                        1,
+                    ),
+                };
+                for idx in 0..count {
+                    jobs.push(job(&template, tenant, namespace, &shape, &format!("{prefix}-{idx}")));
+                }
+                asked.push(Asked {
+                    tenant: name.to_string(),
+                    namespace: namespace.to_string(),
+                    pool: pool.to_string(),
+                    resource: resource.to_string(),
+                    reserved,
+                    unbacked,
+                    prefix,
+                    per_job,
+                });
+            }
+        }
+        if let Err(why) = create(cluster, &jobs) {
+            failures.push(format!("what-if {}: the Jobs were refused:\n{why}", change.join(" ")));
+            return;
+        }
+        let namespaces: BTreeSet<String> = cell
+            .tenants
+            .iter()
+            .flat_map(|tenant| tenant.namespaces.iter().map(|ns| ns.name.clone()))
+            .collect();
+        settle(cluster, &namespaces, jobs.len());
+        // Running: pods bound to a node, once the count held still for 5 s.
+        let started = Instant::now();
+        let mut last = usize::MAX;
+        let mut stable_since = Instant::now();
+        let bound = loop {
+            let bound = wait_bound_labelled(cluster, "drain", 0);
+            let count = bound.values().map(Vec::len).sum::<usize>();
+            if count != last {
+                last = count;
+                stable_since = Instant::now();
+            }
+            if stable_since.elapsed() > SETTLED_FOR || started.elapsed() > SETTLE_TIMEOUT {
+                break bound;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        };
+        let mut short_by_resource: BTreeMap<(String, String), i64> = BTreeMap::new();
+        for Asked {
+            tenant,
+            namespace,
+            pool,
+            resource,
+            reserved,
+            unbacked,
+            prefix,
+            per_job,
+        } in &asked
+        {
+            let running = i64::try_from(
+                bound
+                    .get(namespace)
+                    .into_iter()
+                    .flatten()
+                    .filter(|(job_name, _)| job_name.starts_with(&format!("{prefix}-")))
+                    .count(),
+            )
+            .unwrap_or(0)
+                * per_job;
+            let short = reserved - running;
+            *short_by_resource
+                .entry((pool.clone(), resource.clone()))
+                .or_default() += short;
+            println!(
+                "    {} {tenant} {pool} {resource}: what-if says {unbacked} of {reserved} unbacked; observed {running} of {reserved} running",
+                cell.name
+            );
+            if short > 0 && *unbacked == 0 {
+                failures.push(format!(
+                    "what-if {}: {tenant} runs {running} of its {reserved} {resource} on {pool}, but what-if says its reservation stays backed",
+                    change.join(" ")
+                ));
+            }
+            if short > *unbacked {
+                failures.push(format!(
+                    "what-if {}: {tenant} lost {short} {resource} on {pool}, what-if says at most {unbacked}",
+                    change.join(" ")
+                ));
+            }
+        }
+        for pool_answer in answer["pools"].as_array().into_iter().flatten() {
+            let pool = pool_answer["pool"].as_str().unwrap_or_default();
+            for resource_answer in pool_answer["resources"].as_array().into_iter().flatten() {
+                let resource = resource_answer["resource"].as_str().unwrap_or_default();
+                let shortfall = resource_answer["shortfall"].as_i64().unwrap_or(0);
+                let observed = short_by_resource
+                    .get(&(pool.to_string(), resource.to_string()))
+                    .copied()
+                    .unwrap_or(0);
+                println!(
+                    "    {} {pool} {resource}: what-if's shortfall {shortfall}, observed {observed}",
+                    cell.name
+                );
+                if observed != shortfall {
+                    failures.push(format!(
+                        "what-if {}: {resource} on {pool} is short {observed} in the simulated cell, what-if says {shortfall}",
+                        change.join(" ")
+                    ));
+                }
+            }
+        }
+        // What a maintenance pipeline gates on: exit 0 exactly when nothing went unrun.
+        let lost = short_by_resource.values().any(|short| *short > 0);
+        if lost == (code == 0) {
+            failures.push(format!(
+                "what-if {}: exits {code}, but the simulated cell {} reserved devices",
+                change.join(" "),
+                if lost { "left unrun" } else { "ran all" }
+            ));
+        }
+        delete_jobs(cluster, &namespaces, "drain");
+    });
+}
+
+/// `tenantc what-if` agrees with the simulated cell on three drains: the same nodes taken out
+/// of the cell leave exactly what-if's shortfall unrun, and only tenants it names lose.
+pub(super) fn simulated_cell_loses_what_what_if_says_on_three_drains(cluster: &Cluster) {
+    let session = Session::start(cluster, &support::fleet());
+    let mut failures = Vec::new();
+    for (cell_name, change) in DRAINS {
+        let cell = session
+            .fleet
+            .plan
+            .cells
+            .iter()
+            .find(|cell| cell.name == cell_name)
+            .expect("the drain's cell");
+        replay_drain(cluster, &session, cell, change, &mut failures);
+    }
+    session.finish(cluster);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
