@@ -16,8 +16,8 @@
 
 use super::quota::{Fleet, fleet_at, set_up_cell};
 use super::sim::{
-    Shape, SimulatedCell, create_nodes, delete_jobs, delete_nodes, describe_in, fixture_job, job,
-    take_back,
+    Shape, SimulatedCell, create_nodes, delete_jobs, delete_nodes, describe_in, fixture_job,
+    isolate, job, take_back,
 };
 use super::*;
 
@@ -76,6 +76,7 @@ impl Session {
         tamper: Option<Tamper>,
         scenario: impl FnOnce(&CellNodes) -> T,
     ) -> T {
+        isolate(cluster, &self.fleet, cell);
         take_back(cluster, &self.fleet, cell);
         set_up_cell(cluster, &self.fleet, cell);
         let mut report: Value = serde_json::from_slice(

@@ -849,6 +849,44 @@ pub(super) fn take_back(cluster: &Cluster, fleet: &Fleet, cell: &CellPlan) {
     );
 }
 
+/// Deletes every ClusterQueue and Cohort that is not `cell`'s. One API server stands in for
+/// every cell of every fleet the checks apply, and cohorts are cluster-scoped: another cell's
+/// ClusterQueues in a cohort of the same name (every cell has `root`), on flavors of the same
+/// name (pools named alike), would lend this cell quota its hardware does not have. Kueue must
+/// be running, since it holds their finalizers.
+pub(super) fn isolate(cluster: &Cluster, fleet: &Fleet, cell: &CellPlan) {
+    let own: BTreeSet<(String, String)> = fleet
+        .cell_objects(&cell.name)
+        .iter()
+        .filter(|object| object.kind == "ClusterQueue" || object.kind == "Cohort")
+        .map(|object| (object.kind.clone(), object.name.clone()))
+        .collect();
+    for (kind, resource) in [
+        ("ClusterQueue", "clusterqueues.kueue.x-k8s.io"),
+        ("Cohort", "cohorts.kueue.x-k8s.io"),
+    ] {
+        let run = cluster.kubectl(&["get", resource, "-o", "name"], "");
+        let foreign: Vec<String> = run
+            .stdout
+            .lines()
+            .filter_map(|line| line.split_once('/').map(|(_, name)| name.to_string()))
+            .filter(|name| !own.contains(&(kind.to_string(), name.clone())))
+            .map(|name| format!("{resource}/{name}"))
+            .collect();
+        if foreign.is_empty() {
+            continue;
+        }
+        let mut args = vec!["delete", "--wait=true", "--timeout=120s"];
+        args.extend(foreign.iter().map(String::as_str));
+        let run = cluster.kubectl(&args, "");
+        assert!(
+            run.ok,
+            "deleting the {kind}s of other cells failed:\n{}",
+            run.stderr
+        );
+    }
+}
+
 /// Deletes the Jobs and pods of `scenario` (the `tenantc-sim` label of both) at once, without
 /// waiting for the garbage collector, and waits until they and every Workload of `namespaces`
 /// are gone, so the next wave starts with all devices free and no Workload of the same name.
@@ -941,6 +979,7 @@ fn entitlement_scenario(
         if only.is_some_and(|name| name != cell.name) {
             continue;
         }
+        isolate(cluster, &fleet, cell);
         take_back(cluster, &fleet, cell);
         set_up_cell(cluster, &fleet, cell);
         if let Some(tamper) = tamper {
