@@ -533,10 +533,7 @@ pub(super) fn create_nodes(cluster: &Cluster, report: &Value) -> BTreeMap<String
             })
             .collect();
         for idx in 0..nodes {
-            let name = match layout {
-                Some(layout) => format!("{pool}-{layout}-{idx}"),
-                None => format!("{pool}-{idx}"),
-            };
+            let name = node_name(&pool, layout, idx);
             let mut labels = group["labels"].clone();
             // The pool's nodes in order, each level's domains made of consecutive nodes; the
             // index counts across the pool's groups, so a domain never mixes two pools.
@@ -615,6 +612,38 @@ pub(super) fn create_nodes(cluster: &Cluster, report: &Value) -> BTreeMap<String
             .count();
         (ready == total).then_some(())
     });
+    names
+}
+
+/// The name of the `idx`th fake node of a pool's node group (of `layout`, in a MIG pool).
+fn node_name(pool: &str, layout: Option<&str>, idx: i64) -> String {
+    match layout {
+        Some(layout) => format!("{pool}-{layout}-{idx}"),
+        None => format!("{pool}-{idx}"),
+    }
+}
+
+/// The names `create_nodes` gives the nodes of `pool` whose node group offers `resource`.
+fn offering_nodes(report: &Value, pool: &str, resource: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for group in report["capacity"]["node_groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|group| group["pool"] == pool)
+    {
+        if group["allocatable_per_node"][resource]
+            .as_i64()
+            .unwrap_or(0)
+            <= 0
+        {
+            continue;
+        }
+        let nodes = group["nodes"].as_i64().unwrap_or(0);
+        for idx in 0..nodes {
+            names.insert(node_name(pool, group["layout"].as_str(), idx));
+        }
+    }
     names
 }
 
@@ -1065,13 +1094,26 @@ fn entitlement_scenario(
                     .iter()
                     .filter(|node| !pool_nodes.contains(node))
                     .collect();
+                // A MIG profile lands only on nodes whose layout offers it.
+                let offering = offering_nodes(&report, pool_name, resource);
+                let not_offering: Vec<&String> = landed
+                    .iter()
+                    .filter(|node| pool_nodes.contains(node) && !offering.contains(*node))
+                    .collect();
                 println!(
-                    "  {} {} pool {pool_name} {resource}: expected {expected} admitted (describe's effective capacity), observed {observed}; {} pods bound, {} outside the pool",
+                    "  {} {} pool {pool_name} {resource}: expected {expected} admitted (describe's effective capacity), observed {observed}; {} pods bound, {} outside the pool, {} on nodes whose layout does not offer it",
                     cell.name,
                     tenant.name,
                     landed.len(),
-                    outside.len()
+                    outside.len(),
+                    not_offering.len()
                 );
+                if !not_offering.is_empty() {
+                    failures.push(format!(
+                        "{} in {}: pods of {resource} on nodes of pool {pool_name} whose layout does not offer it: {not_offering:?}",
+                        tenant.name, cell.name
+                    ));
+                }
                 measured += 1;
                 if i64::try_from(observed).unwrap_or(-1) != expected {
                     let quota = cluster.kubectl(
