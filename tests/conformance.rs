@@ -66,6 +66,9 @@ mod sim;
 #[path = "conformance/gitops.rs"]
 mod gitops;
 
+#[path = "conformance/argocd.rs"]
+mod argocd;
+
 #[path = "policy/cases.rs"]
 mod policy_cases;
 
@@ -319,6 +322,16 @@ const CHECKS: &[(&str, bool, Check)] = &[
         "flux_sync_self_test_a_tampered_revision_is_caught",
         true,
         gitops::flux_sync_self_test_a_tampered_revision_is_caught,
+    ),
+    (
+        "argo_cd_renders_each_application_as_emitted",
+        true,
+        argocd::argo_cd_renders_each_application_as_emitted,
+    ),
+    (
+        "argo_cd_self_test_a_tampered_repository_is_caught",
+        true,
+        argocd::argo_cd_self_test_a_tampered_repository_is_caught,
     ),
 ];
 
