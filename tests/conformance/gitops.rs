@@ -749,14 +749,17 @@ impl<'a> FluxSync<'a> {
             "the source-controller CRDs are not Established"
         );
 
-        // The namespace controller: a pruned tenant's namespaces are deleted only once emptied.
+        // The namespace controller: a pruned tenant's namespaces are deleted only once emptied;
+        // and the PVC protection controller, which releases the PersistentVolumeClaims that
+        // other checks' StatefulSets left in them once no pod uses them.
         let kubeconfig = cluster.kubeconfig.display().to_string();
         let mut command = Command::new(cluster.bin_dir.join("kube-controller-manager"));
         command.args([
             format!("--kubeconfig={kubeconfig}"),
             format!("--authentication-kubeconfig={kubeconfig}"),
             format!("--authorization-kubeconfig={kubeconfig}"),
-            "--controllers=namespace-controller".to_string(),
+            "--controllers=namespace-controller,persistentvolumeclaim-protection-controller"
+                .to_string(),
             "--leader-elect=false".to_string(),
             "--bind-address=127.0.0.1".to_string(),
             "--secure-port=0".to_string(),
@@ -1092,6 +1095,104 @@ fn hand_back(cluster: &Cluster, objects: &[Object], manager: &str) {
     }
 }
 
+/// How long a namespace may stay terminating before the finalizers of what is left in it are
+/// removed (see [`release_terminating_namespace`]).
+const TERMINATING_GRACE: Duration = Duration::from_secs(10);
+
+/// Waits until `objects` are gone from the cluster; returns those still there after
+/// `SETTLE_TIMEOUT`. A namespace among them that is still terminating after
+/// `TERMINATING_GRACE` has the finalizers of its remaining content removed.
+fn wait_gone(cluster: &Cluster, objects: &[&Object]) -> BTreeMap<String, Value> {
+    let started = Instant::now();
+    let mut released = BTreeSet::new();
+    loop {
+        let still = live_objects(cluster, objects);
+        if still.is_empty() || started.elapsed() > SETTLE_TIMEOUT {
+            return still;
+        }
+        if started.elapsed() > TERMINATING_GRACE {
+            for live in still.values() {
+                let name = live["metadata"]["name"].as_str().unwrap_or_default();
+                if live["kind"] == "Namespace"
+                    && !live["metadata"]["deletionTimestamp"].is_null()
+                    && released.insert(name.to_string())
+                {
+                    release_terminating_namespace(cluster, name);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// A namespace that is being deleted is removed only once it is empty; objects that carry the
+/// finalizer of a controller that does not run here (such as Kueue's) keep it terminating for
+/// ever. Their controllers would remove the finalizers of deleted objects; this does it for
+/// them, and says which.
+fn release_terminating_namespace(cluster: &Cluster, namespace: &str) {
+    let kinds = cluster.kubectl(
+        &[
+            "api-resources",
+            "--namespaced",
+            "--verbs=list,delete",
+            "-o",
+            "name",
+        ],
+        "",
+    );
+    let kinds: Vec<&str> = kinds
+        .stdout
+        .lines()
+        .filter(|line| !line.is_empty())
+        .collect();
+    let run = cluster.kubectl(
+        &["get", &kinds.join(","), "-n", namespace, "-o", "json"],
+        "",
+    );
+    let list: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
+    let mut released = Vec::new();
+    for item in list["items"].as_array().into_iter().flatten() {
+        let finalizers = &item["metadata"]["finalizers"];
+        if finalizers.as_array().is_none_or(Vec::is_empty) {
+            continue;
+        }
+        let kind = item["kind"].as_str().unwrap_or_default();
+        let group = item["apiVersion"]
+            .as_str()
+            .map(group_of)
+            .unwrap_or_default();
+        let resource = if group.is_empty() {
+            kind.to_lowercase()
+        } else {
+            format!("{}.{group}", kind.to_lowercase())
+        };
+        let name = item["metadata"]["name"].as_str().unwrap_or_default();
+        let patched = cluster.kubectl(
+            &[
+                "patch",
+                &format!("{resource}/{name}"),
+                "-n",
+                namespace,
+                "--type=merge",
+                "-p",
+                r#"{"metadata":{"finalizers":null}}"#,
+            ],
+            "",
+        );
+        if patched.ok {
+            released.push(format!("{kind}/{name} ({finalizers})"));
+        }
+    }
+    println!(
+        "    namespace {namespace} stayed terminating: removed the finalizers of {}",
+        if released.is_empty() {
+            "nothing".to_string()
+        } else {
+            released.join(", ")
+        }
+    );
+}
+
 /// Deletes every Kustomization and GitRepository of `namespace`, finalizers first: with no
 /// controller running, nothing they applied is pruned.
 fn remove_flux_objects(cluster: &Cluster, namespace: &str) {
@@ -1333,20 +1434,21 @@ fn flux_sync_scenario(cluster: &Cluster, tamper: Option<Tamper>) -> Vec<String> 
         .map(|object| format!("---\n{}", object.text))
         .collect();
     let run = cluster.kubectl(
-        &[
-            "delete",
-            "-f",
-            "-",
-            "--ignore-not-found",
-            "--wait=true",
-            "--timeout=120s",
-        ],
+        &["delete", "-f", "-", "--ignore-not-found", "--wait=false"],
         &stream,
     );
     assert!(
         run.ok,
         "removing {ADDED_TENANT}'s objects first failed:\n{}",
         run.stderr
+    );
+    let refs: Vec<&Object> = added.iter().collect();
+    let still = wait_gone(cluster, &refs);
+    assert!(
+        still.is_empty(),
+        "{ADDED_TENANT}'s objects are still there after {} s: {:?}",
+        SETTLE_TIMEOUT.as_secs(),
+        still.keys().collect::<Vec<_>>()
     );
 
     // The last revision every unit applied, with the tree Flux read then.
@@ -1496,11 +1598,7 @@ fn flux_sync_scenario(cluster: &Cluster, tamper: Option<Tamper>) -> Vec<String> 
             .map(|(_, object)| object)
             .collect();
         let gone_started = Instant::now();
-        let mut still: BTreeMap<String, Value> = live_objects(cluster, &removed);
-        while !still.is_empty() && gone_started.elapsed() < SETTLE_TIMEOUT {
-            std::thread::sleep(Duration::from_millis(500));
-            still = live_objects(cluster, &removed);
-        }
+        let still = wait_gone(cluster, &removed);
         for id in still.keys() {
             failures.push(format!(
                 "revision {}: {id} was removed from the tree but is still on the cluster",
