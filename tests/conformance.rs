@@ -57,11 +57,20 @@ mod words;
 #[path = "conformance/replacement.rs"]
 mod replacement;
 
+#[path = "conformance/processes.rs"]
+mod processes;
+
 #[path = "conformance/sim.rs"]
 mod sim;
 
 #[path = "conformance/scenarios.rs"]
 mod scenarios;
+
+#[path = "conformance/gitops.rs"]
+mod gitops;
+
+#[path = "conformance/argocd.rs"]
+mod argocd;
 
 #[path = "policy/cases.rs"]
 mod policy_cases;
@@ -327,6 +336,36 @@ const CHECKS: &[(&str, bool, Check)] = &[
         true,
         test_policy::test_policy_self_test_a_wrong_verdict_is_caught,
     ),
+    (
+        "flux_build_renders_every_emitted_kustomization",
+        true,
+        gitops::flux_build_renders_every_emitted_kustomization,
+    ),
+    (
+        "flux_build_self_test_broken_folders_are_caught",
+        true,
+        gitops::flux_build_self_test_broken_folders_are_caught,
+    ),
+    (
+        "flux_syncs_the_flux_cell_revision_by_revision",
+        true,
+        gitops::flux_syncs_the_flux_cell_revision_by_revision,
+    ),
+    (
+        "flux_sync_self_test_a_tampered_revision_is_caught",
+        true,
+        gitops::flux_sync_self_test_a_tampered_revision_is_caught,
+    ),
+    (
+        "argo_cd_renders_each_application_as_emitted",
+        true,
+        argocd::argo_cd_renders_each_application_as_emitted,
+    ),
+    (
+        "argo_cd_self_test_a_tampered_repository_is_caught",
+        true,
+        argocd::argo_cd_self_test_a_tampered_repository_is_caught,
+    ),
 ];
 
 fn main() -> ExitCode {
@@ -444,6 +483,8 @@ struct Cluster {
     /// The folder of the harness's binaries (`TENANTC_CONFORMANCE_BIN`), for checks that start
     /// more controllers of the same build.
     bin_dir: PathBuf,
+    /// The folder of the GitOps controllers the harness built (`TENANTC_CONFORMANCE_GITOPS`).
+    gitops_dir: PathBuf,
     /// The harness's run folder (`TENANTC_CONFORMANCE_RUN`), whose `logs/` they write to.
     run_dir: PathBuf,
 }
@@ -461,6 +502,7 @@ impl Cluster {
                 user_kubeconfig: PathBuf::from(user_kubeconfig),
                 version: var("TENANTC_CONFORMANCE_VERSION").unwrap_or_default(),
                 bin_dir: PathBuf::from(var("TENANTC_CONFORMANCE_BIN").unwrap_or_default()),
+                gitops_dir: PathBuf::from(var("TENANTC_CONFORMANCE_GITOPS").unwrap_or_default()),
                 run_dir: PathBuf::from(var("TENANTC_CONFORMANCE_RUN").unwrap_or_default()),
             });
         }
@@ -490,6 +532,7 @@ impl Cluster {
             user_kubeconfig: PathBuf::new(),
             version: String::new(),
             bin_dir: PathBuf::new(),
+            gitops_dir: PathBuf::new(),
             run_dir: PathBuf::new(),
         }
     }

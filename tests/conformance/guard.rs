@@ -673,9 +673,9 @@ pub(super) fn excepted_namespaces_admit_only_the_declared_capabilities(cluster: 
 
 /// The ServiceAccount of Argo CD's ApplicationSet controller (Argo CD's install manifests), which
 /// creates the Applications of an ApplicationSet and steps a RollingSync by updating them.
-const APPLICATIONSET_CONTROLLER: &str = "argocd-applicationset-controller";
+pub(super) const APPLICATIONSET_CONTROLLER: &str = "argocd-applicationset-controller";
 /// The ServiceAccount of Argo CD's API server, which a UI or CLI sync writes through.
-const ARGOCD_SERVER: &str = "argocd-server";
+pub(super) const ARGOCD_SERVER: &str = "argocd-server";
 /// The harness's ClusterRoleBinding that gives the two Argo CD ServiceAccounts `cluster-admin`.
 const ARGOCD_BINDING: &str = "tenantc-conformance-argocd-admins";
 
@@ -697,7 +697,7 @@ fn application_set() -> Value {
 /// The Applications Argo CD's list generator makes of `set`: the template with each
 /// `{{.key}}` replaced by the element's value, expanded here from the JSON (not by tenantc's
 /// own expansion), in the ApplicationSet's namespace.
-fn generated_applications(set: &Value) -> Vec<Value> {
+pub(super) fn generated_applications(set: &Value) -> Vec<Value> {
     let template = set["spec"]["template"].to_string();
     let namespace = set["metadata"]["namespace"].as_str().expect("a namespace");
     let elements = set["spec"]["generators"][0]["list"]["elements"]

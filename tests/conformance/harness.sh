@@ -2,8 +2,8 @@
 # A real Kubernetes control plane on loopback for the conformance tests (issue 11).
 #
 # Consumes: tests/conformance/build/go.mod and go.sum (the pinned Kubernetes version), Go with
-# access to the Go module proxy (build only), Debian's etcd-server (installed with apt-get when
-# missing), openssl.
+# access to the Go module proxy (build only), Debian's etcd-server and redis-server (installed
+# with apt-get when missing), openssl.
 # Produces: kube-apiserver and kube-controller-manager binaries cached outside the repository,
 # a running etcd + kube-apiserver + kube-controller-manager with generated certificates and
 # tokens, a kubeconfig and an env file. kube-controller-manager runs only the controllers the
@@ -17,8 +17,12 @@
 #   harness.sh build            build (or reuse) the binaries of the pinned version
 #   harness.sh build-sim        also build (or reuse) the simulated cell's kube-scheduler, KWOK
 #                               and Kueue, with Kueue's CRDs and webhooks and KWOK's stages
+#   harness.sh build-gitops     build (or reuse) the GitOps controllers: kustomize-controller, the
+#                               flux CLI, Argo CD and kustomize, with their CRDs and Argo CD's repo
+#                               server scripts
 #   harness.sh ensure-etcd      install Debian's etcd-server when etcd is missing
-#   harness.sh start            build if needed (build-sim), start all three, wait for readiness, print the env file
+#   harness.sh ensure-redis     install Debian's redis-server (for Argo CD) when it is missing
+#   harness.sh start            build if needed (build-sim, build-gitops), start all three, wait for readiness, print the env file
 #   harness.sh stop             stop what `start` started and remove its run folder
 #   harness.sh env              print the path of the env file of the running control plane
 #   harness.sh run -- CMD...    start, run CMD with the env exported, always stop afterwards
@@ -32,7 +36,8 @@
 # TENANTC_CONFORMANCE_USER_KUBECONFIG (a plain user who may only impersonate),
 # TENANTC_CONFORMANCE_VERSION, TENANTC_CONFORMANCE_RUN (the run folder, with logs/),
 # TENANTC_CONFORMANCE_BIN (the binaries, so that a check can start more controllers of the
-# same build for itself) and TENANTC_CONFORMANCE=1.
+# same build for itself), TENANTC_CONFORMANCE_GITOPS (the GitOps controllers) and
+# TENANTC_CONFORMANCE=1.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -170,6 +175,157 @@ cmd_build_sim() {
     echo "$stamp" >"$SIM_DIR/stamp"
 }
 
+# The GitOps controllers (issue 21 item 4): Flux's kustomize-controller and flux CLI, and Argo CD
+# (one multi-call binary: CLI, API server, application and ApplicationSet controllers, repo
+# server) with the kustomize its repo server runs. kustomize-controller, the flux CLI and Argo CD
+# are not `go install`-able at their versions: their go.mod files hold replace directives, and
+# kustomize-controller's and Argo CD's point at folders of their repositories that a module zip
+# leaves out (./api, ./gitops-engine). So each is built from a copy of its module with those
+# local replace lines removed, which makes Go take the published module of the same version
+# instead. Cached under gitops/, apart from the Kubernetes build (a bump of the pinned
+# Kubernetes does not rebuild them), with a stamp of every input.
+KUSTOMIZE_CONTROLLER_VERSION=v1.9.6
+# The source-controller release of Flux v2.9.5; only its CRDs are used (GitRepository,
+# OCIRepository and Bucket, which kustomize-controller watches).
+SOURCE_CONTROLLER_VERSION=v1.9.5
+FLUX_VERSION=v2.9.5
+ARGOCD_VERSION=v3.6.1
+# Argo CD v3.6.1's repo server runs `kustomize build`; its image ships kustomize v5.8.3, which
+# does not build here (its k8s.io/kube-openapi is not in the module proxy), so the patch release
+# before it.
+KUSTOMIZE_VERSION=v5.8.2
+# Argo CD v3.6 and kustomize v5.8 require Go 1.27; `go` fetches this toolchain from the proxy.
+GO127_TOOLCHAIN=go1.27.4
+GITOPS_DIR="$CACHE_ROOT/gitops"
+
+# The inputs of one tool's build: a tool is rebuilt only when its own line changes.
+gitops_tool_stamp() {
+    case "$1" in
+    kustomize-controller) echo "kustomize-controller $KUSTOMIZE_CONTROLLER_VERSION" ;;
+    flux) echo "flux $FLUX_VERSION" ;;
+    argocd) echo "argocd $ARGOCD_VERSION $GO127_TOOLCHAIN" ;;
+    kustomize) echo "kustomize $KUSTOMIZE_VERSION $GO127_TOOLCHAIN" ;;
+    esac
+}
+GITOPS_TOOLS=(kustomize-controller flux argocd kustomize)
+
+gitops_stamp() {
+    {
+        local tool
+        for tool in "${GITOPS_TOOLS[@]}"; do gitops_tool_stamp "$tool"; done
+        echo "source-controller CRDs $SOURCE_CONTROLLER_VERSION, Argo CD CRDs and repo server scripts"
+    } | sha256sum | cut -c1-64
+}
+
+# gitops_tool_current TOOL: whether the cached TOOL was built from the current inputs.
+gitops_tool_current() {
+    [ -x "$GITOPS_DIR/$1" ] && [ "$(cat "$GITOPS_DIR/$1.stamp" 2>/dev/null)" = "$(gitops_tool_stamp "$1")" ]
+}
+
+# build_module_copy MODULE@VERSION PACKAGE OUTPUT TOOLCHAIN LDFLAGS [PREPARE]: builds PACKAGE
+# (relative to the module root) of a copy of the module, without the replace lines that point
+# into its own repository, into OUTPUT; PREPARE, a function, is run in the copy first. The copy
+# is removed afterwards.
+build_module_copy() {
+    local module=$1 package=$2 output=$3 toolchain=$4 ldflags=$5 prepare=${6:-}
+    local dir work
+    dir=$(GOTOOLCHAIN=$toolchain module_dir "$module") || die "the module $module is not in the module proxy"
+    work=$(mktemp -d "$GITOPS_DIR/.src.XXXXXX")
+    { cp -r "$dir/." "$work/" && chmod -R u+w "$work"; } || die "copying $module failed"
+    # `replace example.com/x => ./x`: the folder is not part of the module zip.
+    sed -i -E '/^[[:space:]]*(replace[[:space:]]+)?[^[:space:]]+[[:space:]]*=>[[:space:]]*\.\.?\//d' "$work/go.mod"
+    if [ -n "$prepare" ]; then
+        (cd "$work" && "$prepare") || die "preparing the copy of $module failed"
+    fi
+    log "building $package of $module (a copy of the module)"
+    # bash's `time` of the subshell counts the CPU time of every process the build starts.
+    local TIMEFORMAT="harness: built $(basename "$output") in %0R s (%0U s user, %0S s system CPU)"
+    time (cd "$work" && CGO_ENABLED=0 GOTOOLCHAIN=$toolchain GOFLAGS=-mod=mod nice -n 10 \
+        go build -trimpath -ldflags "-s -w $ldflags" -o "$output.new" "$package") ||
+        { rm -rf "$work"; die "go build of $package of $module failed"; }
+    mv -f "$output.new" "$output"
+    rm -rf "$work"
+}
+
+# The flux CLI embeds the install manifests that its Makefile bundles from GitHub releases
+# (cmd/flux/manifests/*.yaml); they serve `flux install` only, so the copy gets a placeholder.
+flux_cli_placeholder_manifests() {
+    mkdir -p cmd/flux/manifests &&
+        printf '# The install manifests are not bundled into this build (flux build only).\n' \
+            >cmd/flux/manifests/placeholder.yaml
+}
+
+build_gitops_tool() {
+    local gobin
+    case "$1" in
+    kustomize-controller)
+        build_module_copy "github.com/fluxcd/kustomize-controller@$KUSTOMIZE_CONTROLLER_VERSION" . \
+            "$GITOPS_DIR/kustomize-controller" auto ""
+        ;;
+    flux)
+        build_module_copy "github.com/fluxcd/flux2/v2@$FLUX_VERSION" ./cmd/flux "$GITOPS_DIR/flux" auto \
+            "-X main.VERSION=${FLUX_VERSION#v}" flux_cli_placeholder_manifests
+        ;;
+    argocd)
+        # One binary: it runs as the component its ARGOCD_BINARY_NAME (or its file name) names.
+        build_module_copy "github.com/argoproj/argo-cd/v3@$ARGOCD_VERSION" ./cmd "$GITOPS_DIR/argocd" "$GO127_TOOLCHAIN" \
+            "-X github.com/argoproj/argo-cd/v3/common.version=${ARGOCD_VERSION#v} -X github.com/argoproj/argo-cd/v3/common.gitTreeState=clean"
+        ;;
+    kustomize)
+        gobin=$(mktemp -d "$GITOPS_DIR/.gobin.XXXXXX")
+        log "building kustomize $KUSTOMIZE_VERSION"
+        local TIMEFORMAT="harness: built kustomize in %0R s (%0U s user, %0S s system CPU)"
+        time (CGO_ENABLED=0 GOBIN="$gobin" GOFLAGS= GOTOOLCHAIN=$GO127_TOOLCHAIN nice -n 10 go install -trimpath \
+            -ldflags "-s -w -X sigs.k8s.io/kustomize/api/provenance.version=kustomize/$KUSTOMIZE_VERSION" \
+            "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION") || die "go install of kustomize $KUSTOMIZE_VERSION failed"
+        mv -f "$gobin/kustomize" "$GITOPS_DIR/kustomize" || die "the built kustomize is missing"
+        rm -rf "$gobin"
+        ;;
+    esac
+    gitops_tool_stamp "$1" >"$GITOPS_DIR/$1.stamp"
+}
+
+cmd_build_gitops() {
+    local stamp tool dir
+    stamp=$(gitops_stamp)
+    if [ "$(cat "$GITOPS_DIR/stamp" 2>/dev/null)" = "$stamp" ]; then
+        for tool in "${GITOPS_TOOLS[@]}"; do gitops_tool_current "$tool" || stamp=""; done
+        if [ -n "$stamp" ]; then
+            log "reusing the GitOps controllers in $GITOPS_DIR"
+            return 0
+        fi
+        stamp=$(gitops_stamp)
+    fi
+    command -v go >/dev/null 2>&1 || die "go is not installed; it is needed once to build the GitOps controllers into $GITOPS_DIR"
+    mkdir -p "$GITOPS_DIR"
+    rm -f "$GITOPS_DIR/stamp"
+    rm -rf "$GITOPS_DIR"/.src.* "$GITOPS_DIR"/.gobin.*
+    for tool in "${GITOPS_TOOLS[@]}"; do
+        if gitops_tool_current "$tool"; then
+            log "reusing $tool in $GITOPS_DIR"
+        else
+            build_gitops_tool "$tool"
+        fi
+    done
+    # The CRDs the controllers need, from the same modules.
+    rm -rf "$GITOPS_DIR/flux-crds" "$GITOPS_DIR/argocd-crds" "$GITOPS_DIR/argocd-path"
+    mkdir -p "$GITOPS_DIR/flux-crds" "$GITOPS_DIR/argocd-crds" "$GITOPS_DIR/argocd-path"
+    dir=$(module_dir "github.com/fluxcd/kustomize-controller@$KUSTOMIZE_CONTROLLER_VERSION") || die "no kustomize-controller module"
+    cp "$dir"/config/crd/bases/*.yaml "$GITOPS_DIR/flux-crds/" || die "no CRDs in $dir"
+    dir=$(GOTOOLCHAIN=$GO127_TOOLCHAIN module_dir "github.com/fluxcd/source-controller@$SOURCE_CONTROLLER_VERSION") ||
+        die "the source-controller module $SOURCE_CONTROLLER_VERSION is not in the module proxy"
+    cp "$dir"/config/crd/bases/*.yaml "$GITOPS_DIR/flux-crds/" || die "no CRDs in $dir"
+    dir=$(GOTOOLCHAIN=$GO127_TOOLCHAIN module_dir "github.com/argoproj/argo-cd/v3@$ARGOCD_VERSION") || die "no argo-cd module"
+    cp "$dir"/manifests/crds/*-crd.yaml "$GITOPS_DIR/argocd-crds/" || die "no CRDs in $dir"
+    # The scripts Argo CD's image puts on the repo server's PATH (its Dockerfile): it runs
+    # git-verify-wrapper.sh on every revision it renders, signed or not.
+    cp "$dir"/hack/git-verify-wrapper.sh "$dir"/hack/gpg-wrapper.sh "$GITOPS_DIR/argocd-path/" ||
+        die "no repo server scripts in $dir"
+    chmod +x "$GITOPS_DIR"/argocd-path/*.sh
+    chmod -R u+w "$GITOPS_DIR"
+    echo "$stamp" >"$GITOPS_DIR/stamp"
+}
+
 ensure_etcd() {
     if command -v etcd >/dev/null 2>&1; then
         return 0
@@ -188,6 +344,23 @@ ensure_etcd() {
 
 etcd_bin() {
     command -v etcd 2>/dev/null || echo /usr/bin/etcd
+}
+
+# Argo CD's controllers and API server keep the application state in Redis: Debian's
+# redis-server, which a check starts on a free loopback port of its own.
+ensure_redis() {
+    if command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ]; then
+        return 0
+    fi
+    command -v apt-get >/dev/null 2>&1 || die "redis-server is missing and there is no apt-get to install Debian's redis-server"
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    log "installing Debian's redis-server"
+    "${sudo[@]}" apt-get update -qq >&2 || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends redis-server >&2 ||
+        die "apt-get install redis-server failed"
+    # As with etcd, a system redis may start on the default port where an init system runs; the
+    # checks never talk to it.
 }
 
 # A free TCP port on 127.0.0.1, chosen by the kernel. The short window before the server binds
@@ -310,9 +483,12 @@ default_service_account_exists() {
 }
 
 cmd_start() {
-    # The simulated cell's binaries too: the conformance checks include its scenarios.
+    # The simulated cell's binaries and the GitOps controllers too: the conformance checks
+    # include their scenarios.
     cmd_build_sim
+    cmd_build_gitops
     ensure_etcd
+    ensure_redis
     command -v openssl >/dev/null 2>&1 || die "openssl is needed to generate the certificates"
     command -v curl >/dev/null 2>&1 || die "curl is needed for the readiness checks"
     # A previous run that was killed without cleanup (kill -9, a crashed shell) leaves its
@@ -453,6 +629,7 @@ TENANTC_CONFORMANCE_USER_KUBECONFIG=$RUN_DIR/user.kubeconfig
 TENANTC_CONFORMANCE_VERSION=$K8S_VERSION
 TENANTC_CONFORMANCE_RUN=$RUN_DIR
 TENANTC_CONFORMANCE_BIN=$BIN_DIR
+TENANTC_CONFORMANCE_GITOPS=$GITOPS_DIR
 ENV
     log "Kubernetes $K8S_VERSION ready on https://127.0.0.1:$API_PORT in $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s (etcd, kube-apiserver, kube-controller-manager)"
     [ -n "$QUIET_ENV_HINT" ] || log "use it with: set -a; . $RUN_DIR/env; set +a"
@@ -517,7 +694,9 @@ main() {
     case "${1:-}" in
     build) cmd_build ;;
     build-sim) cmd_build_sim ;;
+    build-gitops) cmd_build_gitops ;;
     ensure-etcd) ensure_etcd ;;
+    ensure-redis) ensure_redis ;;
     start) cmd_start ;;
     stop) cmd_stop ;;
     env) cmd_env ;;
@@ -526,7 +705,7 @@ main() {
         cmd_run "$@"
         ;;
     *)
-        echo "usage: harness.sh build|build-sim|ensure-etcd|start|stop|env|run -- COMMAND..." >&2
+        echo "usage: harness.sh build|build-sim|build-gitops|ensure-etcd|ensure-redis|start|stop|env|run -- COMMAND..." >&2
         exit 2
         ;;
     esac

@@ -18,11 +18,10 @@
 //! - Expected figures are read from `tenantc describe --format json`, never written here.
 
 use super::admission::install_node_runtime_classes;
+use super::processes::{Components, free_port, http_ok, make_serving_certificate, tls_ok};
 use super::quota::{Fleet, fixture_fleet, set_up_cell};
 use super::*;
 
-use std::net::TcpListener;
-use std::process::Child;
 use std::time::Duration;
 
 use tenantc::plan::{CellPlan, TenantPlan};
@@ -57,56 +56,12 @@ const CPU_NODE_PREFIX: &str = "cpu-";
 const MUTATING_WEBHOOKS: &str = "tenantc-sim-kueue-mutating";
 const VALIDATING_WEBHOOKS: &str = "tenantc-sim-kueue-validating";
 
-/// A free TCP port on 127.0.0.1.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free port on 127.0.0.1")
-}
-
-/// Whether `curl` reaches `url` and gets a 2xx answer (`--cacert` when `ca` is given, else
-/// `--insecure`).
-fn http_ok(url: &str, ca: Option<&Path>) -> bool {
-    let mut command = Command::new("curl");
-    command.args(["-sf", "-o", "/dev/null", "--max-time", "2"]);
-    match ca {
-        Some(ca) => {
-            command.arg("--cacert").arg(ca);
-        }
-        None => {
-            command.arg("-k");
-        }
-    }
-    command
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
-}
-
-/// Whether a TLS handshake with `url` succeeds against `ca` (any HTTP answer will do).
-fn tls_ok(url: &str, ca: &Path) -> bool {
-    Command::new("curl")
-        .args(["-s", "-o", "/dev/null", "--max-time", "2", "--cacert"])
-        .arg(ca)
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
-}
-
 /// The running components of a simulated cell.
 pub(super) struct SimulatedCell {
     kubectl: String,
     kubeconfig: PathBuf,
-    /// Newest last.
-    children: Vec<(&'static str, Child)>,
-    logs: PathBuf,
+    /// Dropped after the webhooks are deleted (see `Drop`).
+    components: Components,
 }
 
 impl SimulatedCell {
@@ -124,13 +79,10 @@ impl SimulatedCell {
         }
         let work = cluster.run_dir.join("sim");
         std::fs::create_dir_all(&work).expect("the simulated cell's folder");
-        let logs = cluster.run_dir.join("logs");
-        std::fs::create_dir_all(&logs).expect("the harness's log folder");
         let mut cell = SimulatedCell {
             kubectl: cluster.kubectl.clone(),
             kubeconfig: cluster.kubeconfig.clone(),
-            children: Vec::new(),
-            logs,
+            components: Components::new(cluster),
         };
         let kubeconfig = cluster.kubeconfig.display().to_string();
 
@@ -147,7 +99,7 @@ impl SimulatedCell {
             "--use-service-account-credentials=true".to_string(),
             "--node-monitor-period=1s".to_string(),
         ]);
-        cell.spawn("sim-controllers", command);
+        cell.components.spawn("sim-controllers", command);
 
         // The scheduler.
         let scheduler_port = free_port();
@@ -161,10 +113,11 @@ impl SimulatedCell {
             format!("--secure-port={scheduler_port}"),
             format!("--cert-dir={}", work.join("scheduler-certs").display()),
         ]);
-        cell.spawn("kube-scheduler", command);
-        cell.wait_ready("kube-scheduler /readyz", || {
-            http_ok(&format!("https://127.0.0.1:{scheduler_port}/readyz"), None)
-        });
+        cell.components.spawn("kube-scheduler", command);
+        cell.components
+            .wait_ready("kube-scheduler /readyz", READY_TIMEOUT, || {
+                http_ok(&format!("https://127.0.0.1:{scheduler_port}/readyz"), None)
+            });
 
         // KWOK, with the stages of its module and only the nodes annotated as fake.
         let kwok_port = free_port();
@@ -195,10 +148,11 @@ impl SimulatedCell {
             format!("--kubeconfig={kubeconfig}"),
             format!("--server-address=127.0.0.1:{kwok_port}"),
         ]);
-        cell.spawn("kwok", command);
-        cell.wait_ready("KWOK /healthz", || {
-            http_ok(&format!("http://127.0.0.1:{kwok_port}/healthz"), None)
-        });
+        cell.components.spawn("kwok", command);
+        cell.components
+            .wait_ready("KWOK /healthz", READY_TIMEOUT, || {
+                http_ok(&format!("http://127.0.0.1:{kwok_port}/healthz"), None)
+            });
 
         // Kueue's CRDs, all of them (tenantc vendors only the kinds it emits).
         let crds = sim.join("kueue-manifests/crds");
@@ -237,7 +191,7 @@ impl SimulatedCell {
         // Kueue, with a serving certificate for 127.0.0.1 and its webhooks on a URL.
         let certs = work.join("kueue-certs");
         std::fs::create_dir_all(&certs).expect("the Kueue certificate folder");
-        make_serving_certificate(&certs);
+        make_serving_certificate(&certs, "kueue-webhook", "IP:127.0.0.1,DNS:localhost");
         let (webhook_port, health_port, metrics_port) = (free_port(), free_port(), free_port());
         let kueue_config = work.join("kueue.yaml");
         std::fs::write(
@@ -270,14 +224,16 @@ integrations:\n  frameworks:\n{}",
         command
             .args(["--user", "--map-root-user", "--mount", "sh", "-c", &script])
             .env("KUBECONFIG", &cluster.kubeconfig);
-        cell.spawn("kueue", command);
-        cell.wait_ready("Kueue /readyz", || {
-            http_ok(&format!("http://127.0.0.1:{health_port}/readyz"), None)
-        });
+        cell.components.spawn("kueue", command);
+        cell.components
+            .wait_ready("Kueue /readyz", READY_TIMEOUT, || {
+                http_ok(&format!("http://127.0.0.1:{health_port}/readyz"), None)
+            });
         let ca = certs.join("ca.crt");
-        cell.wait_ready("Kueue's webhook server", || {
-            tls_ok(&format!("https://127.0.0.1:{webhook_port}/"), &ca)
-        });
+        cell.components
+            .wait_ready("Kueue's webhook server", READY_TIMEOUT, || {
+                tls_ok(&format!("https://127.0.0.1:{webhook_port}/"), &ca)
+            });
         let webhooks = webhook_configurations(
             &std::fs::read_to_string(sim.join("kueue-manifests/webhooks.yaml"))
                 .expect("Kueue's webhooks"),
@@ -301,43 +257,6 @@ integrations:\n  frameworks:\n{}",
         );
         cell
     }
-
-    fn spawn(&mut self, name: &'static str, mut command: Command) {
-        let log = std::fs::File::create(self.logs.join(format!("{name}.log")))
-            .expect("a log file for a component");
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("the log file"))
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|error| panic!("cannot start {name}: {error}"));
-        self.children.push((name, child));
-    }
-
-    /// Polls `ready` until it holds; panics with the newest component's log tail when it
-    /// exited or the time is up.
-    fn wait_ready(&mut self, what: &str, mut ready: impl FnMut() -> bool) {
-        let started = Instant::now();
-        loop {
-            if ready() {
-                return;
-            }
-            let (name, child) = self.children.last_mut().expect("a component");
-            let exited = child.try_wait().ok().flatten().is_some();
-            if exited || started.elapsed() > READY_TIMEOUT {
-                let log = std::fs::read_to_string(self.logs.join(format!("{name}.log")))
-                    .unwrap_or_default();
-                let tail: Vec<&str> = log.lines().rev().take(30).collect();
-                let tail: Vec<&str> = tail.into_iter().rev().collect();
-                panic!(
-                    "{what}: {name} {} :\n{}",
-                    if exited { "exited" } else { "is not ready" },
-                    tail.join("\n")
-                );
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
 }
 
 impl Drop for SimulatedCell {
@@ -356,75 +275,8 @@ impl Drop for SimulatedCell {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
-        while let Some((_, mut child)) = self.children.pop() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        // The components stop when `self.components` is dropped, right after this.
     }
-}
-
-/// A CA and a serving certificate for 127.0.0.1 in `dir` (`ca.crt`, `tls.crt`, `tls.key`).
-fn make_serving_certificate(dir: &Path) {
-    let run = |args: &[&str]| {
-        let status = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .expect("openssl runs");
-        assert!(status.success(), "openssl {args:?} failed");
-    };
-    run(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=tenantc-sim-ca",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt",
-    ]);
-    run(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-subj",
-        "/CN=kueue-webhook",
-        "-keyout",
-        "tls.key",
-        "-out",
-        "tls.csr",
-    ]);
-    std::fs::write(
-        dir.join("tls.ext"),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
-    )
-    .expect("the certificate extensions");
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        "tls.csr",
-        "-CA",
-        "ca.crt",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-days",
-        "2",
-        "-extfile",
-        "tls.ext",
-        "-out",
-        "tls.crt",
-    ]);
 }
 
 /// Kueue's webhook configurations for a Kueue outside the cluster: only the webhooks of its own
