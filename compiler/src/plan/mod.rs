@@ -74,6 +74,9 @@ pub struct CellPlan {
     pub source: String,
     /// Kubernetes minor version `(1, NN)`.
     pub kubernetes: (u32, u32),
+    /// The scheduler, admission engine and device mode the cell is lowered to, defaults applied
+    /// (`facts::backends`).
+    pub backends: crate::facts::backends::Backends,
     /// Pools in declaration order.
     pub pools: Vec<PoolPlan>,
     /// Priority classes, sorted by name.
@@ -792,6 +795,7 @@ fn cell_plan(
         name: cell.name.value.clone(),
         source: sources.path(cell.file).to_string(),
         kubernetes,
+        backends: crate::facts::backends::backends(cell),
         pools,
         priorities,
         orgs: orgs.into_values().collect(),
