@@ -10,7 +10,9 @@
 //! of its own.
 
 use super::defaults;
-use crate::model::{AdmissionEngine, Cell, DeviceMode, Scheduler};
+use crate::model::Cell;
+/// The closed sets of the backends, the model's enums, for the stages above that read them here.
+pub use crate::model::{AdmissionEngine, DeviceMode, Scheduler};
 
 /// The first Kubernetes minor with `admissionregistration.k8s.io/v1` ValidatingAdmissionPolicy.
 pub const VAP_MINOR: u32 = 30;
@@ -66,9 +68,7 @@ pub fn devices_minor(devices: DeviceMode) -> Option<u32> {
 /// Whether tenantc emits the scheduler yet.
 pub fn scheduler_emitted(scheduler: Scheduler) -> bool {
     match scheduler {
-        Scheduler::Kueue => true,
-        // Lowered by the next change; until then a cell that names it is refused.
-        Scheduler::Volcano => false,
+        Scheduler::Kueue | Scheduler::Volcano => true,
     }
 }
 
