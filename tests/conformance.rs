@@ -75,6 +75,12 @@ mod argocd;
 #[path = "policy/cases.rs"]
 mod policy_cases;
 
+#[path = "policy/volcano_cases.rs"]
+mod volcano_cases;
+
+#[path = "conformance/volcano.rs"]
+mod volcano;
+
 #[path = "conformance/test_policy.rs"]
 mod test_policy;
 
@@ -265,6 +271,11 @@ const CHECKS: &[(&str, bool, Check)] = &[
         "admission_self_test_a_policy_admitting_another_tenants_digest_is_caught",
         true,
         admission::admission_self_test_a_policy_admitting_another_tenants_digest_is_caught,
+    ),
+    (
+        "volcano_floor_judges_like_the_offline_evaluator",
+        true,
+        volcano::volcano_floor_judges_like_the_offline_evaluator,
     ),
     (
         "controllers_keep_their_pods_under_kueue",

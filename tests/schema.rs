@@ -1432,6 +1432,25 @@ fn invalid_cell_values_are_rejected_by_schema_and_compiler() {
             &["kubernetes-version-unsupported"],
         ),
         (
+            Change::Set("/scheduler", json!("slurm")),
+            &["value-unknown"],
+        ),
+        (
+            Change::Set("/admission", json!("kyverno")),
+            &["backend-not-yet-emitted"],
+        ),
+        (
+            Change::Set("/devices", json!("dra")),
+            &["backend-not-yet-emitted"],
+        ),
+        (
+            Change::All(vec![
+                Change::Set("/kubernetes", json!("1.29")),
+                Change::Set("/admission", json!("vap")),
+            ]),
+            &["kubernetes-too-old-for-admission-policies"],
+        ),
+        (
             Change::Set("/kubernetes", json!("2.33")),
             &["kubernetes-version-unsupported"],
         ),
@@ -1845,6 +1864,14 @@ fn unusual_but_valid_values_are_accepted_by_schema_and_compiler() {
         (Kind::Tenant, Change::Remove("/models")),
         (Kind::Cell, Change::Set("/kubernetes", json!("v1.30"))),
         (Kind::Cell, Change::Set("/kubernetes", json!("1.36"))),
+        (
+            Kind::Cell,
+            Change::All(vec![
+                Change::Set("/scheduler", json!("kueue")),
+                Change::Set("/admission", json!("vap")),
+                Change::Set("/devices", json!("device-plugin")),
+            ]),
+        ),
         (Kind::Cell, Change::Set("/driver", json!("9999"))),
         (
             Kind::Cell,

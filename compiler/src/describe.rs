@@ -325,13 +325,22 @@ pub fn grants(cell: &CellPlan, tenant: &TenantPlan) -> Vec<Grant> {
                 "a reviewed Pod Security exception of the namespace".to_string(),
             ));
         }
-        grants.push(grant(
-            Capability::Queue,
-            LOCAL_QUEUE,
-            Some(&namespace.name),
-            true,
-            "the namespace's LocalQueue".to_string(),
-        ));
+        match &tenant.volcano {
+            Some(queue) => grants.push(grant(
+                Capability::Queue,
+                &queue.name,
+                Some(&namespace.name),
+                true,
+                "the tenant's Volcano queue".to_string(),
+            )),
+            None => grants.push(grant(
+                Capability::Queue,
+                LOCAL_QUEUE,
+                Some(&namespace.name),
+                true,
+                "the namespace's LocalQueue".to_string(),
+            )),
+        }
         if let Some(priority) = &namespace.priority {
             grants.push(grant(
                 Capability::Priority,
@@ -569,9 +578,13 @@ fn metering_text(out: &mut String, cell: &CellPlan, tenant: &TenantPlan) {
         .iter()
         .map(|(key, value)| format!("{key}={value}"))
         .collect();
+    let carriers = match tenant.volcano {
+        Some(_) => "its Namespaces and Volcano Queue",
+        None => "its Namespaces, ClusterQueue and LocalQueues",
+    };
     let _ = writeln!(
         out,
-        "\n  Chargeback labels (on its Namespaces, ClusterQueue and LocalQueues): {}",
+        "\n  Chargeback labels (on {carriers}): {}",
         labels.join(", ")
     );
     let cost = tenant_monthly(&cell.showback, &tenant.name);
@@ -680,6 +693,61 @@ the GPUs of its reservations (reserved plus burst); pods may use only the allowe
     ));
     pod_security_text(out, tenant);
 
+    if let Some(queue) = &tenant.volcano {
+        volcano_text(out, queue);
+    } else {
+        cluster_queue_text(out, cell, tenant);
+    }
+
+    metering_text(out, cell, tenant);
+    serving_text(out, tenant);
+    contracts_text(out, cell, tenant);
+}
+
+/// A tenant's Volcano queue: its parent, weight and what it holds per resource.
+fn volcano_text(out: &mut String, queue: &crate::plan::volcano::VolcanoQueuePlan) {
+    let _ = writeln!(
+        out,
+        "\n  Volcano queue `{}` under `{}`, weight {}, reclaimable",
+        queue.name, queue.parent, queue.weight
+    );
+    let _ = writeln!(
+        out,
+        "    ceiling across its namespaces: cpu {}, memory {} (deserved and capability)",
+        queue.cpu, queue.memory
+    );
+    let rows: Vec<Vec<String>> = queue
+        .resources
+        .iter()
+        .filter(|held| held.capability > 0 || held.deserved > 0)
+        .map(|held| {
+            vec![
+                held.resource.clone(),
+                held.deserved.to_string(),
+                held.capability.to_string(),
+                held.guarantee.to_string(),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        out.push_str("    No GPU resource: every GPU resource has a capability of 0.\n");
+    } else {
+        out.push_str(&table(
+            "    ",
+            &["resource", "deserved", "capability", "guarantee"],
+            &[1, 2, 3],
+            &rows,
+        ));
+        out.push_str(
+            "    Deserved is `reserved`, capability `reserved + burst`, guarantee what it keeps from \
+lending; every other GPU resource is 0. Its pods name the queue and `schedulerName: volcano`, \
+and tolerate only its pools' taints.\n",
+        );
+    }
+}
+
+/// A tenant's Kueue ClusterQueue: its cohort, ceilings, preemption and entitlements per flavor.
+fn cluster_queue_text(out: &mut String, cell: &CellPlan, tenant: &TenantPlan) {
     let queue = &tenant.queue;
     let weight = queue
         .weight
@@ -772,10 +840,10 @@ the GPUs of its reservations (reserved plus burst); pods may use only the allowe
 all of the nominal quota; every other GPU resource is 0.\n",
         );
     }
+}
 
-    metering_text(out, cell, tenant);
-    serving_text(out, tenant);
-
+/// A tenant's fleet contracts, weights, effective capacity and reach in a cell.
+fn contracts_text(out: &mut String, cell: &CellPlan, tenant: &TenantPlan) {
     for share in &tenant.fleet {
         let split: Vec<String> = share
             .parts

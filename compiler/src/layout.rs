@@ -43,6 +43,8 @@ pub enum CellFolder {
     Cluster,
     /// `kueue/`: the cell's Kueue objects.
     Kueue,
+    /// `volcano/`: the cell's Volcano objects (the org queues), in a Volcano cell.
+    Volcano,
     /// `tenants/<tenant>/`: everything of one tenant.
     Tenant(String),
     /// `gpu-operator/`: the GPU Operator's ConfigMaps.
@@ -60,6 +62,7 @@ impl CellFolder {
         match self {
             CellFolder::Cluster => "cluster".to_string(),
             CellFolder::Kueue => "kueue".to_string(),
+            CellFolder::Volcano => "volcano".to_string(),
             CellFolder::Tenant(tenant) => format!("{TENANT_OUTPUT}/{tenant}"),
             CellFolder::GpuOperator => "gpu-operator".to_string(),
             CellFolder::Metering => "metering".to_string(),
@@ -73,6 +76,7 @@ impl CellFolder {
             CellFolder::Tenant(tenant) => Some(tenant),
             CellFolder::Cluster
             | CellFolder::Kueue
+            | CellFolder::Volcano
             | CellFolder::GpuOperator
             | CellFolder::Metering
             | CellFolder::Serving => None,

@@ -469,9 +469,83 @@ pub struct Cell {
     /// The cell's serving gateway and the models it serves once for several tenants
     /// (`serving`), from which `lower/serving.rs` emits per-tenant limits; none when absent.
     pub serving: Option<Serving>,
+    /// The batch scheduler that holds the cell's queues and gangs (`scheduler`); Kueue
+    /// (`facts/defaults.rs`) when absent.
+    pub scheduler: Option<Spanned<Scheduler>>,
+    /// The engine of the tenant admission floor (`admission`); ValidatingAdmissionPolicy
+    /// (`facts/defaults.rs`) when absent.
+    pub admission: Option<Spanned<AdmissionEngine>>,
+    /// How GPUs and MIG slices reach pods (`devices`); the NVIDIA device plugin
+    /// (`facts/defaults.rs`) when absent.
+    pub devices: Option<Spanned<DeviceMode>>,
     /// False when parts of the declaration could not be read and were left out; references
     /// into an incomplete cell are not reported as unknown, and its capacity is not checked.
     pub complete: bool,
+}
+
+/// The batch scheduler of a cell: what its tenants' queues, quotas and gangs are lowered to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scheduler {
+    /// Kueue (`kueue.x-k8s.io/v1beta2`): ResourceFlavors, Cohorts, ClusterQueues, LocalQueues.
+    Kueue,
+    /// Volcano (`scheduling.volcano.sh/v1beta1`): a Queue per tenant under a Queue per org, gangs
+    /// through PodGroups.
+    Volcano,
+}
+
+impl Scheduler {
+    /// Every scheduler, in the order of their spellings.
+    pub const ALL: [Scheduler; 2] = [Scheduler::Kueue, Scheduler::Volcano];
+
+    /// The declaration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheduler::Kueue => "kueue",
+            Scheduler::Volcano => "volcano",
+        }
+    }
+}
+
+/// The policy engine of a cell's tenant admission floor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AdmissionEngine {
+    /// ValidatingAdmissionPolicy (`admissionregistration.k8s.io/v1`, Kubernetes 1.30 and later).
+    Vap,
+    /// Kyverno policies (declared and parsed; not yet emitted).
+    Kyverno,
+    /// OPA Gatekeeper ConstraintTemplates and Constraints (declared and parsed; not yet emitted).
+    Gatekeeper,
+}
+
+impl AdmissionEngine {
+    /// The declaration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdmissionEngine::Vap => "vap",
+            AdmissionEngine::Kyverno => "kyverno",
+            AdmissionEngine::Gatekeeper => "gatekeeper",
+        }
+    }
+}
+
+/// How a cell hands GPUs and MIG slices to pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DeviceMode {
+    /// The NVIDIA device plugin's extended resources (`nvidia.com/gpu`, `nvidia.com/mig-…`).
+    DevicePlugin,
+    /// Dynamic Resource Allocation (`resource.k8s.io/v1`, Kubernetes 1.34 and later; declared
+    /// and parsed, not yet emitted).
+    Dra,
+}
+
+impl DeviceMode {
+    /// The declaration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceMode::DevicePlugin => "device-plugin",
+            DeviceMode::Dra => "dra",
+        }
+    }
 }
 
 /// A cell's shared inference serving (`serving { gateway …; model … { tenant …; } }`),
@@ -995,6 +1069,9 @@ spelled_as_declared!(
     GatewayKind,
     ServingStack,
     PrefixCache,
+    Scheduler,
+    AdmissionEngine,
+    DeviceMode,
 );
 
 /// A GPU node pool.

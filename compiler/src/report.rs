@@ -22,6 +22,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
+use crate::facts::backends::Scheduler;
 use crate::facts::naming::{DEVICE_PLUGIN_CONFIGMAP, MIG_PARTED_CONFIGMAP};
 use crate::facts::pod_security::PodSecurityLevel;
 use crate::plan::{
@@ -180,7 +181,7 @@ fn quota_json(cell: &CellPlan) -> Value {
         .tenants
         .iter()
         .map(|tenant| {
-            json!({
+            let mut row = json!({
                 "tenant": tenant.name,
                 "org": tenant.org,
                 "team": tenant.team,
@@ -208,7 +209,12 @@ fn quota_json(cell: &CellPlan) -> Value {
                     "reserved": share.reserved,
                     "parts": share.parts.iter().map(|(cell, part)| json!({"cell": cell, "gpus": part})).collect::<Vec<_>>(),
                 })).collect::<Vec<_>>(),
-            })
+            });
+            // A Volcano cell's tenant also has its Volcano queue.
+            if let (Some(queue), Value::Object(fields)) = (&tenant.volcano, &mut row) {
+                fields.insert("volcano_queue".to_string(), json!(queue));
+            }
+            row
         })
         .collect();
     let pools: Vec<Value> = pool_uses(cell)
@@ -244,7 +250,7 @@ fn quota_json(cell: &CellPlan) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut report = json!({
         "cell": cell.name,
         "oversubscribe": format_hundredths(hundredths(cell.oversubscribe)),
         "tenants": tenants,
@@ -262,7 +268,16 @@ fn quota_json(cell: &CellPlan) -> Value {
             "reason": exception.reason,
             "approved_by": exception.approved_by,
         })).collect::<Vec<_>>(),
-    })
+    });
+    // A Volcano cell's org queues, beside the cohorts its tenants' entitlements are made from.
+    match (cell.backends.scheduler, &mut report) {
+        (Scheduler::Volcano, Value::Object(fields)) => {
+            fields.insert("scheduler".to_string(), json!(cell.backends.scheduler));
+            fields.insert("volcano_org_queues".to_string(), json!(cell.volcano_orgs));
+        }
+        (Scheduler::Kueue | Scheduler::Volcano, _) => {}
+    }
+    report
 }
 
 /// Every Pod Security exception of the cell's tenants, in plan order.
@@ -375,10 +390,18 @@ fn quota_markdown(cell: &CellPlan) -> String {
 ",
         cell.name
     );
-    out.push_str(
+    let admits = match cell.backends.scheduler {
+        Scheduler::Kueue => "the most its ClusterQueue admits",
+        Scheduler::Volcano => "the most its Volcano queue admits (its `capability`)",
+    };
+    let _ = write!(
+        out,
         "What each tenant may use of each pool resource it reserves, and what it can really get: \
 `effective = min(quota, cell, topology)`.\n\n\
-- **quota**: nominal quota plus borrowing limit (`reserved + burst`), the most its ClusterQueue admits.\n\
+- **quota**: nominal quota plus borrowing limit (`reserved + burst`), {admits}.\n"
+    );
+    out.push_str(
+        "\
 - **cell**: the pool's capacity minus what the other tenants keep (their nominal quota above \
 their lending limit), what the cell can admit for the tenant while the others are idle.\n\
 - **topology**: for a reservation with a `gang`, the devices whole gangs can use, each gang \
@@ -436,12 +459,19 @@ A lending limit of `-` means the tenant may lend all of its nominal quota.\n\n",
     }
 
     out.push_str("\n## Tenant ceilings\n\n");
-    out.push_str(
-        "A tenant's cpu, memory and pods ceiling is enforced once, across its namespaces, by its \
+    out.push_str(match cell.backends.scheduler {
+        Scheduler::Kueue => {
+            "A tenant's cpu, memory and pods ceiling is enforced once, across its namespaces, by its \
 ClusterQueue (flavor `tenant-ceiling`).\n\
 Each namespace's ResourceQuota holds its part, for pods that bypass Kueue; the parts add up to \
-the ceiling.\n\n",
-    );
+the ceiling.\n\n"
+        }
+        Scheduler::Volcano => {
+            "A tenant's cpu and memory ceiling is enforced once, across its namespaces, by its \
+Volcano queue (`deserved` and `capability`); Volcano does not count pods.\n\
+Each namespace's ResourceQuota holds its part of all three; the parts add up to the ceiling.\n\n"
+        }
+    });
     if !cell.tenants.is_empty() {
         out.push_str(
             "| tenant | cpu | memory | pods | namespace | workload | cpu | memory | pods |\n",
@@ -474,12 +504,22 @@ the ceiling.\n\n",
     }
 
     out.push_str("\n## Pools\n\n");
+    let unreserved = match cell.backends.scheduler {
+        Scheduler::Kueue => {
+            "The unreserved devices are the nominal quota of the root cohort; the tenants listed have a burst \
+for the resource and may borrow them, and what other tenants leave idle, up to their burst."
+        }
+        Scheduler::Volcano => {
+            "The unreserved devices are in no queue's `deserved`; the tenants listed have a burst for the \
+resource and may use them, and what other tenants leave idle, up to their `capability`, until a \
+queue below what it deserves reclaims them."
+        }
+    };
     let _ = writeln!(
         out,
         "Per pool resource: what the tenants reserved, the burst they may borrow on top, and what no \
 tenant reserved.\n\
-The unreserved devices are the nominal quota of the root cohort; the tenants listed have a burst \
-for the resource and may borrow them, and what other tenants leave idle, up to their burst.\n\
+{unreserved}\n\
 The cell allows reserved plus burst up to {} times the capacity; ratios are rounded up to \
 hundredths.\n",
         format_hundredths(hundredths(cell.oversubscribe))
@@ -553,6 +593,63 @@ unless the tenant's reservations in the cell match its part.\n\n",
 
     pod_security_markdown(&mut out, cell);
 
+    match cell.backends.scheduler {
+        Scheduler::Kueue => cohorts_markdown(&mut out, cell),
+        Scheduler::Volcano => volcano_markdown(&mut out, cell),
+    }
+    out
+}
+
+/// The Volcano queue tree of a cell: each org's parent Queue and its tenants' queues.
+fn volcano_markdown(out: &mut String, cell: &CellPlan) {
+    out.push_str("\n## Queues\n\n");
+    out.push_str(
+        "Each tenant's Volcano queue names its org's queue as `parent` (Volcano v1.10.0 stores it; \
+its scheduler plugins do not read it yet); `deserved` is what it reserved, `capability` reserved \
+plus burst, `guarantee` what it keeps from lending.\n\n",
+    );
+    for org in &cell.volcano_orgs {
+        let _ = writeln!(
+            out,
+            "- `{}` (org `{}`, weight {})",
+            org.name, org.org, org.weight
+        );
+        for name in &org.tenants {
+            let Some(queue) = cell
+                .tenants
+                .iter()
+                .filter_map(|tenant| tenant.volcano.as_ref())
+                .find(|queue| &queue.name == name)
+            else {
+                continue;
+            };
+            let held: Vec<String> = queue
+                .resources
+                .iter()
+                .filter(|held| held.capability > 0)
+                .map(|held| {
+                    format!(
+                        "`{}` {} deserved, {} capability, {} guaranteed",
+                        held.resource, held.deserved, held.capability, held.guarantee
+                    )
+                })
+                .collect();
+            let held = if held.is_empty() {
+                "no GPUs".to_string()
+            } else {
+                held.join("; ")
+            };
+            let _ = writeln!(
+                out,
+                "  - queue `{}` (weight {}): {held}",
+                queue.name, queue.weight
+            );
+        }
+    }
+}
+
+/// The Kueue cohort tree of a cell.
+fn cohorts_markdown(out: &mut String, cell: &CellPlan) {
     out.push_str("\n## Cohorts\n\n");
     out.push_str(
         "Each tenant's ClusterQueue sits in its org's cohort, so it borrows first inside its org; \
@@ -576,7 +673,6 @@ the root cohort holds what no tenant reserved.\n\n",
             let _ = writeln!(out, "    - ClusterQueue `{name}`{weight}");
         }
     }
-    out
 }
 
 /// Small generated fleets for the property tests of the reports and of `describe`.

@@ -31,11 +31,11 @@ use tenantc::plan::CellPlan;
 use tenantc::policy::{Outcome, Request};
 
 /// How long a change of policy or params may take to reach the API server's admission plugin.
-const PROPAGATION_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const PROPAGATION_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Creates `object` by server-side dry-run as a member of the tenant owning its namespace;
 /// `Ok` when admitted, else the API server's message.
-fn dry_run(cluster: &Cluster, cell: &CellPlan, object: &Value) -> Result<(), String> {
+pub(super) fn dry_run(cluster: &Cluster, cell: &CellPlan, object: &Value) -> Result<(), String> {
     let namespace = namespace_of(object);
     let tenant = cell
         .tenants

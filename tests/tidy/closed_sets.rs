@@ -86,13 +86,16 @@ fn no_stage_matches_a_closed_set_as_text() {
 /// `plan/`, `lower/` or `validate/` names every value, so a new value fails to compile where it
 /// is not handled.
 const CLOSED_ENUMS: &[&str] = &[
+    "AdmissionEngine",
     "AwsMode",
     "CeilingResource",
     "CellFolder",
     "CloudIdentity",
+    "DeviceMode",
     "GitOpsController",
     "ParamKey",
     "PodSecurityLevel",
+    "Scheduler",
     "Sharing",
     "Signer",
     "TenantRole",

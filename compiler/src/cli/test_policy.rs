@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use tenantc::diag::render::{self, Color};
-use tenantc::lower::admission;
+use tenantc::lower::admission::{self, Scheduler};
 use tenantc::policy::judge::{CellAdmission, Judge, NOT_JUDGED, Verdict};
 use tenantc::policy::pod_security::PodSecurityVerdict;
 
@@ -161,8 +161,9 @@ pub fn run(args: &TestPolicyArgs) -> Result<Exit, Fatal> {
         escape(text_at(&object, "/metadata/name").as_deref().unwrap_or("")),
         escape(&namespace),
     );
+    let scheduler = cell.backends.scheduler;
     let judged = tenantc::policy::resource_of(&object).is_some_and(|(group, version, resource)| {
-        admission::MATCHED
+        judged_resources(scheduler)
             .iter()
             .any(|(g, v, r)| *g == group && *v == version && *r == resource)
     });
@@ -173,7 +174,7 @@ pub fn run(args: &TestPolicyArgs) -> Result<Exit, Fatal> {
         ))
         .with_help(format!(
             "it judges {}; the pods of other workloads are judged when they are created, so test their pod template as a Pod",
-            judged_kinds()
+            judged_kinds(scheduler)
         )));
     }
     let admission = CellAdmission::read(cell, output).map_err(|error| {
@@ -226,7 +227,9 @@ pub fn run(args: &TestPolicyArgs) -> Result<Exit, Fatal> {
     })?;
     let kind = escape(text_at(&object, "/kind").as_deref().unwrap_or("object"));
     let denied = !verdict.refusals().is_empty();
-    print_out(&verdict_text(&verdict, operation, &what, &kind, &cell.name));
+    print_out(&verdict_text(
+        &verdict, operation, &what, &kind, &cell.name, scheduler,
+    ));
     Ok(if denied { Exit::Errors } else { Exit::Success })
 }
 
@@ -293,6 +296,7 @@ fn verdict_text(
     what: &str,
     kind: &str,
     cell_name: &str,
+    scheduler: Scheduler,
 ) -> String {
     let refusals = verdict.refusals();
     let mut text = format!(
@@ -379,7 +383,13 @@ fn verdict_text(
                 policy, validation, ..
             } => match validation {
                 Some(idx) if policy == admission::POLICY_NAME => {
-                    admission::RULES.get(*idx).map_or_else(
+                    admission::rules(scheduler).get(*idx).map_or_else(
+                        || format!("{policy} validation {idx}"),
+                        |rule| rule.name.to_string(),
+                    )
+                }
+                Some(idx) if policy == admission::PODGROUP_POLICY_NAME => {
+                    admission::PODGROUP_RULES.get(*idx).map_or_else(
                         || format!("{policy} validation {idx}"),
                         |rule| rule.name.to_string(),
                     )
@@ -411,9 +421,20 @@ fn verdict_text(
     text
 }
 
+/// The resources the tenant floor of a cell of `scheduler` matches, as `(group, version,
+/// resource)`: [`admission::MATCHED`], and PodGroups in a Volcano cell.
+fn judged_resources(scheduler: Scheduler) -> Vec<(&'static str, &'static str, &'static str)> {
+    let mut resources = admission::MATCHED.to_vec();
+    match scheduler {
+        Scheduler::Kueue => {}
+        Scheduler::Volcano => resources.push(("scheduling.volcano.sh", "v1beta1", "podgroups")),
+    }
+    resources
+}
+
 /// The resources the tenant floor matches, for messages: `pods, deployments, …`.
-fn judged_kinds() -> String {
-    let names: Vec<String> = admission::MATCHED
+fn judged_kinds(scheduler: Scheduler) -> String {
+    let names: Vec<String> = judged_resources(scheduler)
         .iter()
         .filter(|(_, _, resource)| !resource.contains('/'))
         .map(|(group, _, resource)| {

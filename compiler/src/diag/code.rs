@@ -102,7 +102,7 @@ codes! {
     PriorityUnknown => ("priority-unknown", "validate", [Error], "a workload names a priority that a cell it runs in does not declare"),
     PriorityNameReserved => ("priority-name-reserved", "schema", [Error], "a priority name starts with the reserved `system-` prefix"),
     GroupReserved => ("group-reserved", "validate", [Error], "a tenant binds a `system:` or wildcard-like RBAC group that a cell it runs in does not allow"),
-    KubernetesTooOldForAdmissionPolicies => ("kubernetes-too-old-for-admission-policies", "schema", [Error], "a cell runs a Kubernetes version before 1.30, which has no ValidatingAdmissionPolicy v1 for tenantc's guards"),
+    KubernetesTooOldForAdmissionPolicies => ("kubernetes-too-old-for-admission-policies", "validate", [Error], "a cell whose admission floor is ValidatingAdmissionPolicy (the default) runs a Kubernetes version before 1.30, which has no ValidatingAdmissionPolicy v1 for tenantc's guards"),
     GitopsSourceInvalid => ("gitops-source-invalid", "schema", [Error], "a cell's gitops declaration names a repository, revision, path or destination its controller cannot use, or a field of the other controller"),
     PodSecurityExceptionNotAllowed => ("pod-security-exception-not-allowed", "validate", [Error, Warning], "a Pod Security exception is declared for a tenant that is not `hard`, or for a workload that reserves no exclusive pool in a cell of the tenant"),
     GpuModelUnknown => ("gpu-model-unknown", "validate", [Error], "a pool names a GPU model that is neither in the catalog nor declared in the cell"),
@@ -168,6 +168,12 @@ codes! {
     WeightsLockStale => ("weights-lock-stale", "weights", [Error], "a lock entry no longer matches the model's declaration or its signature file"),
     WeightsSignatureInvalid => ("weights-signature-invalid", "weights", [Error], "no signature of a model's bundle verifies with the tenant's own signers"),
     WeightsManifestMismatch => ("weights-manifest-mismatch", "weights", [Error], "the signed files or root digest of a model differ from its lock entry"),
+    BackendNotYetEmitted => ("backend-not-yet-emitted", "validate", [Error], "a cell declares an admission engine or device mode that tenantc reads but does not emit yet, so it is never lowered to the default in its place"),
+    KubernetesTooOldForDra => ("kubernetes-too-old-for-dra", "validate", [Error], "a cell declares `devices \"dra\"` on a Kubernetes version before 1.34, which serves no `resource.k8s.io/v1`"),
+    SchedulerFeatureUnsupported => ("scheduler-feature-unsupported", "validate", [Error], "a cell's scheduler cannot hold what a declaration asks of it: Volcano with a pool topology, a reservation `within` a topology level, or Kueue's chargeback rules (`metering`)"),
+    VolcanoResourceInSeveralPools => ("volcano-resource-in-several-pools", "validate", [Error], "a tenant reserves one GPU resource in two pools of a Volcano cell, whose queue counts a resource once across pools, so neither pool's part would hold"),
+    VolcanoGuaranteeOnSharedResource => ("volcano-guarantee-on-shared-resource", "validate", [Error], "a reservation in a Volcano cell keeps devices from lending (`lend` below `reserved`) of a resource another pool of the cell also offers, and Volcano's guarantee counts a resource across pools"),
+    PoolReachableWithoutReservation => ("pool-reachable-without-reservation", "resolve", [Error], "in a Volcano cell, a tenant's pods can reach a pool that offers a resource its queue holds, where it reserves none of it, so its queue could keep devices other tenants reserved there"),
 }
 
 #[cfg(test)]

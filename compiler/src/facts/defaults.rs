@@ -1,5 +1,5 @@
 //! The defaults tenantc applies where a declaration leaves a value out: container requests, the
-//! GitOps identities and namespaces, the GPU Operator's namespace.
+//! GitOps identities and namespaces, the GPU Operator's namespace, the cell's backends.
 //!
 //! Consumes: nothing. Produces: constants, which `plan` applies when it resolves a declaration
 //! (and `facts/gpu.rs` when it names the GPU Operator's namespace), so every later stage reads
@@ -25,3 +25,11 @@ pub const FLUX_NAMESPACE: &str = "flux-system";
 
 /// The default GPU Operator namespace.
 pub const GPU_OPERATOR_NAMESPACE: &str = "gpu-operator";
+
+/// The scheduler of a cell that declares none: Kueue, what tenantc emitted before cells could
+/// choose.
+pub const SCHEDULER: crate::model::Scheduler = crate::model::Scheduler::Kueue;
+/// The admission engine of a cell that declares none: ValidatingAdmissionPolicy.
+pub const ADMISSION: crate::model::AdmissionEngine = crate::model::AdmissionEngine::Vap;
+/// The device mode of a cell that declares none: the NVIDIA device plugin.
+pub const DEVICES: crate::model::DeviceMode = crate::model::DeviceMode::DevicePlugin;

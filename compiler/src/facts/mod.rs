@@ -5,6 +5,7 @@
 //! Invariant: a fact depends only on the model; no module here reads a later stage (`plan`,
 //! `lower`, `emit`), so every stage may read it.
 
+pub mod backends;
 pub mod cloud;
 pub mod defaults;
 pub mod gpu;

@@ -1,7 +1,9 @@
 //! The tenant roles as data: what the `admin`, `member` and `viewer` groups of a tenant may do
 //! with each resource of its namespaces, and the ClusterRole each group kind is bound to.
 //!
-//! Consumes: nothing. Produces: the table [`ACCESS`], the role names and [`cluster_role_of`];
+//! Consumes: nothing. Produces: the table [`ACCESS`] of the rows every cell has, the rows of each
+//! scheduler's own kinds ([`KUEUE_ACCESS`], [`VOLCANO_ACCESS`]) and [`access`], a cell's table;
+//! the role names and [`cluster_role_of`];
 //! `lower/rbac.rs` writes the ClusterRoles from them and `review` shows them, so the reviewer
 //! view cannot claim a permission the roles do not hold.
 //!
@@ -13,6 +15,7 @@
 //!   admin role writes RoleBindings.
 //! - Viewer is a subset of member, and member of admin, row by row; the viewer reads no Secrets.
 
+use crate::model::Scheduler;
 /// The tenant roles, the model's enum, for the stages above that read the roles here.
 pub use crate::model::TenantRole;
 
@@ -75,8 +78,9 @@ const fn row(
     }
 }
 
-/// The access of the three tenant roles, resource by resource, sorted by API group and
-/// resource. Anything not listed is denied (RBAC only adds permissions).
+/// The access of the three tenant roles to the resources every cell has, resource by resource,
+/// sorted by API group and resource; [`access`] adds the rows of the cell's scheduler. Anything
+/// not listed is denied (RBAC only adds permissions).
 pub const ACCESS: &[Access] = &[
     row("", "configmaps", READ, MANAGE, MANAGE),
     row("", "events", READ, READ, READ),
@@ -107,8 +111,6 @@ pub const ACCESS: &[Access] = &[
     row("batch", "cronjobs", READ, MANAGE, MANAGE),
     row("batch", "jobs", READ, MANAGE, MANAGE),
     row("events.k8s.io", "events", READ, READ, READ),
-    row("kueue.x-k8s.io", "localqueues", READ, READ, READ),
-    row("kueue.x-k8s.io", "workloads", READ, READ, READ),
     row("networking.k8s.io", "networkpolicies", READ, READ, READ),
     row("policy", "poddisruptionbudgets", READ, MANAGE, MANAGE),
     row(
@@ -120,6 +122,48 @@ pub const ACCESS: &[Access] = &[
     ),
     row("rbac.authorization.k8s.io", "roles", NONE, NONE, READ),
 ];
+
+/// The rows of a Kueue cell: its LocalQueues (a floor object) and Workloads, read only (a
+/// forged Workload would be admitted against the tenant's quota without a job).
+pub const KUEUE_ACCESS: &[Access] = &[
+    row("kueue.x-k8s.io", "localqueues", READ, READ, READ),
+    row("kueue.x-k8s.io", "workloads", READ, READ, READ),
+];
+
+/// The rows of a Volcano cell: PodGroups, which members write to run gangs (`minMember`); the
+/// floor holds every PodGroup to the tenant's own queue and priority and keeps its status the
+/// scheduler's (`lower/admission.rs`). Queues are cluster-scoped, out of every tenant role's
+/// reach.
+pub const VOLCANO_ACCESS: &[Access] = &[row(
+    "scheduling.volcano.sh",
+    "podgroups",
+    READ,
+    MANAGE,
+    MANAGE,
+)];
+
+/// The rows of a cell whose scheduler is `scheduler`: [`ACCESS`] and the scheduler's own, sorted
+/// by API group and resource.
+pub fn access(scheduler: Scheduler) -> Vec<Access> {
+    access_of(&[scheduler])
+}
+
+/// The rows of a tenant that runs in cells of every scheduler in `schedulers` (the reviewer view
+/// of a tenant across cells): [`ACCESS`] and each scheduler's own, sorted.
+pub fn access_of(schedulers: &[Scheduler]) -> Vec<Access> {
+    let mut rows: Vec<Access> = ACCESS.to_vec();
+    for scheduler in Scheduler::ALL {
+        if !schedulers.contains(&scheduler) {
+            continue;
+        }
+        rows.extend_from_slice(match scheduler {
+            Scheduler::Kueue => KUEUE_ACCESS,
+            Scheduler::Volcano => VOLCANO_ACCESS,
+        });
+    }
+    rows.sort_by_key(|row| (row.api_group, row.resource));
+    rows
+}
 
 /// The tenant ClusterRole that a tenant group of `role` (as declared in `groups`) is bound to.
 pub fn cluster_role_of(role: TenantRole) -> &'static str {
@@ -154,7 +198,9 @@ mod tests {
         ("", "resourcequotas"),
         ("", "serviceaccounts"),
         ("kueue.x-k8s.io", "localqueues"),
+        ("kueue.x-k8s.io", "workloads"),
         ("networking.k8s.io", "networkpolicies"),
+        ("scheduling.volcano.sh", "queues"),
     ];
     const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
 
@@ -166,8 +212,25 @@ mod tests {
         ]
     }
 
+    /// Every table a cell's roles are made from: each scheduler's, and all at once.
+    fn tables() -> Vec<Vec<Access>> {
+        let mut tables: Vec<Vec<Access>> = Scheduler::ALL.into_iter().map(access).collect();
+        tables.push(access_of(&Scheduler::ALL));
+        tables
+    }
+
     #[test]
-    fn the_table_is_sorted_and_names_each_resource_once() {
+    fn the_tables_are_sorted_and_name_each_resource_once() {
+        for table in tables() {
+            let keys: Vec<(&str, &str)> = table
+                .iter()
+                .map(|access| (access.api_group, access.resource))
+                .collect();
+            let mut sorted = keys.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(keys, sorted);
+        }
         let keys: Vec<(&str, &str)> = ACCESS
             .iter()
             .map(|access| (access.api_group, access.resource))
@@ -180,7 +243,7 @@ mod tests {
 
     #[test]
     fn viewer_is_within_member_and_member_within_admin() {
-        for access in ACCESS {
+        for access in &access_of(&Scheduler::ALL) {
             for verb in access.viewer {
                 assert!(access.member.contains(verb), "{access:?}: viewer {verb}");
             }
@@ -192,7 +255,7 @@ mod tests {
 
     #[test]
     fn no_role_writes_the_floor_or_holds_a_verb_that_undoes_it() {
-        for access in ACCESS {
+        for access in &access_of(&Scheduler::ALL) {
             for (role, verbs) in columns(access) {
                 for verb in verbs {
                     assert!(
@@ -223,6 +286,22 @@ mod tests {
             .find(|access| access.api_group.is_empty() && access.resource == "secrets")
             .expect("a row for Secrets");
         assert!(secrets.viewer.is_empty(), "the viewer reads no Secrets");
+    }
+
+    #[test]
+    fn each_scheduler_adds_only_its_own_kinds() {
+        let kueue = access(Scheduler::Kueue);
+        let volcano = access(Scheduler::Volcano);
+        assert!(kueue.iter().any(|row| row.resource == "localqueues"));
+        assert!(
+            !kueue
+                .iter()
+                .any(|row| row.api_group == "scheduling.volcano.sh")
+        );
+        assert!(volcano.iter().any(|row| row.resource == "podgroups"));
+        assert!(!volcano.iter().any(|row| row.api_group == "kueue.x-k8s.io"));
+        assert_eq!(kueue.len(), ACCESS.len() + KUEUE_ACCESS.len());
+        assert_eq!(volcano.len(), ACCESS.len() + VOLCANO_ACCESS.len());
     }
 
     #[test]

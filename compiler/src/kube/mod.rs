@@ -1,5 +1,5 @@
 //! Typed objects and documents that `k8s-openapi` does not model: the CRD kinds tenantc emits
-//! (`kueue.rs`, `gitops.rs`, `monitoring.rs`, `gateway.rs`), the GPU Operator's config documents (`gpu_operator.rs`), the cloud
+//! (`kueue.rs`, `volcano.rs`, `gitops.rs`, `monitoring.rs`, `gateway.rs`), the GPU Operator's config documents (`gpu_operator.rs`), the cloud
 //! IAM documents (`iam.rs`), and the label keys several stages name (`labels.rs`).
 //!
 //! Consumes: nothing; `plan` and `lower` build these structs. Produces: values that serialize (through
@@ -16,6 +16,7 @@ pub mod iam;
 pub mod kueue;
 pub mod labels;
 pub mod monitoring;
+pub mod volcano;
 
 #[cfg(test)]
 mod crd_schema;

@@ -3,10 +3,16 @@
 //!
 //! Consumes: the cell's plan and one tenant's plan. Produces: for `<cell>/cluster/`, the
 //! platform namespace [`PARAMS_NAMESPACE`] and the policy [`POLICY_NAME`] (the same bytes in
-//! every cell: everything that differs lives in the params); for `<cell>/tenants/<tenant>/`, the
-//! tenant's params ConfigMap (in [`PARAMS_NAMESPACE`], which no tenant role can write) and its
-//! ValidatingAdmissionPolicyBinding, which selects the tenant's namespaces by
-//! `kubernetes.io/metadata.name` and names the ConfigMap in `paramRef`.
+//! every cell of one scheduler: everything that differs lives in the params); for
+//! `<cell>/tenants/<tenant>/`, the tenant's params ConfigMap (in [`PARAMS_NAMESPACE`], which no
+//! tenant role can write) and its ValidatingAdmissionPolicyBinding, which selects the tenant's
+//! namespaces by `kubernetes.io/metadata.name` and names the ConfigMap in `paramRef`.
+//!
+//! In a Volcano cell the floor holds pods to Volcano instead of Kueue ([`rules`]: the scheduler
+//! name, the tenant's own queue, no `volcano.sh/` keys), and a second policy,
+//! [`PODGROUP_POLICY_NAME`], bound per tenant with the same params, judges PodGroups: the
+//! tenant's queue and priority only, no `volcano.sh/` keys, and no status written by the tenant
+//! (`docs/volcano.md`).
 //!
 //! Invariants:
 //! - Fail closed: `failurePolicy: Fail`, `parameterNotFoundAction: Deny`, `validationActions:
@@ -40,6 +46,8 @@ use crate::emit::Body;
 use crate::emit::InternalError;
 use crate::facts::pod_security::PodSecurityLevel;
 use crate::kube::labels::{NAMESPACE_NAME_LABEL, TENANT_LABEL};
+/// The schedulers a floor is made for ([`rules`]), for the tools that judge a cell's floor.
+pub use crate::model::Scheduler;
 use crate::plan::admission::params;
 use crate::plan::{CellPlan, TenantPlan};
 
@@ -640,6 +648,101 @@ pub const RULES: &[Rule] = &[
     },
 ];
 
+/// The validations of the Kueue floor that hold a workload to Kueue and that a Volcano cell's
+/// floor replaces: the queue label, the WorkloadPriorityClass label, Kueue's hold on a workload,
+/// and what keeps Kueue counting a controller's pods (controller references and ownership, an
+/// orphaning delete, a member's ReplicaSet). Volcano counts every pod itself, through the PodGroup
+/// of its pod or its gang.
+pub const KUEUE_ONLY: &[&str] = &[
+    "local-queue",
+    "priority-class",
+    "kueue-hold",
+    "controller-references",
+    "controller-ownership",
+    "orphaning-delete",
+    "gpu-replica-sets",
+];
+
+/// What a Volcano cell's floor holds a pod to in place of [`KUEUE_ONLY`]: the scheduler, the
+/// tenant's own queue, and no `volcano.sh/` keys, which Volcano's scheduler and PodGroup
+/// controller read to exempt a job from reclaim or budget its evictions.
+pub const VOLCANO_RULES: &[Rule] = &[
+    Rule {
+        name: "volcano-scheduler",
+        judges: Judges::Writes,
+        expression: "!variables.gpuPod || (has(variables.spec.schedulerName) && variables.spec.schedulerName == 'volcano')",
+        message: "GPU pods must set spec.schedulerName to volcano: the default scheduler ignores every Volcano queue",
+        message_expression: "'GPU pods of tenant ' + params.data.tenant + ' must set spec.schedulerName to volcano' + (has(variables.spec.schedulerName) ? ', not ' + variables.spec.schedulerName : '') + ': another scheduler places them outside every Volcano queue'",
+    },
+    Rule {
+        name: "volcano-queue",
+        judges: Judges::Writes,
+        expression: "(!variables.gpuPod || 'scheduling.volcano.sh/queue-name' in variables.annotations) && (!('scheduling.volcano.sh/queue-name' in variables.annotations) || variables.annotations['scheduling.volcano.sh/queue-name'] in variables.queues)",
+        message: "GPU pods must carry the annotation scheduling.volcano.sh/queue-name naming their tenant's Volcano queue, and no pod may name another queue",
+        message_expression: "'pods of tenant ' + params.data.tenant + ' must carry the annotation scheduling.volcano.sh/queue-name with one of [' + params.data.queues + ']' + ('scheduling.volcano.sh/queue-name' in variables.annotations ? ', not ' + variables.annotations['scheduling.volcano.sh/queue-name'] : '') + ': the PodGroup Volcano makes for the pod takes its queue from it'",
+    },
+    Rule {
+        name: "volcano-annotations",
+        judges: Judges::Writes,
+        expression: "!(variables.labelKeys + variables.annotations.map(k, k) + (has(object.metadata.annotations) ? object.metadata.annotations.map(k, k) : []) + (variables.isCronJob && has(object.spec.jobTemplate.metadata) && has(object.spec.jobTemplate.metadata.annotations) ? object.spec.jobTemplate.metadata.annotations.map(k, k) : [])).exists(k, k.startsWith('volcano.sh/'))",
+        message: "pods and workloads may not carry volcano.sh/ labels or annotations: Volcano reads volcano.sh/preemptable, volcano.sh/jdb-min-available and the others to keep a job from reclaim or budget its evictions, and copies a workload's into its pods' PodGroups",
+        message_expression: "'pods and workloads of tenant ' + params.data.tenant + ' may not carry labels or annotations under volcano.sh/ (on the pod template, the ' + object.kind + ' or its Job template): Volcano reads them to keep a job from reclaim (volcano.sh/preemptable) or to budget its evictions, so a tenant could keep what it borrowed; remove them'",
+    },
+];
+
+/// Where a Volcano cell's floor says "the scheduler" where the Kueue floor says "Kueue": the
+/// rules of [`RULES`] whose message names Kueue but whose expression holds for both, with the
+/// Volcano messages.
+const VOLCANO_MESSAGES: &[(&str, &str, &str)] = &[
+    (
+        "grace-period",
+        "spec.terminationGracePeriodSeconds may not exceed the cell's limit: a pod that Volcano reclaims keeps its quota until it has stopped",
+        "'spec.terminationGracePeriodSeconds ' + string(variables.spec.terminationGracePeriodSeconds) + ' is more than ' + params.data.maxGracePeriodSeconds + ': a pod that Volcano preempts or reclaims keeps its GPUs until it has stopped, so lower it'",
+    ),
+    (
+        "node-name",
+        "pods may not name their node: spec.nodeName skips the scheduler, and with it every pool taint and Volcano queue",
+        "'spec.nodeName ' + variables.spec.nodeName + ' is not allowed: the scheduler places tenant pods, so that pool taints and Volcano queues hold; remove spec.nodeName'",
+    ),
+    (
+        "chargeback-labels",
+        "pods must carry the chargeback labels tenant.platform/tenant, tenant.platform/cell and, with GPUs, tenant.platform/sku (the queue annotation is required by the volcano-queue rule)",
+        "size(variables.missingLabels) > 0 ? 'pods must carry the chargeback labels ' + variables.missingLabels.join(', ') : 'chargeback labels must be tenant.platform/tenant=' + params.data.tenant + ', tenant.platform/cell=' + params.data.cell + (variables.gpuPod ? ' and tenant.platform/sku one of [' + params.data.gpuModels + ']' : '')",
+    ),
+];
+
+/// The validations of a cell's floor, in the order the API server evaluates them: [`RULES`] in a
+/// Kueue cell; in a Volcano cell, [`RULES`] without [`KUEUE_ONLY`], with [`VOLCANO_RULES`] where
+/// `local-queue` stood and the messages that named Kueue naming Volcano.
+pub fn rules(scheduler: Scheduler) -> Vec<Rule> {
+    match scheduler {
+        Scheduler::Kueue => RULES.to_vec(),
+        Scheduler::Volcano => {
+            let mut rules = Vec::new();
+            for rule in RULES {
+                if rule.name == "local-queue" {
+                    rules.extend_from_slice(VOLCANO_RULES);
+                }
+                if KUEUE_ONLY.contains(&rule.name) {
+                    continue;
+                }
+                match VOLCANO_MESSAGES
+                    .iter()
+                    .find(|(name, _, _)| *name == rule.name)
+                {
+                    Some((_, message, message_expression)) => rules.push(Rule {
+                        message,
+                        message_expression,
+                        ..*rule
+                    }),
+                    None => rules.push(*rule),
+                }
+            }
+            rules
+        }
+    }
+}
+
 /// The condition under which the policy runs: every CREATE, and an UPDATE only when it changes
 /// the spec, labels or annotations, or the owner references unless kube-controller-manager
 /// (the garbage collector, which orphans dependents) changes them, so that a controller can
@@ -649,8 +752,55 @@ pub const MATCH_CONDITION: (&str, &str) = (
     "request.operation != 'UPDATE' || object.spec != oldObject.spec || (has(object.metadata.labels) ? object.metadata.labels : {}) != (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}) || (has(object.metadata.annotations) ? object.metadata.annotations : {}) != (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}) || ((has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []) != (has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences : []) && request.userInfo.username != 'system:kube-controller-manager' && !request.userInfo.username.startsWith('system:serviceaccount:kube-system:'))",
 );
 
-/// The policy, the same in every cell.
+/// The variables of a cell's floor, in [`VARIABLES`]' order: every one in a Kueue cell; in a
+/// Volcano cell, those its [`rules`] read, directly or through another variable, so that no
+/// variable of a Kueue rule (such as `kueueReleases`) is carried where nothing reads it.
+pub fn variables(scheduler: Scheduler) -> Vec<(&'static str, &'static str)> {
+    let rules = rules(scheduler);
+    let mut read: Vec<&str> = rules
+        .iter()
+        .flat_map(|rule| [rule.expression, rule.message_expression])
+        .collect();
+    read.push(MATCH_CONDITION.1);
+    let mut used: Vec<bool> = vec![false; VARIABLES.len()];
+    // A variable may read only those before it, so one pass from the last to the first finds
+    // every variable read through another.
+    for (idx, (name, expression)) in VARIABLES.iter().enumerate().rev() {
+        let reference = format!("variables.{name}");
+        let reads = |text: &str| {
+            text.match_indices(&reference).any(|(at, _)| {
+                !text[at + reference.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|next| next.is_ascii_alphanumeric() || next == '_')
+            })
+        };
+        if read.iter().any(|text| reads(text)) {
+            if let Some(slot) = used.get_mut(idx) {
+                *slot = true;
+            }
+            read.push(expression);
+        }
+    }
+    VARIABLES
+        .iter()
+        .zip(used)
+        .filter(|(_, used)| match scheduler {
+            Scheduler::Kueue => true,
+            Scheduler::Volcano => *used,
+        })
+        .map(|(variable, _)| *variable)
+        .collect()
+}
+
+/// The policy of a Kueue cell, the same in every one ([`policy_for`] a cell's scheduler).
 pub fn policy() -> ValidatingAdmissionPolicy {
+    policy_for(Scheduler::Kueue)
+}
+
+/// The policy of a cell whose scheduler is `scheduler`, the same in every cell of that scheduler:
+/// the validations of [`rules`].
+pub fn policy_for(scheduler: Scheduler) -> ValidatingAdmissionPolicy {
     // One rule per API group, version and set of operations: the workloads are judged on
     // DELETE too.
     let mut groups: BTreeMap<(&str, &str, &[&str]), Vec<String>> = BTreeMap::new();
@@ -695,7 +845,7 @@ pub fn policy() -> ValidatingAdmissionPolicy {
                 kind: Some("ConfigMap".to_string()),
             }),
             variables: Some(
-                VARIABLES
+                variables(scheduler)
                     .iter()
                     .map(|(name, expression)| Variable {
                         name: (*name).to_string(),
@@ -704,7 +854,7 @@ pub fn policy() -> ValidatingAdmissionPolicy {
                     .collect(),
             ),
             validations: Some(
-                RULES
+                rules(scheduler)
                     .iter()
                     .map(|rule| Validation {
                         expression: rule.emitted_expression(),
@@ -793,18 +943,168 @@ pub fn binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding {
     }
 }
 
-/// The cell-wide objects: the params namespace and the policy, for `<cell>/cluster/`.
+/// The name of a Volcano cell's PodGroup policy.
+pub const PODGROUP_POLICY_NAME: &str = "tenantc-tenant-podgroups";
+
+/// The name of a tenant's binding of the PodGroup policy.
+pub fn podgroup_binding_name(tenant: &str) -> String {
+    format!("{PODGROUP_POLICY_NAME}-{tenant}")
+}
+
+/// The named CEL variables of the PodGroup policy.
+pub const PODGROUP_VARIABLES: &[(&str, &str)] = &[
+    (
+        "queues",
+        "params.data.queues == '' ? [] : params.data.queues.split(',')",
+    ),
+    (
+        "priorities",
+        "params.data.priorities == '' ? [] : params.data.priorities.split(',')",
+    ),
+    // Whether the request comes from the tenant itself, as the pod floor decides it: Volcano's
+    // scheduler and controllers are none of its groups or ServiceAccounts.
+    (
+        "tenantPrincipal",
+        "(params.data.groups == '' ? [] : params.data.groups.split('\\n')).exists(g, g in request.userInfo.groups) || (params.data.namespaces == '' ? [] : params.data.namespaces.split(',')).exists(n, request.userInfo.username.startsWith('system:serviceaccount:' + n + ':'))",
+    ),
+    (
+        "volcanoKeys",
+        "((has(object.metadata.labels) ? object.metadata.labels.map(k, k) : []) + (has(object.metadata.annotations) ? object.metadata.annotations.map(k, k) : [])).filter(k, k.startsWith('volcano.sh/'))",
+    ),
+    // What a status written by the tenant holds beyond a pending phase: the PodGroup CRD has no
+    // status subresource, so its writers can set the status the scheduler acts on.
+    (
+        "statusWritten",
+        "request.operation == 'CREATE' ? (has(object.status) && ((has(object.status.phase) && object.status.phase != 'Pending') || has(object.status.conditions) || has(object.status.running) || has(object.status.succeeded) || has(object.status.failed))) : (has(object.status) != has(oldObject.status) || (has(object.status) && object.status != oldObject.status))",
+    ),
+];
+
+/// The validations of the PodGroup policy: a PodGroup that a tenant (or a controller for it)
+/// writes names the tenant's queue and the namespace's priority, carries no `volcano.sh/` keys,
+/// and the tenant never writes its status.
+pub const PODGROUP_RULES: &[Rule] = &[
+    Rule {
+        name: "podgroup-queue",
+        judges: Judges::Writes,
+        expression: "has(object.spec.queue) && object.spec.queue in variables.queues",
+        message: "PodGroups must name their tenant's Volcano queue in spec.queue",
+        message_expression: "'PodGroups of tenant ' + params.data.tenant + ' must name one of [' + params.data.queues + '] in spec.queue' + (has(object.spec.queue) && object.spec.queue != '' ? ', not ' + object.spec.queue : '') + ': the scheduler takes their resources from that queue'",
+    },
+    Rule {
+        name: "podgroup-priority",
+        judges: Judges::Writes,
+        expression: "!has(object.spec.priorityClassName) || object.spec.priorityClassName == '' || (request.namespace + '=' + object.spec.priorityClassName) in variables.priorities",
+        message: "a PodGroup's spec.priorityClassName must be its namespace's own priority class",
+        message_expression: "'spec.priorityClassName ' + object.spec.priorityClassName + ' is not the priority class of namespace ' + request.namespace + '; entitled: [' + params.data.priorities + ']'",
+    },
+    Rule {
+        name: "podgroup-annotations",
+        judges: Judges::Writes,
+        expression: "size(variables.volcanoKeys) == 0",
+        message: "PodGroups may not carry volcano.sh/ labels or annotations, which Volcano reads to keep a job from reclaim or budget its evictions",
+        message_expression: "'PodGroup ' + object.metadata.name + ' of tenant ' + params.data.tenant + ' may not carry labels or annotations under volcano.sh/: Volcano reads them to keep a job from reclaim (volcano.sh/preemptable) or to budget its evictions; remove them'",
+    },
+    Rule {
+        name: "podgroup-status",
+        judges: Judges::Writes,
+        expression: "!variables.tenantPrincipal || !variables.statusWritten",
+        message: "members and ServiceAccounts of the tenant may not write a PodGroup's status: the scheduler admits a PodGroup to its queue by its phase",
+        message_expression: "'tenant ' + params.data.tenant + ' may not write the status of PodGroup ' + object.metadata.name + ': Volcano admits a PodGroup to its queue (phase Inqueue) only when the queue has room, and only the scheduler may say so; leave status out, or Pending'",
+    },
+];
+
+/// The condition under which the PodGroup policy runs: every CREATE, and an UPDATE that changes
+/// the spec, the labels, the annotations or the status (the CRD has no status subresource).
+pub const PODGROUP_MATCH_CONDITION: (&str, &str) = (
+    "changes-what-the-floor-checks",
+    "request.operation != 'UPDATE' || object.spec != oldObject.spec || (has(object.metadata.labels) ? object.metadata.labels : {}) != (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}) || (has(object.metadata.annotations) ? object.metadata.annotations : {}) != (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}) || has(object.status) != has(oldObject.status) || (has(object.status) && object.status != oldObject.status)",
+);
+
+/// A Volcano cell's PodGroup policy, the same in every Volcano cell: the tenant's params, the
+/// validations of [`PODGROUP_RULES`], on CREATE and UPDATE of `scheduling.volcano.sh/v1beta1`
+/// PodGroups.
+pub fn podgroup_policy() -> ValidatingAdmissionPolicy {
+    ValidatingAdmissionPolicy {
+        metadata: cluster_meta(PODGROUP_POLICY_NAME),
+        spec: Some(ValidatingAdmissionPolicySpec {
+            failure_policy: Some("Fail".to_string()),
+            match_constraints: Some(MatchResources {
+                resource_rules: Some(vec![NamedRuleWithOperations {
+                    api_groups: Some(vec!["scheduling.volcano.sh".to_string()]),
+                    api_versions: Some(vec!["v1beta1".to_string()]),
+                    operations: Some(vec!["CREATE".to_string(), "UPDATE".to_string()]),
+                    resources: Some(vec!["podgroups".to_string()]),
+                    scope: Some("Namespaced".to_string()),
+                    ..NamedRuleWithOperations::default()
+                }]),
+                ..MatchResources::default()
+            }),
+            match_conditions: Some(vec![MatchCondition {
+                name: PODGROUP_MATCH_CONDITION.0.to_string(),
+                expression: PODGROUP_MATCH_CONDITION.1.to_string(),
+            }]),
+            param_kind: Some(ParamKind {
+                api_version: Some("v1".to_string()),
+                kind: Some("ConfigMap".to_string()),
+            }),
+            variables: Some(
+                PODGROUP_VARIABLES
+                    .iter()
+                    .map(|(name, expression)| Variable {
+                        name: (*name).to_string(),
+                        expression: (*expression).to_string(),
+                    })
+                    .collect(),
+            ),
+            validations: Some(
+                PODGROUP_RULES
+                    .iter()
+                    .map(|rule| Validation {
+                        expression: rule.emitted_expression(),
+                        message: Some(rule.message.to_string()),
+                        message_expression: Some(rule.message_expression.to_string()),
+                        reason: Some("Forbidden".to_string()),
+                    })
+                    .collect(),
+            ),
+            ..ValidatingAdmissionPolicySpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// A tenant's binding of the PodGroup policy: its namespaces, its params (the floor's).
+pub fn podgroup_binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding {
+    let mut object = binding(tenant);
+    object.metadata.name = Some(podgroup_binding_name(&tenant.name));
+    if let Some(spec) = &mut object.spec {
+        spec.policy_name = Some(PODGROUP_POLICY_NAME.to_string());
+    }
+    object
+}
+
+/// The cell-wide objects: the params namespace and the policy (and in a Volcano cell the
+/// PodGroup policy), for `<cell>/cluster/`.
 pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Body)>, InternalError> {
-    Ok(vec![
+    Ok([
         (
             format!("namespace-{PARAMS_NAMESPACE}.yaml"),
             body(&params_namespace(cell))?,
         ),
         (
             "validatingadmissionpolicy-tenant-floor.yaml".to_string(),
-            body(&policy())?,
+            body(&policy_for(cell.backends.scheduler))?,
         ),
-    ])
+    ]
+    .into_iter()
+    .chain(match cell.backends.scheduler {
+        Scheduler::Kueue => None,
+        Scheduler::Volcano => Some((
+            "validatingadmissionpolicy-tenant-podgroups.yaml".to_string(),
+            body(&podgroup_policy())?,
+        )),
+    })
+    .collect())
 }
 
 /// One tenant's params and binding, for its folder.
@@ -812,7 +1112,7 @@ pub(super) fn tenant_objects(
     tenant: &TenantPlan,
     cell: &CellPlan,
 ) -> Result<Vec<(String, Body)>, InternalError> {
-    Ok(vec![
+    Ok([
         (
             "admission-params.yaml".to_string(),
             body(&params_config_map(tenant, cell))?,
@@ -821,7 +1121,16 @@ pub(super) fn tenant_objects(
             "admission-binding.yaml".to_string(),
             body(&binding(tenant))?,
         ),
-    ])
+    ]
+    .into_iter()
+    .chain(match cell.backends.scheduler {
+        Scheduler::Kueue => None,
+        Scheduler::Volcano => Some((
+            "admission-podgroups-binding.yaml".to_string(),
+            body(&podgroup_binding(tenant))?,
+        )),
+    })
+    .collect())
 }
 
 #[cfg(test)]
@@ -864,7 +1173,12 @@ mod tests {
 
     /// Every name the emitted policy reads as `params.data.<name>`.
     fn read_keys() -> BTreeSet<String> {
-        let spec = policy().spec.unwrap();
+        read_keys_of(&policy())
+    }
+
+    /// Every name `policy` reads as `params.data.<name>`.
+    fn read_keys_of(policy: &ValidatingAdmissionPolicy) -> BTreeSet<String> {
+        let spec = policy.spec.clone().unwrap();
         let mut expressions: Vec<String> = spec
             .match_conditions
             .unwrap()
@@ -918,6 +1232,59 @@ mod tests {
             unread.is_empty(),
             "params written that the policy never reads: {unread:?}"
         );
+    }
+
+    #[test]
+    fn a_volcano_cells_two_policies_read_exactly_the_keys_the_params_write() {
+        let mut read = read_keys_of(&policy_for(Scheduler::Volcano));
+        read.extend(read_keys_of(&podgroup_policy()));
+        let unknown: Vec<&String> = read
+            .iter()
+            .filter(|name| ParamKey::parse(name).is_none())
+            .collect();
+        assert!(unknown.is_empty(), "{unknown:?}");
+        let unread: Vec<&str> = ParamKey::ALL
+            .iter()
+            .map(|key| key.as_str())
+            .filter(|name| !read.contains(*name))
+            .collect();
+        assert!(unread.is_empty(), "{unread:?}");
+    }
+
+    #[test]
+    fn a_volcano_floor_holds_every_variable_its_rules_read_and_no_other() {
+        let kept: Vec<&str> = variables(Scheduler::Volcano)
+            .iter()
+            .map(|(name, _)| *name)
+            .collect();
+        let texts: Vec<String> = rules(Scheduler::Volcano)
+            .iter()
+            .flat_map(|rule| {
+                [
+                    rule.expression.to_string(),
+                    rule.message_expression.to_string(),
+                ]
+            })
+            .chain(
+                variables(Scheduler::Volcano)
+                    .iter()
+                    .map(|(_, e)| e.to_string()),
+            )
+            .chain([MATCH_CONDITION.1.to_string()])
+            .collect();
+        for (name, _) in VARIABLES {
+            let read = texts.iter().any(|text| {
+                text.match_indices(&format!("variables.{name}"))
+                    .any(|(at, _)| {
+                        !text[at + "variables.".len() + name.len()..]
+                            .chars()
+                            .next()
+                            .is_some_and(|next| next.is_ascii_alphanumeric())
+                    })
+            });
+            assert_eq!(kept.contains(name), read, "{name}");
+        }
+        assert_eq!(variables(Scheduler::Kueue), VARIABLES.to_vec());
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! the marks on objects that must be replaced rather than updated.
 //!
 //! Consumes: a cell's plan (its `gitops.sync` settings) and the kustomization folders `lower`
-//! placed its objects in (`cluster`, `kueue`, `gpu-operator`, `metering`, `tenants/<tenant>`, `serving`).
+//! placed its objects in (`cluster`, `kueue` or `volcano`, `gpu-operator`, `metering`,
+//! `tenants/<tenant>`, `serving`).
 //! Produces: for Argo CD, one ApplicationSet per cell in `argocd/`, whose list generator has one
 //! element per folder; for Flux, one Kustomization per folder in `flux/`; and
 //! [`replace_annotations`], the annotations of objects with immutable fields.
@@ -11,7 +12,7 @@
 //! - One synced unit (Application or Kustomization) per folder, and a tenant folder holds only
 //!   that tenant's objects, so the render work of a sync grows linearly with tenants.
 //! - Order: the `cluster` folder (Namespaces of tenantc and every cluster-scoped policy) first,
-//!   then `kueue`, then every tenant folder, then `gpu-operator`, whose namespace belongs to the
+//!   then `kueue` (or, in a Volcano cell, `volcano`), then every tenant folder, then `gpu-operator`, whose namespace belongs to the
 //!   GPU Operator and must exist before the first sync (a documented prerequisite), then
 //!   `metering`, whose namespace and CRD belong to the Prometheus Operator (also a
 //!   prerequisite), then
@@ -82,7 +83,8 @@ struct Unit<'a> {
 fn step_of(folder: &CellFolder) -> u8 {
     match folder {
         CellFolder::Cluster => 1,
-        CellFolder::Kueue => 2,
+        // A cell has one scheduler: its queues sync before the tenants that name them.
+        CellFolder::Kueue | CellFolder::Volcano => 2,
         CellFolder::Tenant(_) => 3,
         CellFolder::GpuOperator => 4,
         CellFolder::Metering => 5,

@@ -4,12 +4,13 @@
 //! YAML tree, each placed in its kustomization folder: `<cell>/cluster/` (PriorityClasses, the
 //! tenant ClusterRoles, the admission policies of `guard.rs`, the RuntimeClasses, and the tenant
 //! admission policy and its params namespace),
-//! `<cell>/kueue/` (ResourceFlavors, Topologies, Cohorts, WorkloadPriorityClasses),
+//! `<cell>/kueue/` (ResourceFlavors, Topologies, Cohorts, WorkloadPriorityClasses) or, in a
+//! cell whose scheduler is Volcano, `<cell>/volcano/` (the org Queues of `volcano.rs`),
 //! `<cell>/gpu-operator/`, `<cell>/metering/` (the chargeback PrometheusRule of `metering.rs`),
 //! `<cell>/serving/` (the per-tenant routes and gateway policies of the cell's shared models,
 //! `serving.rs`), `<cell>/tenants/<tenant>/` for everything of one tenant (its
-//! namespaces, ClusterQueue and NetworkPolicies included, so a tenant folder applies on its
-//! own), and
+//! namespaces, ClusterQueue or Volcano Queue and NetworkPolicies included, so a tenant folder
+//! applies on its own), and
 //! `<cell>/reports/` (capacity, quota and showback), the fleet's `reports/` (showback over every
 //! cell and its page, `index.html`), and, outside every kustomization, `<cell>/iam/<tenant>/` for the storage IAM
 //! documents of `iam.rs`.
@@ -17,8 +18,8 @@
 //! Invariants:
 //! - A plain mapping: every number and name comes from the plan; nothing here recomputes
 //!   hardware offers or quotas.
-//! - Every object is a typed struct (`k8s-openapi` for core kinds, `kube::kueue` for Kueue), so
-//!   a misspelt field cannot compile.
+//! - Every object is a typed struct (`k8s-openapi` for core kinds, `kube::kueue` for Kueue,
+//!   `kube::volcano` for Volcano), so a misspelt field cannot compile.
 //! - Pure and deterministic: the plan is sorted, and so is every map here.
 //! - A tenant's objects depend only on that tenant's declaration and its cells, so editing one
 //!   tenant changes only files under that tenant's folders, the root cohort (which holds the
@@ -37,6 +38,7 @@ pub mod rbac;
 mod runtime;
 pub mod serving;
 mod tenant;
+mod volcano;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -48,6 +50,7 @@ use crate::emit::Body;
 use crate::emit::{Extra, InternalError, Manifest, Object};
 use crate::kube::labels::{MANAGED_BY, NAMESPACE_NAME_LABEL};
 use crate::layout::CellFolder;
+use crate::model::Scheduler;
 use crate::plan::{CellPlan, Plan, PriorityPlan};
 
 /// Lowers the whole plan: the only input is the plan, so nothing here can read a declaration or
@@ -99,7 +102,7 @@ fn lower_cell(cell_plan: &CellPlan) -> Result<Manifest, InternalError> {
                 body(&priority_class(priority))?,
             );
         }
-        for (file, body) in rbac::cluster_roles()? {
+        for (file, body) in rbac::cluster_roles(cell_plan.backends.scheduler)? {
             push(&CellFolder::Cluster, file, cell_only.clone(), body);
         }
         for (file, body) in guard::cell_objects(cell_plan)? {
@@ -112,11 +115,16 @@ fn lower_cell(cell_plan: &CellPlan) -> Result<Manifest, InternalError> {
             push(&CellFolder::Cluster, file, cell_only.clone(), body);
         }
         children.insert(CellFolder::Cluster);
-        for (file, body, tenants) in kueue::cell_objects(cell_plan)? {
+        // The scheduler's cell-wide objects, in its own folder.
+        let (scheduler_folder, scheduler_objects) = match cell_plan.backends.scheduler {
+            Scheduler::Kueue => (CellFolder::Kueue, kueue::cell_objects(cell_plan)?),
+            Scheduler::Volcano => (CellFolder::Volcano, volcano::cell_objects(cell_plan)?),
+        };
+        for (file, body, tenants) in scheduler_objects {
             let mut sources = cell_only.clone();
             sources.extend(tenants);
-            push(&CellFolder::Kueue, file, sources, body);
-            children.insert(CellFolder::Kueue);
+            push(&scheduler_folder, file, sources, body);
+            children.insert(scheduler_folder.clone());
         }
         for (file, object) in gpu::operator_objects(&cell_plan.gpu) {
             push(
@@ -146,7 +154,11 @@ fn lower_cell(cell_plan: &CellPlan) -> Result<Manifest, InternalError> {
             for (file, body) in tenant::objects(tenant, cell_plan)? {
                 push(&folder, file, sources.clone(), body);
             }
-            for (file, body) in kueue::tenant_objects(tenant, cell_plan)? {
+            let queues = match cell_plan.backends.scheduler {
+                Scheduler::Kueue => kueue::tenant_objects(tenant, cell_plan)?,
+                Scheduler::Volcano => volcano::tenant_objects(tenant)?,
+            };
+            for (file, body) in queues {
                 push(&folder, file, sources.clone(), body);
             }
             for (file, body) in network::objects(tenant, cell_plan)? {

@@ -1,8 +1,8 @@
 //! The tenant roles of a cell: three ClusterRoles that tenant groups are bound to in their
 //! namespaces, instead of the built-in `admin`, `edit` and `view`.
 //!
-//! Consumes: nothing but the table [`ACCESS`] of `facts/rbac.rs`; every cell gets the same three
-//! roles. Produces: the ClusterRoles [`ADMIN_ROLE`], [`MEMBER_ROLE`] and [`VIEWER_ROLE`] as
+//! Consumes: the cell's scheduler and the tables of `facts/rbac.rs` ([`access`]); every cell of
+//! one scheduler gets the same three roles. Produces: the ClusterRoles [`ADMIN_ROLE`], [`MEMBER_ROLE`] and [`VIEWER_ROLE`] as
 //! `(file in <cell>/cluster/, object)`.
 //!
 //! Invariants (the first four held by the table's tests in `facts/rbac.rs`, the others by the
@@ -27,27 +27,29 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 use super::{body, cluster_meta};
 use crate::emit::Body;
 use crate::emit::InternalError;
-use crate::facts::rbac::{ACCESS, cluster_role_of};
+use crate::facts::rbac::{access, cluster_role_of};
+use crate::model::Scheduler;
 use crate::model::TenantRole;
 
-/// The three tenant ClusterRoles, as `(file in <cell>/cluster/, object)`.
-pub(super) fn cluster_roles() -> Result<Vec<(String, Body)>, InternalError> {
+/// The three tenant ClusterRoles of a cell whose scheduler is `scheduler`, as
+/// `(file in <cell>/cluster/, object)`.
+pub(super) fn cluster_roles(scheduler: Scheduler) -> Result<Vec<(String, Body)>, InternalError> {
     TenantRole::ALL
         .into_iter()
         .map(|role| {
             Ok((
                 format!("clusterrole-tenant-{role}.yaml"),
-                body(&cluster_role(cluster_role_of(role), role))?,
+                body(&cluster_role(cluster_role_of(role), role, scheduler))?,
             ))
         })
         .collect()
 }
 
-/// One role from its column of [`ACCESS`]: one rule per API group and set of verbs, resources
-/// and verbs in a fixed order.
-fn cluster_role(name: &str, role: TenantRole) -> ClusterRole {
+/// One role from its column of the cell's table ([`access`]): one rule per API group and set of
+/// verbs, resources and verbs in a fixed order.
+fn cluster_role(name: &str, role: TenantRole, scheduler: Scheduler) -> ClusterRole {
     let mut rules: BTreeMap<(&str, &[&str]), Vec<String>> = BTreeMap::new();
-    for access in ACCESS {
+    for access in &access(scheduler) {
         let verbs = access.verbs(role);
         if verbs.is_empty() {
             continue;
@@ -81,56 +83,58 @@ mod tests {
     use super::*;
     use crate::facts::rbac::{ADMIN_ROLE, Access, MEMBER_ROLE, VIEWER_ROLE};
 
-    /// The verbs of one role in a row of [`ACCESS`].
+    /// The verbs of one role in a row of a cell's table.
     type Column = fn(&Access) -> &'static [&'static str];
 
     #[test]
     fn the_emitted_roles_cannot_be_aggregated_into_and_list_every_permission() {
-        let roles = cluster_roles().unwrap();
-        assert_eq!(roles.len(), 3);
-        for (name, tenant_role, verbs_of) in [
-            (
-                ADMIN_ROLE,
-                TenantRole::Admin,
-                (|a: &Access| a.admin) as Column,
-            ),
-            (MEMBER_ROLE, TenantRole::Member, |a: &Access| a.member),
-            (VIEWER_ROLE, TenantRole::Viewer, |a: &Access| a.viewer),
-        ] {
-            let role = cluster_role(name, tenant_role);
-            assert!(role.aggregation_rule.is_none());
-            let labels = role.metadata.labels.clone().unwrap_or_default();
-            assert!(
-                labels.keys().all(|key| !key.contains("aggregate-to")),
-                "{labels:?}"
-            );
-            // The rules grant exactly the column of the table, nothing more.
-            let mut granted: Vec<(String, String, String)> = Vec::new();
-            for rule in role.rules.clone().unwrap() {
-                assert!(rule.resource_names.is_none() && rule.non_resource_urls.is_none());
-                for group in rule.api_groups.clone().unwrap() {
-                    for resource in rule.resources.clone().unwrap() {
-                        for verb in &rule.verbs {
-                            granted.push((group.clone(), resource.clone(), verb.clone()));
+        for scheduler in Scheduler::ALL {
+            let roles = cluster_roles(scheduler).unwrap();
+            assert_eq!(roles.len(), 3);
+            for (name, tenant_role, verbs_of) in [
+                (
+                    ADMIN_ROLE,
+                    TenantRole::Admin,
+                    (|a: &Access| a.admin) as Column,
+                ),
+                (MEMBER_ROLE, TenantRole::Member, |a: &Access| a.member),
+                (VIEWER_ROLE, TenantRole::Viewer, |a: &Access| a.viewer),
+            ] {
+                let role = cluster_role(name, tenant_role, scheduler);
+                assert!(role.aggregation_rule.is_none());
+                let labels = role.metadata.labels.clone().unwrap_or_default();
+                assert!(
+                    labels.keys().all(|key| !key.contains("aggregate-to")),
+                    "{labels:?}"
+                );
+                // The rules grant exactly the column of the cell's table, nothing more.
+                let mut granted: Vec<(String, String, String)> = Vec::new();
+                for rule in role.rules.clone().unwrap() {
+                    assert!(rule.resource_names.is_none() && rule.non_resource_urls.is_none());
+                    for group in rule.api_groups.clone().unwrap() {
+                        for resource in rule.resources.clone().unwrap() {
+                            for verb in &rule.verbs {
+                                granted.push((group.clone(), resource.clone(), verb.clone()));
+                            }
                         }
                     }
                 }
-            }
-            let mut expected: Vec<(String, String, String)> = ACCESS
-                .iter()
-                .flat_map(|access| {
-                    verbs_of(access).iter().map(|verb| {
-                        (
-                            access.api_group.to_string(),
-                            access.resource.to_string(),
-                            verb.to_string(),
-                        )
+                let mut expected: Vec<(String, String, String)> = access(scheduler)
+                    .iter()
+                    .flat_map(|access| {
+                        verbs_of(access).iter().map(|verb| {
+                            (
+                                access.api_group.to_string(),
+                                access.resource.to_string(),
+                                verb.to_string(),
+                            )
+                        })
                     })
-                })
-                .collect();
-            granted.sort();
-            expected.sort();
-            assert_eq!(granted, expected, "{name}");
+                    .collect();
+                granted.sort();
+                expected.sort();
+                assert_eq!(granted, expected, "{name} in a {scheduler} cell");
+            }
         }
     }
 }

@@ -246,7 +246,17 @@ fn namespace_object(tenant: &TenantPlan, namespace: &NamespacePlan, cell: &CellP
         );
     }
     let capabilities = namespace.excepted_capabilities();
-    let annotations = (!capabilities.is_empty()).then(|| {
+    let mut annotations: BTreeMap<String, String> = BTreeMap::new();
+    // In a Volcano cell, Volcano's PodGroup webhook gives a PodGroup that names no queue the
+    // queue of its namespace's annotation, so such a PodGroup lands in the tenant's own queue
+    // rather than Volcano's `default` (the floor refuses any other).
+    if let Some(queue) = &tenant.volcano {
+        annotations.insert(
+            crate::kube::volcano::QUEUE_ANNOTATION.to_string(),
+            queue.name.clone(),
+        );
+    }
+    if !capabilities.is_empty() {
         let reviewed: Vec<String> = namespace
             .exceptions
             .iter()
@@ -260,11 +270,12 @@ fn namespace_object(tenant: &TenantPlan, namespace: &NamespacePlan, cell: &CellP
                 )
             })
             .collect();
-        BTreeMap::from([
+        annotations.extend([
             (guard::capabilities_annotation(), capabilities.join(",")),
             (guard::exceptions_annotation(), reviewed.join("\n")),
-        ])
-    });
+        ]);
+    }
+    let annotations = (!annotations.is_empty()).then_some(annotations);
     Namespace {
         metadata: ObjectMeta {
             name: Some(namespace.name.clone()),

@@ -410,7 +410,11 @@ pub fn admission_params(tenant: &TenantPlan, cell: &CellPlan) -> AdmissionParams
         namespaces: join(namespaces),
         pool_taints: join(pool_taints(cell)),
         priorities: join(priorities),
-        queues: join(QUEUES.iter().map(|q| (*q).to_string()).collect()),
+        // The queues its pods may name: its LocalQueues, or in a Volcano cell its Volcano Queue.
+        queues: match &tenant.volcano {
+            Some(queue) => queue.name.clone(),
+            None => join(QUEUES.iter().map(|q| (*q).to_string()).collect()),
+        },
         registries: join(registries),
         runtime_class_required: (!cell.runtime_classes.is_empty()).to_string(),
         runtime_classes: join(runtime_classes),

@@ -32,6 +32,9 @@ pub mod runtime;
 pub mod serving;
 pub mod showback;
 pub mod storage;
+pub mod volcano;
+#[cfg(test)]
+mod volcano_props;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -41,7 +44,7 @@ use crate::catalog::Catalog;
 use crate::diag::Diagnostic;
 use crate::facts::defaults;
 use crate::hardware::{self, GPU_RESOURCE, Offer};
-use crate::model::{Cell, Fleet, Sharing, Tenant, Trust, WorkloadKind};
+use crate::model::{Cell, Fleet, Scheduler, Sharing, Tenant, Trust, WorkloadKind};
 use crate::source::SourceMap;
 use crate::weights::VerifiedModel;
 
@@ -74,6 +77,9 @@ pub struct CellPlan {
     pub source: String,
     /// Kubernetes minor version `(1, NN)`.
     pub kubernetes: (u32, u32),
+    /// The scheduler, admission engine and device mode the cell is lowered to, defaults applied
+    /// (`facts::backends`).
+    pub backends: crate::facts::backends::Backends,
     /// Pools in declaration order.
     pub pools: Vec<PoolPlan>,
     /// Priority classes, sorted by name.
@@ -117,6 +123,9 @@ pub struct CellPlan {
     pub chargeback: Option<chargeback::ChargebackPlan>,
     /// The cell's serving gateway and shared models (`serving.rs`), if it declares them.
     pub serving: Option<serving::ServingPlan>,
+    /// Where the cell's scheduler is Volcano, one parent Queue per org (`volcano.rs`), in the
+    /// order of [`CellPlan::orgs`]; empty in a Kueue cell.
+    pub volcano_orgs: Vec<volcano::VolcanoOrgPlan>,
 }
 
 /// The identities the guard on managed objects lets through.
@@ -349,8 +358,13 @@ pub struct TenantPlan {
     pub container_defaults: (String, String),
     /// One namespace per workload, sorted by workload kind.
     pub namespaces: Vec<NamespacePlan>,
-    /// The ClusterQueue.
+    /// The ClusterQueue: the tenant's entitlements per pool flavor, which a Volcano cell's
+    /// queue sums up per resource.
     pub queue: QueuePlan,
+    /// Where the cell's scheduler is Volcano, the tenant's Volcano Queue (`volcano.rs`), made
+    /// from [`TenantPlan::queue`]; `None` in a Kueue cell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub volcano: Option<volcano::VolcanoQueuePlan>,
     /// The chargeback labels of its Namespaces, ClusterQueue and LocalQueues (`metering.rs`);
     /// not part of `describe`.
     #[serde(skip)]
@@ -788,13 +802,23 @@ fn cell_plan(
     );
     let metering =
         chargeback::chargeback(cell, &pools, &cost, &gpu_plan.capacity.stranded, catalog);
+    let orgs: Vec<OrgPlan> = orgs.into_values().collect();
+    let volcano_queues: Vec<&volcano::VolcanoQueuePlan> = tenants
+        .iter()
+        .filter_map(|tenant| tenant.volcano.as_ref())
+        .collect();
+    let volcano_orgs = match crate::facts::backends::backends(cell).scheduler {
+        Scheduler::Kueue => Vec::new(),
+        Scheduler::Volcano => volcano::org_queues(&orgs, &volcano_queues, &gpu_resources),
+    };
     let plan = CellPlan {
         name: cell.name.value.clone(),
         source: sources.path(cell.file).to_string(),
         kubernetes,
+        backends: crate::facts::backends::backends(cell),
         pools,
         priorities,
-        orgs: orgs.into_values().collect(),
+        orgs,
         gpu_resources,
         unreserved,
         oversubscribe: cell.oversubscribe.as_ref().map_or(1.0, |ratio| ratio.value),
@@ -812,6 +836,7 @@ fn cell_plan(
         showback: cost,
         chargeback: metering,
         serving: serving_plan,
+        volcano_orgs,
     };
     let mut diagnostics = pinning::check(cell, fleet, &plan, catalog);
     diagnostics.extend(host_findings);
@@ -1109,9 +1134,23 @@ fn tenant_plan(
             })
             .collect()
     };
+    let scheduler = crate::facts::backends::backends(cell).scheduler;
+    let volcano = match scheduler {
+        Scheduler::Kueue => None,
+        Scheduler::Volcano => Some(volcano::tenant_queue(&tenant.name.value, &queue)),
+    };
     let reach = pools
         .iter()
-        .map(|pool| reach(tenant, pool, pools, &queue.flavors, &namespaces))
+        .map(|pool| {
+            reach(
+                tenant,
+                pool,
+                pools,
+                &queue.flavors,
+                &namespaces,
+                volcano.as_ref(),
+            )
+        })
         .collect();
 
     let groups = tenant
@@ -1125,7 +1164,9 @@ fn tenant_plan(
             tenant: &tenant.name.value,
             org: &tenant.org.value,
             cell: &cell.name.value,
-            queue: &queue.name,
+            // The queue the tenant's pods are scheduled through: its Volcano Queue, or its
+            // ClusterQueue.
+            queue: volcano.as_ref().map_or(&queue.name, |queue| &queue.name),
         },
         &tenant.chargeback,
         &queue.flavors,
@@ -1150,6 +1191,7 @@ fn tenant_plan(
         ),
         namespaces,
         queue,
+        volcano,
         chargeback,
         reach,
         capacity,
@@ -1244,13 +1286,42 @@ pub(crate) fn forbidden(tenant: &Tenant, pool: &PoolPlan) -> Option<String> {
     }
 }
 
+/// Whether a tenant reaches a pool, and why, in the words of its cell's scheduler: a Kueue
+/// flavor pins pods to its pool, a Volcano cell pins them by the pools' taints, which the floor
+/// lets a tenant's pods tolerate only for its own pools.
 fn reach(
     tenant: &Tenant,
     pool: &PoolPlan,
     pools: &[PoolPlan],
     flavors: &[FlavorQuota],
     namespaces: &[NamespacePlan],
+    volcano: Option<&volcano::VolcanoQueuePlan>,
 ) -> Reach {
+    if let (Some(flavor), Some(queue)) = (
+        flavors.iter().find(|flavor| flavor.pool == pool.name),
+        volcano,
+    ) {
+        let reserved: Vec<String> = flavor
+            .resources
+            .iter()
+            .filter(|entitlement| entitlement.nominal > 0 || entitlement.borrowing > 0)
+            .map(|entitlement| {
+                format!(
+                    "{} {} + {} burst",
+                    entitlement.resource, entitlement.nominal, entitlement.borrowing
+                )
+            })
+            .collect();
+        return Reach {
+            pool: pool.name.clone(),
+            reachable: true,
+            why: format!(
+                "reserved in its Volcano queue `{}`, whose pods may tolerate the pool's taints: {}",
+                queue.name,
+                reserved.join(", ")
+            ),
+        };
+    }
     if let Some(flavor) = flavors.iter().find(|flavor| flavor.pool == pool.name) {
         let reserved: Vec<String> = flavor
             .resources
@@ -1282,15 +1353,23 @@ fn reach(
         .iter()
         .filter(|candidate| flavors.iter().any(|flavor| flavor.pool == candidate.name))
         .collect();
-    let blocked_by = match (quota_zero, pool.untolerated_taint(&flavor_pools)) {
-        (true, _) => "its quota holds none of the resources its nodes can advertise".to_string(),
-        (false, Some(taint)) => format!(
+    let blocked_by = match (quota_zero, pool.untolerated_taint(&flavor_pools), volcano) {
+        (true, _, _) => "its quota holds none of the resources its nodes can advertise".to_string(),
+        (false, Some(taint), None) => format!(
             "the pool is tainted `{}` and no flavor of the tenant tolerates it",
             taint.display()
         ),
-        (false, None) => {
+        (false, Some(taint), Some(_)) => format!(
+            "the pool is tainted `{}` and the floor lets the tenant's pods tolerate only its own pools' taints",
+            taint.display()
+        ),
+        (false, None, None) => {
             "no flavor in its ClusterQueue (pods that bypass Kueue could land here)".to_string()
         }
+        (false, None, Some(queue)) => format!(
+            "no reservation in its Volcano queue `{}` (its pods could land here; `plan/pinning.rs` refuses a cell where they could use a resource the queue holds)",
+            queue.name
+        ),
     };
     let why = match forbidden(tenant, pool) {
         Some(reason) => format!("{reason}; {blocked_by}"),

@@ -28,7 +28,7 @@ pub const DEFAULT_DNS_SELECTOR: (&str, &str) = ("k8s-app", "kube-dns");
 /// The DRA device classes denied when a cell names none: NVIDIA's DRA driver's.
 pub const DEFAULT_DRA_DEVICE_CLASSES: [&str; 2] = ["gpu.nvidia.com", "mig.nvidia.com"];
 /// The first Kubernetes minor version that serves `resource.k8s.io/v1` (DRA is GA).
-pub const DRA_MINOR: u32 = 34;
+pub use crate::facts::backends::DRA_MINOR;
 
 /// What a cell's NetworkPolicies are made from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

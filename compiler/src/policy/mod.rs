@@ -546,17 +546,32 @@ fn node_to_json(node: &crate::parse::Node) -> Result<Json, String> {
 
 /// The verdict of the cell's tenant floor on one object in its namespace: the tenant whose
 /// binding selects the namespace, and the outcome; `None` when no tenant of the cell owns the
-/// namespace (the floor does not apply there).
+/// namespace (the floor does not apply there). The floor is the one of the cell's scheduler;
+/// in a Volcano cell a PodGroup is judged by the PodGroup policy, which the floor leaves it to.
 pub fn check_object(cell: &crate::plan::CellPlan, request: &Request) -> Option<(String, Outcome)> {
-    use crate::lower::admission;
-    let policy = admission::policy();
+    use crate::lower::admission::{self, Scheduler};
     let tenant = cell.tenants.iter().find(|tenant| {
         tenant
             .namespaces
             .iter()
             .any(|namespace| namespace.name == request.namespace)
     })?;
-    let binding = admission::binding(tenant);
+    let subject = if request.object.is_null() {
+        request.old_object.as_ref().unwrap_or(&Json::Null)
+    } else {
+        &request.object
+    };
+    let podgroup = subject.get("kind").and_then(Json::as_str) == Some("PodGroup");
+    let (policy, binding) = match (cell.backends.scheduler, podgroup) {
+        (Scheduler::Volcano, true) => (
+            admission::podgroup_policy(),
+            admission::podgroup_binding(tenant),
+        ),
+        (Scheduler::Kueue | Scheduler::Volcano, _) => (
+            admission::policy_for(cell.backends.scheduler),
+            admission::binding(tenant),
+        ),
+    };
     let params = admission::params_config_map(tenant, cell);
     let mut request = request.clone();
     if request.username.is_empty() && request.groups.is_empty() {

@@ -11,7 +11,7 @@
 //! - Pure and deterministic: tenants, cells, pools, namespaces, prefixes and rules are sorted or
 //!   in the plan's own stable order, so the same plan renders the same bytes.
 //! - Every fact is read from the plan or from the facts and plan functions the lowering itself
-//!   writes from (`facts::rbac::ACCESS`, `plan::storage::read_prefixes` and `write_prefixes`,
+//!   writes from (`facts::rbac::access_of`, `plan::storage::read_prefixes` and `write_prefixes`,
 //!   `plan::admission::params` for each tenant's admission params), so the view cannot claim
 //!   other access than what is emitted.
 //! - A tenant with no quota in any cell has no plan and so no summary: it is granted nothing.
@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::facts::cloud::{google_account_email, role_arn};
 use crate::facts::pod_security::PodSecurityLevel;
 use crate::facts::rbac::TenantRole;
-use crate::facts::rbac::{ACCESS, cluster_role_of};
+use crate::facts::rbac::{access_of, cluster_role_of};
 use crate::plan::showback::{TenantMonthly, format_cents, tenant_monthly};
 use crate::plan::storage::{IdentityPlan, read_prefixes, write_prefixes};
 use crate::plan::{CellPlan, Plan, TenantPlan};
@@ -71,7 +71,8 @@ pub struct GroupAccess {
     pub group: String,
     /// The ClusterRole its RoleBindings name.
     pub cluster_role: String,
-    /// What the role grants, per resource, in the order of `facts::rbac::ACCESS`.
+    /// What the role grants, per resource, sorted by API group and resource: the rows of
+    /// `facts::rbac::access_of` the schedulers of the tenant's cells.
     pub rules: Vec<RuleAccess>,
 }
 
@@ -84,6 +85,10 @@ pub struct RuleAccess {
     pub resource: String,
     /// The verbs, in the table's order.
     pub verbs: Vec<String>,
+    /// For a tenant that runs in cells of several schedulers, the scheduler whose cells alone
+    /// grant the row (a Kueue or Volcano kind); `None` when every cell of the tenant grants it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub only_in: Option<crate::facts::backends::Scheduler>,
 }
 
 impl RuleAccess {
@@ -312,12 +317,29 @@ pub struct RuntimeClassSummary {
 
 /// The reviewer view of a plan.
 pub fn review(plan: &Plan) -> Review {
+    // The schedulers of the cells each tenant runs in, which decide the rows of its roles.
+    let mut schedulers: BTreeMap<&str, Vec<crate::facts::backends::Scheduler>> = BTreeMap::new();
+    for cell in &plan.cells {
+        for tenant in &cell.tenants {
+            schedulers
+                .entry(tenant.name.as_str())
+                .or_default()
+                .push(cell.backends.scheduler);
+        }
+    }
     let mut tenants: BTreeMap<String, AccessSummary> = BTreeMap::new();
     for cell in &plan.cells {
         for tenant in &cell.tenants {
             tenants
                 .entry(tenant.name.clone())
-                .or_insert_with(|| tenant_summary(tenant))
+                .or_insert_with(|| {
+                    tenant_summary(
+                        tenant,
+                        schedulers
+                            .get(tenant.name.as_str())
+                            .map_or(&[][..], Vec::as_slice),
+                    )
+                })
                 .cells
                 .push(cell_access(cell, tenant));
         }
@@ -333,7 +355,12 @@ pub fn review(plan: &Plan) -> Review {
     Review { tenants, cells }
 }
 
-fn tenant_summary(tenant: &TenantPlan) -> AccessSummary {
+/// A tenant's summary, its roles' rows those of every scheduler it runs under.
+fn tenant_summary(
+    tenant: &TenantPlan,
+    schedulers: &[crate::facts::backends::Scheduler],
+) -> AccessSummary {
+    let table = access_of(schedulers);
     let groups = tenant
         .groups
         .iter()
@@ -343,7 +370,7 @@ fn tenant_summary(tenant: &TenantPlan) -> AccessSummary {
                 role,
                 group: group.clone(),
                 cluster_role: cluster_role_of(role).to_string(),
-                rules: ACCESS
+                rules: table
                     .iter()
                     .filter(|access| !access.verbs(role).is_empty())
                     .map(|access| RuleAccess {
@@ -354,6 +381,18 @@ fn tenant_summary(tenant: &TenantPlan) -> AccessSummary {
                             .iter()
                             .map(|verb| verb.to_string())
                             .collect(),
+                        only_in: schedulers
+                            .iter()
+                            .copied()
+                            .filter(|scheduler| {
+                                !crate::facts::rbac::ACCESS.contains(access)
+                                    && crate::facts::rbac::access(*scheduler).contains(access)
+                            })
+                            .find(|_| {
+                                schedulers.iter().any(|other| {
+                                    !crate::facts::rbac::access(*other).contains(access)
+                                })
+                            }),
                     })
                     .collect(),
             }
@@ -635,8 +674,12 @@ pub fn render(summary: &AccessSummary) -> String {
             group.role, group.group, group.cluster_role
         ));
         for rule in &group.rules {
+            let only = rule
+                .only_in
+                .map(|scheduler| format!(" (in its {scheduler} cells only)"))
+                .unwrap_or_default();
             line(format!(
-                "    {}: {}",
+                "    {}: {}{only}",
                 rule.qualified(),
                 rule.verbs.join(" ")
             ));
@@ -942,7 +985,9 @@ mod tests {
                     TenantRole::Member => access.member,
                     TenantRole::Viewer => access.viewer,
                 };
-                let table: Vec<(&str, &str, Vec<&str>)> = ACCESS
+                // The example's cells are Kueue cells.
+                let rows = crate::facts::rbac::access(crate::facts::backends::Scheduler::Kueue);
+                let table: Vec<(&str, &str, Vec<&str>)> = rows
                     .iter()
                     .filter(|access| !column(access).is_empty())
                     .map(|access| (access.api_group, access.resource, column(access).to_vec()))

@@ -13,8 +13,8 @@ use super::{
 };
 use crate::diag::{Code, Diagnostic};
 use crate::model::{
-    Cell, Cidr, Dns, Endpoint, GpuModelDecl, Metering, Metrics, OrgDecl, Pool, Priority,
-    RuntimeClassDecl, Spanned, Trust,
+    AdmissionEngine, Cell, Cidr, DeviceMode, Dns, Endpoint, GpuModelDecl, Metering, Metrics,
+    OrgDecl, Pool, Priority, RuntimeClassDecl, Scheduler, Spanned, Trust,
 };
 use crate::names;
 use crate::parse::{Document, Node};
@@ -131,6 +131,13 @@ pub(super) fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> 
     let storage = storage_node.and_then(|node| storage(ctx, node));
     let serving_node = obj.field("serving");
     let serving = serving_node.and_then(|node| serving(ctx, node));
+    let scheduler_node = obj.field("scheduler");
+    let scheduler = scheduler_node.and_then(|node| choice(ctx, node, "scheduler", SCHEDULERS));
+    let admission_node = obj.field("admission");
+    let admission =
+        admission_node.and_then(|node| choice(ctx, node, "admission", ADMISSION_ENGINES));
+    let devices_node = obj.field("devices");
+    let devices = devices_node.and_then(|node| choice(ctx, node, "devices", DEVICE_MODES));
     obj.finish();
     // As for tenants: unreadable parts are left out and the cell is marked incomplete.
     let name = name?;
@@ -205,6 +212,14 @@ pub(super) fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> 
     if metering_node.is_some() && metering.is_none() {
         complete = false;
     }
+    // An unreadable backend is never replaced by the default: the cell would then be lowered
+    // to a stack its author did not name.
+    if scheduler_node.is_some() && scheduler.is_none()
+        || admission_node.is_some() && admission.is_none()
+        || devices_node.is_some() && devices.is_none()
+    {
+        complete = false;
+    }
     let runtime_classes = keep_read(runtime_classes, &mut complete);
     let forbidden_label_keys = keep_read(forbidden_label_keys, &mut complete);
     if oversubscribe_node.is_some() && oversubscribe.is_none() {
@@ -241,9 +256,29 @@ pub(super) fn cell(ctx: &Ctx, node: &Node, document: &Document) -> Option<Cell> 
         forbidden_label_keys,
         storage,
         serving,
+        scheduler,
+        admission,
+        devices,
         complete,
     })
 }
+
+/// The schedulers a cell may declare.
+const SCHEDULERS: &[(&str, Scheduler)] =
+    &[("kueue", Scheduler::Kueue), ("volcano", Scheduler::Volcano)];
+/// The admission engines a cell may declare; `validate/backends.rs` refuses the ones tenantc
+/// does not emit yet.
+const ADMISSION_ENGINES: &[(&str, AdmissionEngine)] = &[
+    ("vap", AdmissionEngine::Vap),
+    ("kyverno", AdmissionEngine::Kyverno),
+    ("gatekeeper", AdmissionEngine::Gatekeeper),
+];
+/// The device modes a cell may declare; `validate/backends.rs` refuses the ones tenantc does
+/// not emit yet.
+const DEVICE_MODES: &[(&str, DeviceMode)] = &[
+    ("device-plugin", DeviceMode::DevicePlugin),
+    ("dra", DeviceMode::Dra),
+];
 
 fn runtime_class(ctx: &Ctx, node: &Node) -> Option<RuntimeClassDecl> {
     let example = "runtime-class \"<name>\" handler=\"nvidia\" { trust \"hard\"; }";
@@ -350,30 +385,11 @@ fn kubernetes_version(ctx: &Ctx, node: &Node) -> Option<Spanned<(u32, u32)>> {
         .split_once('.')
         .and_then(|(major, minor)| Some((plain_number(major)?, plain_number(minor)?)));
     match parsed {
-        Some((1, minor)) if KUBERNETES_MINORS.contains(&minor) => {
+        // An older minor is read as written: whether the cell's backends run on it is a rule
+        // across fields (`validate/backends.rs`: ValidatingAdmissionPolicy from 1.30, DRA from
+        // 1.34), never decided here.
+        Some((1, minor)) if minor <= *KUBERNETES_MINORS.end() => {
             Some(Spanned::new((1, minor), text.span))
-        }
-        Some((1, minor)) if minor < *KUBERNETES_MINORS.start() => {
-            ctx.push(
-                Diagnostic::error(
-                    Code::KubernetesTooOldForAdmissionPolicies,
-                    text.span,
-                    format!(
-                        "Kubernetes `{}` has no ValidatingAdmissionPolicy v1",
-                        text.value
-                    ),
-                )
-                .with_label(format!(
-                    "admission policies are `admissionregistration.k8s.io/v1` from 1.{} on",
-                    KUBERNETES_MINORS.start()
-                ))
-                .with_help(format!(
-                    "upgrade the cell to Kubernetes 1.{} or newer: tenantc guards the objects it \
-                     manages and each tenant's pods with admission policies",
-                    KUBERNETES_MINORS.start()
-                )),
-            );
-            None
         }
         Some(_) => {
             ctx.push(

@@ -42,7 +42,9 @@ use tenant::tenant;
 pub use tenant::{EXCEPTABLE_CAPABILITIES, MAX_GROUP_NAME_CHARS, group_name_problem};
 
 /// The Kubernetes minor versions tenantc generates for (1.30 brought ValidatingAdmissionPolicy
-/// v1, which later stages emit).
+/// v1, which the default admission floor needs). A cell may declare an older minor, which is read
+/// as written; `validate/backends.rs` refuses it for every backend that cannot run there
+/// (`facts::backends`), and a newer one is `kubernetes-version-unsupported`.
 pub const KUBERNETES_MINORS: std::ops::RangeInclusive<u32> = 30..=36;
 
 const TRUST: &[(&str, Trust)] = &[

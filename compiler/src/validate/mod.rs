@@ -13,12 +13,15 @@
 //! (a tenant is in an org only where the cell lists it, when the org is listed or shared there),
 //! `pools` (no tenant names a pool the cell reserves for another tenant, and every owner is a
 //! tenant), `labels` (a tenant's declared chargeback labels: no reserved, repeated or forbidden
-//! key).
+//! key), `backends` (a cell's scheduler, admission engine and device mode against what tenantc
+//! emits and the cell's Kubernetes version), `volcano` (what Volcano cannot hold as planned: a
+//! topology, a resource reserved in two pools, a guarantee on a resource two pools offer).
 //!
 //! Invariant: validation never stops at the first finding; `lower` runs only on a fleet that
 //! produced no error, so it may rely on every reference resolving.
 
 pub mod audit;
+mod backends;
 mod cells;
 mod cells_placement;
 pub mod groups;
@@ -34,6 +37,7 @@ mod runtime;
 mod security;
 mod serving;
 mod tenants;
+mod volcano;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -100,6 +104,8 @@ pub fn validate(
     for cell in &fleet.cells {
         cells::check(cell, catalog, &mut diagnostics);
     }
+    backends::check(&fleet, &mut diagnostics);
+    volcano::check(&fleet, catalog, &mut diagnostics);
     tenants::check(&fleet, unreadable, catalog, &mut diagnostics);
     kueue::check(&fleet, catalog, &mut diagnostics);
     namespaces::check(&fleet, &mut diagnostics);

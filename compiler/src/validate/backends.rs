@@ -1,0 +1,237 @@
+//! The backends a cell declares: its `scheduler`, `admission` and `devices`, against what tenantc
+//! emits and against the cell's Kubernetes version.
+//!
+//! Consumes: the fleet's cells. Produces: `backend-not-yet-emitted` for an admission engine or
+//! device mode that tenantc reads but does not lower yet (Kyverno, Gatekeeper, DRA), so a cell
+//! that names one is never lowered to the default in its place;
+//! `kubernetes-too-old-for-admission-policies` for a ValidatingAdmissionPolicy floor (the
+//! default) before Kubernetes 1.30; `kubernetes-too-old-for-dra` for `devices "dra"` before 1.34.
+//!
+//! Invariant: the backends are read only through `facts::backends`, which applies the defaults,
+//! and every finding points at the declaration that asks for what cannot run (the version for
+//! the default floor, since nothing else was written), with the other half of the combination as
+//! a secondary label where it was written.
+
+use crate::diag::{Code, Diagnostic};
+use crate::facts::backends::{
+    VAP_MINOR, admission_emitted, admission_minor, backends, devices_emitted, devices_minor,
+    scheduler_emitted,
+};
+use crate::model::{Cell, Fleet};
+
+/// Every finding about the cells' backends.
+pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
+    for cell in &fleet.cells {
+        not_yet_emitted(cell, diagnostics);
+        versions(cell, diagnostics);
+    }
+}
+
+/// A declared backend tenantc does not emit yet.
+fn not_yet_emitted(cell: &Cell, diagnostics: &mut Vec<Diagnostic>) {
+    if let Some(scheduler) = &cell.scheduler
+        && !scheduler_emitted(scheduler.value)
+    {
+        diagnostics.push(
+            Diagnostic::error(
+                Code::BackendNotYetEmitted,
+                scheduler.span,
+                format!(
+                    "scheduler `{}` of cell `{}` is not emitted yet",
+                    scheduler.value, cell.name.value
+                ),
+            )
+            .with_label("tenantc emits the cell's queues as Kueue objects only, for now")
+            .with_help("remove `scheduler`, or declare `scheduler \"kueue\"`; the cell is not built with Kueue in its place"),
+        );
+    }
+    if let Some(admission) = &cell.admission
+        && !admission_emitted(admission.value)
+    {
+        diagnostics.push(
+            Diagnostic::error(
+                Code::BackendNotYetEmitted,
+                admission.span,
+                format!(
+                    "admission engine `{}` of cell `{}` is not emitted yet",
+                    admission.value, cell.name.value
+                ),
+            )
+            .with_label("tenantc emits the tenant admission floor as a ValidatingAdmissionPolicy only, for now")
+            .with_help(format!(
+                "remove `admission`, or declare `admission \"vap\"`, on Kubernetes 1.{VAP_MINOR} or newer; the cell is not built with another engine in its place"
+            )),
+        );
+    }
+    if let Some(devices) = &cell.devices
+        && !devices_emitted(devices.value)
+    {
+        diagnostics.push(
+            Diagnostic::error(
+                Code::BackendNotYetEmitted,
+                devices.span,
+                format!(
+                    "device mode `{}` of cell `{}` is not emitted yet",
+                    devices.value, cell.name.value
+                ),
+            )
+            .with_label("tenantc emits GPUs and MIG slices as the NVIDIA device plugin's extended resources only, for now")
+            .with_help("remove `devices`, or declare `devices \"device-plugin\"`; the cell is not built with the device plugin in DRA's place"),
+        );
+    }
+}
+
+/// A backend the cell's Kubernetes version cannot run.
+fn versions(cell: &Cell, diagnostics: &mut Vec<Diagnostic>) {
+    // A version that could not be read is reported already; nothing is checked against it.
+    let Some(kubernetes) = &cell.kubernetes else {
+        return;
+    };
+    let (_, minor) = kubernetes.value;
+    let declared = backends(cell);
+    if let Some(first) = admission_minor(declared.admission)
+        && minor < first
+    {
+        let text = format!("1.{minor}");
+        let mut diagnostic = Diagnostic::error(
+            Code::KubernetesTooOldForAdmissionPolicies,
+            kubernetes.span,
+            format!("Kubernetes `{text}` has no ValidatingAdmissionPolicy v1"),
+        )
+        .with_label(format!(
+            "admission policies are `admissionregistration.k8s.io/v1` from 1.{first} on"
+        ));
+        if let Some(admission) = &cell.admission {
+            diagnostic = diagnostic.with_secondary(
+                admission.span,
+                "the tenant admission floor is a ValidatingAdmissionPolicy",
+            );
+        }
+        diagnostics.push(diagnostic.with_help(format!(
+            "upgrade the cell to Kubernetes 1.{first} or newer: tenantc guards the objects it \
+             manages and each tenant's pods with admission policies"
+        )));
+    }
+    if let Some(devices) = &cell.devices
+        && let Some(first) = devices_minor(devices.value)
+        && minor < first
+    {
+        diagnostics.push(
+            Diagnostic::error(
+                Code::KubernetesTooOldForDra,
+                devices.span,
+                format!(
+                    "cell `{}` declares `devices \"{}\"` on Kubernetes 1.{minor}",
+                    cell.name.value, devices.value
+                ),
+            )
+            .with_label(format!(
+                "Dynamic Resource Allocation is `resource.k8s.io/v1` from 1.{first} on"
+            ))
+            .with_secondary(kubernetes.span, "the cell's Kubernetes version")
+            .with_help(format!(
+                "upgrade the cell to Kubernetes 1.{first} or newer, or remove `devices` to keep the device plugin"
+            )),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use crate::validate::test_support::compile_files;
+
+    const TENANT: &str = r#"tenant "t1" {
+    org "o"
+    team "t"
+    trust "hard"
+    groups admin="t1-admins" member="t1"
+    quota cell="c1" cpu="8" memory="64Gi" pods=10 {
+        pool "train" reserved=8
+    }
+    workload "train" service-account="trainer" priority="batch"
+    registry "registry.example.com/t1"
+}
+"#;
+
+    fn cell(lines: &str) -> String {
+        format!(
+            r#"cell "c1" {{
+    cloud "aws" region="us-east-1"
+{lines}
+    driver "570"
+    priority "batch" value=1000
+    pool "train" {{ gpu "H100-80GB-SXM"; nodes 1 gpus-per-node=8; sharing "exclusive"; taint "p" "train" effect="NoSchedule"; }}
+}}
+"#
+        )
+    }
+
+    /// The codes a fleet of one tenant and the cell with `lines` reports.
+    fn codes(lines: &str) -> Vec<&'static str> {
+        let cell = cell(lines);
+        let compilation =
+            compile_files(&[("cells/c1.kdl", cell.as_str()), ("tenants/t1.kdl", TENANT)]);
+        compilation
+            .diagnostics
+            .iter()
+            .map(|diagnostic| diagnostic.code.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn accepts_every_emitted_backend_on_a_version_that_runs_it() {
+        for lines in [
+            "    kubernetes \"1.30\"",
+            "    kubernetes \"1.33\"\n    scheduler \"kueue\"\n    admission \"vap\"\n    devices \"device-plugin\"",
+            "    kubernetes \"1.34\"\n    scheduler \"volcano\"",
+        ] {
+            assert_eq!(codes(lines), Vec::<&str>::new(), "{lines}");
+        }
+    }
+
+    #[test]
+    fn refuses_the_default_floor_before_kubernetes_1_30() {
+        assert_eq!(
+            codes("    kubernetes \"1.29\""),
+            ["kubernetes-too-old-for-admission-policies"]
+        );
+        assert_eq!(
+            codes("    kubernetes \"1.27\"\n    admission \"vap\""),
+            ["kubernetes-too-old-for-admission-policies"]
+        );
+    }
+
+    #[test]
+    fn refuses_engines_and_device_modes_it_does_not_emit_instead_of_using_the_default() {
+        assert_eq!(
+            codes("    kubernetes \"1.29\"\n    admission \"kyverno\""),
+            ["backend-not-yet-emitted"]
+        );
+        assert_eq!(
+            codes("    kubernetes \"1.33\"\n    admission \"gatekeeper\""),
+            ["backend-not-yet-emitted"]
+        );
+        assert_eq!(
+            codes("    kubernetes \"1.34\"\n    devices \"dra\""),
+            ["backend-not-yet-emitted"]
+        );
+    }
+
+    #[test]
+    fn refuses_dra_before_kubernetes_1_34() {
+        assert_eq!(
+            codes("    kubernetes \"1.33\"\n    devices \"dra\""),
+            ["backend-not-yet-emitted", "kubernetes-too-old-for-dra"]
+        );
+    }
+
+    #[test]
+    fn an_unknown_backend_is_a_value_error_and_never_the_default() {
+        assert_eq!(
+            codes("    kubernetes \"1.33\"\n    scheduler \"slurm\""),
+            ["value-unknown"]
+        );
+    }
+}
