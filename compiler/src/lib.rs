@@ -211,7 +211,7 @@ fn build(
     if findings.iter().any(Diagnostic::is_error) {
         return Ok((None, findings));
     }
-    let tree = emit::render(&manifest)?;
+    let tree = emit::render(manifest)?;
     // The security audit judges the bytes that would be written.
     let mut findings = findings;
     findings.extend(validate::audit::audit(&tree, plan, fleet));

@@ -25,9 +25,11 @@ pub fn run(args: &CommonArgs) -> Result<Exit, Fatal> {
     let Some(tree) = project::output_of(args, Mode::Check, &compilation)? else {
         return Ok(Exit::Errors);
     };
-    let current = out_fs::read_tree_waiting(out_dir, note_waiting)
-        .map_err(|error| Fatal::new(format!("cannot read {}: {error}", out_dir.display())))?;
-    let changes = out_fs::compare(tree, &current);
+    // Only the changed files a diff can show are read whole and kept: each shows at least one
+    // line of the budget.
+    let out_fs::Comparison { changes, current } =
+        out_fs::compare_dir_waiting(out_dir, tree, STALE_DIFF_LINES, note_waiting)
+            .map_err(|error| Fatal::new(format!("cannot read {}: {error}", out_dir.display())))?;
     print_report(args, Mode::Check, &compilation, &changes);
     if changes.is_empty() {
         if args.human() {

@@ -159,26 +159,43 @@ pub fn header(sources: &BTreeSet<String>) -> String {
 }
 
 /// Renders the manifest into files, adding one kustomization per folder.
-pub fn render(manifest: &Manifest) -> Result<OutputTree, InternalError> {
+///
+/// It takes the manifest by value and drops each object's text once it is in its file, so the
+/// output is held once, not twice.
+pub fn render(manifest: Manifest) -> Result<OutputTree, InternalError> {
+    let Manifest {
+        objects,
+        folders: listed,
+        extras,
+    } = manifest;
     let mut tree = OutputTree::new();
-    let mut folder_files: BTreeMap<&str, (BTreeSet<&str>, BTreeSet<String>)> = BTreeMap::new();
-    for object in &manifest.objects {
-        let path = format!("{}/{}", object.folder, object.file);
-        let mut text = header(&object.sources);
-        text.push_str(object.body.as_str());
-        if tree.insert(path.clone(), text.into_bytes()).is_some() {
+    let mut folder_files: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+    for object in objects {
+        let Object {
+            folder,
+            file,
+            sources,
+            body,
+        } = object;
+        let path = format!("{folder}/{file}");
+        let header = header(&sources);
+        let mut text = Vec::with_capacity(header.len() + body.0.len());
+        text.extend_from_slice(header.as_bytes());
+        text.extend_from_slice(body.0.as_bytes());
+        drop(body);
+        if tree.insert(path.clone(), text).is_some() {
             return Err(InternalError(format!("two objects are written to {path}")));
         }
-        let entry = folder_files.entry(&object.folder).or_default();
-        entry.0.insert(&object.file);
-        entry.1.extend(object.sources.iter().cloned());
+        let entry = folder_files.entry(folder).or_default();
+        entry.0.insert(file);
+        entry.1.extend(sources);
     }
-    let mut folders: BTreeSet<&str> = folder_files.keys().copied().collect();
-    folders.extend(manifest.folders.keys().map(String::as_str));
+    let mut folders: BTreeSet<String> = folder_files.keys().cloned().collect();
+    folders.extend(listed.keys().cloned());
     for folder in folders {
-        let (files, mut sources) = folder_files.remove(folder).unwrap_or_default();
-        let mut resources: Vec<String> = files.iter().map(|file| file.to_string()).collect();
-        if let Some((children, child_sources)) = manifest.folders.get(folder) {
+        let (files, mut sources) = folder_files.remove(&folder).unwrap_or_default();
+        let mut resources: Vec<String> = files.into_iter().collect();
+        if let Some((children, child_sources)) = listed.get(&folder) {
             resources.extend(children.iter().cloned());
             sources.extend(child_sources.iter().cloned());
         }
@@ -195,16 +212,14 @@ pub fn render(manifest: &Manifest) -> Result<OutputTree, InternalError> {
         text.push_str(&yaml::to_string(&body));
         tree.insert(format!("{folder}/kustomization.yaml"), text.into_bytes());
     }
-    for extra in &manifest.extras {
-        if tree
-            .insert(extra.path.clone(), extra.contents.clone())
-            .is_some()
-        {
+    for extra in extras {
+        if tree.contains_key(&extra.path) {
             return Err(InternalError(format!(
                 "two files are written to {}",
                 extra.path
             )));
         }
+        tree.insert(extra.path, extra.contents);
     }
     tree.insert(
         MARKER.to_string(),
@@ -409,7 +424,7 @@ mod tests {
             contents: Vec::new(),
         });
         assert!(
-            render(&manifest).is_err(),
+            render(manifest).is_err(),
             "an unsafe output path is refused"
         );
         let line = header(&BTreeSet::from(["tenants/x\n#.kdl".to_string()]));
@@ -437,7 +452,7 @@ mod tests {
                 BTreeSet::from(["cells/cell.kdl".to_string()]),
             ),
         );
-        let tree = render(&manifest).unwrap();
+        let tree = render(manifest).unwrap();
         let paths: Vec<&str> = tree.keys().map(String::as_str).collect();
         assert_eq!(
             paths,

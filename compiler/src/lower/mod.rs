@@ -379,7 +379,7 @@ mod tests {
         let plan = compilation.plan.expect("a plan");
         // The declarations are gone; the plan still lowers to the same bytes.
         drop(compilation.fleet);
-        let tree = crate::emit::render(&lower_plan(&plan).unwrap()).unwrap();
+        let tree = crate::emit::render(lower_plan(&plan).unwrap()).unwrap();
         assert!(tree.len() > 100, "{} files", tree.len());
         for (path, bytes) in &tree {
             assert_eq!(output.get(path), Some(bytes), "{path}");

@@ -79,10 +79,13 @@ pub fn verify(
     material: &Material,
 ) -> (BTreeMap<String, Vec<VerifiedModel>>, Vec<Diagnostic>) {
     use rayon::prelude::*;
+    // Each distinct (key, signature, statement) is verified once in this run; the results die
+    // with it.
+    let done = sig::Verifications::default();
     let per_tenant: Vec<(Vec<VerifiedModel>, Vec<Diagnostic>)> = fleet
         .tenants
         .par_iter()
-        .map(|tenant| verify_tenant(tenant, material))
+        .map(|tenant| verify_tenant(tenant, material, &done))
         .collect();
     let mut verified = BTreeMap::new();
     let mut diagnostics = Vec::new();
@@ -94,12 +97,16 @@ pub fn verify(
 }
 
 /// Verifies every model of one tenant: its verified models, sorted, and its findings.
-fn verify_tenant(tenant: &Tenant, material: &Material) -> (Vec<VerifiedModel>, Vec<Diagnostic>) {
+fn verify_tenant(
+    tenant: &Tenant,
+    material: &Material,
+    done: &sig::Verifications,
+) -> (Vec<VerifiedModel>, Vec<Diagnostic>) {
     let mut models = Vec::new();
     let mut diagnostics = Vec::new();
     let lock = read_lock(tenant, material);
     for model in &tenant.models {
-        match verify_model(tenant, model, &lock, material) {
+        match verify_model(tenant, model, &lock, material, done) {
             Ok(model) => models.push(model),
             Err(diagnostic) => diagnostics.push(*diagnostic),
         }
@@ -126,6 +133,7 @@ fn verify_model(
     model: &ModelWeights,
     lock: &Option<Result<LockFile, String>>,
     material: &Material,
+    done: &sig::Verifications,
 ) -> Result<VerifiedModel, Failure> {
     let tenant_name = tenant.name.as_str();
     let what = format!("model `{} {}`", model.name.value, model.version.value);
@@ -306,13 +314,14 @@ fn verify_model(
                 ));
             };
             let blob = digest_line(&model.prefix.value, &root);
-            sig::verify_blob(blob.as_bytes(), signature, &keys).map_err(signature_failure)?;
+            sig::verify_blob_once(blob.as_bytes(), signature, &keys, done)
+                .map_err(signature_failure)?;
         }
         _ => {
             let dsse = sig::read_bundle(signature).map_err(refused)?;
             let payload = match (signer, dsse.kind) {
                 (Signer::Keys(_), BundleKind::Key) => {
-                    sig::verify_key_bundle(&dsse, &keys).map_err(signature_failure)?
+                    sig::verify_key_bundle_once(&dsse, &keys, done).map_err(signature_failure)?
                 }
                 (Signer::Keys(_), BundleKind::Keyless) => {
                     return Err(signature_failure(

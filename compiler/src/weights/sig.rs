@@ -16,10 +16,15 @@
 //!   object of either is refused, so no part of them means two things.
 //! - Errors are lowercase reasons without a final period, for a diagnostic's message.
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use p256::pkcs8::DecodePublicKey as _;
 use serde::Deserialize;
+use sha2::{Digest as _, Sha256};
 
 use super::digest::{FileDigest, parse_hex, sort_manifest};
 use crate::json_strict;
@@ -70,12 +75,64 @@ impl PublicKey {
         }
     }
 
+    /// The key's curve and uncompressed SEC1 point: what identifies it in [`Verifications`].
+    fn identity(&self) -> (u8, Vec<u8>) {
+        match self {
+            PublicKey::P256(key) => (1, key.to_encoded_point(false).as_bytes().to_vec()),
+            PublicKey::P384(key) => (2, key.to_encoded_point(false).as_bytes().to_vec()),
+        }
+    }
+
     /// The curve, for messages.
     pub fn curve(&self) -> &'static str {
         match self {
             PublicKey::P256(_) => "P-256",
             PublicKey::P384(_) => "P-384",
         }
+    }
+}
+
+/// The ECDSA verifications of one run, so each distinct (key, signature, message) is verified
+/// once however many models present it (tenants that share signed weights).
+///
+/// It lives in memory for one call of `weights::verify` and is never written anywhere: a result
+/// kept in the repository or in `out/` could be forged by a pull request.
+#[derive(Debug, Default)]
+pub struct Verifications {
+    /// Per SHA-256 of (curve, key, signature, message), the one verification's result.
+    results: std::sync::Mutex<BTreeMap<[u8; 32], Arc<OnceLock<bool>>>>,
+    /// How many ECDSA verifications were computed (the rest were found here).
+    computed: AtomicUsize,
+}
+
+impl Verifications {
+    /// Whether `signature` is `key`'s signature over `message`, verified at most once per
+    /// distinct triple; two threads asking for the same triple at once wait for one answer.
+    pub fn verifies(&self, key: &PublicKey, message: &[u8], signature: &[u8]) -> bool {
+        let (curve, point) = key.identity();
+        let mut hasher = Sha256::new();
+        for part in [&[curve][..], &point, signature, message] {
+            hasher.update((part.len() as u64).to_be_bytes());
+            hasher.update(part);
+        }
+        let id: [u8; 32] = hasher.finalize().into();
+        let cell = {
+            // A poisoned lock only means another thread panicked; the map is still sound.
+            let mut results = self
+                .results
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            Arc::clone(results.entry(id).or_default())
+        };
+        *cell.get_or_init(|| {
+            self.computed.fetch_add(1, Ordering::Relaxed);
+            key.verifies(message, signature)
+        })
+    }
+
+    /// How many ECDSA verifications were computed so far.
+    pub fn computed(&self) -> usize {
+        self.computed.load(Ordering::Relaxed)
     }
 }
 
@@ -227,6 +284,16 @@ fn envelope(bundle: Bundle) -> Result<Dsse, String> {
 ///
 /// Succeeds when any signature of the envelope verifies under any of `keys`.
 pub fn verify_key_bundle<'a>(dsse: &'a Dsse, keys: &[PublicKey]) -> Result<&'a [u8], String> {
+    verify_key_bundle_once(dsse, keys, &Verifications::default())
+}
+
+/// [`verify_key_bundle`], with each ECDSA verification looked up in, or added to, the run's
+/// `done`.
+pub fn verify_key_bundle_once<'a>(
+    dsse: &'a Dsse,
+    keys: &[PublicKey],
+    done: &Verifications,
+) -> Result<&'a [u8], String> {
     if dsse.payload_type != PAYLOAD_TYPE {
         return Err(format!(
             "the DSSE payload type is `{}`, not `{PAYLOAD_TYPE}`",
@@ -236,7 +303,7 @@ pub fn verify_key_bundle<'a>(dsse: &'a Dsse, keys: &[PublicKey]) -> Result<&'a [
     let message = pae(&dsse.payload_type, &dsse.payload);
     let verified = dsse.signatures.iter().any(|signature| {
         keys.iter()
-            .any(|key| key.verifies(&message, signature.as_slice()))
+            .any(|key| done.verifies(key, &message, signature.as_slice()))
     });
     if verified {
         Ok(&dsse.payload)
@@ -251,6 +318,16 @@ pub fn verify_key_bundle<'a>(dsse: &'a Dsse, keys: &[PublicKey]) -> Result<&'a [
 /// Checks a cosign-style detached signature (base64 of a DER ECDSA signature, as
 /// `cosign sign-blob --key` writes it) over the exact bytes `blob`.
 pub fn verify_blob(blob: &[u8], signature_file: &[u8], keys: &[PublicKey]) -> Result<(), String> {
+    verify_blob_once(blob, signature_file, keys, &Verifications::default())
+}
+
+/// [`verify_blob`], with each ECDSA verification looked up in, or added to, the run's `done`.
+pub fn verify_blob_once(
+    blob: &[u8],
+    signature_file: &[u8],
+    keys: &[PublicKey],
+    done: &Verifications,
+) -> Result<(), String> {
     let text = std::str::from_utf8(signature_file)
         .map_err(|_| "the signature file is not base64 text".to_string())?;
     let signature = STANDARD
@@ -258,7 +335,7 @@ pub fn verify_blob(blob: &[u8], signature_file: &[u8], keys: &[PublicKey]) -> Re
         .map_err(|_| "the signature file is not base64".to_string())?;
     if keys
         .iter()
-        .any(|key| key.verifies(blob, signature.as_slice()))
+        .any(|key| done.verifies(key, blob, signature.as_slice()))
     {
         Ok(())
     } else {
@@ -288,7 +365,7 @@ struct Statement {
 
 #[derive(Deserialize)]
 struct Subject {
-    digest: std::collections::BTreeMap<String, String>,
+    digest: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -412,6 +489,30 @@ pub(crate) mod tests {
             super::super::digest::root_digest(&signed.files),
             signed.root
         );
+    }
+
+    #[test]
+    fn each_distinct_key_signature_and_statement_is_verified_once_per_run() {
+        let done = Verifications::default();
+        let dsse = read_bundle(&fixture("model-signing/model.sig.json")).unwrap();
+        // Two models presenting the same signed statement: one ECDSA verification.
+        assert!(verify_key_bundle_once(&dsse, &[key()], &done).is_ok());
+        assert!(verify_key_bundle_once(&dsse, &[key()], &done).is_ok());
+        assert_eq!(done.computed(), 1);
+        // Another signature, or the same signature under another key, is verified anew, and a
+        // failure is remembered as a failure.
+        let bad = read_bundle(&fixture("model-signing/model.badsig.json")).unwrap();
+        assert!(verify_key_bundle_once(&bad, &[key()], &done).is_err());
+        assert!(verify_key_bundle_once(&bad, &[key()], &done).is_err());
+        assert_eq!(done.computed(), 2);
+        let (_, other) = other_p256(7);
+        assert!(verify_key_bundle_once(&dsse, std::slice::from_ref(&other), &done).is_err());
+        assert_eq!(done.computed(), 3);
+        // The same signature over another message is not taken from the run's results.
+        let mut changed = read_bundle(&fixture("model-signing/model.sig.json")).unwrap();
+        changed.payload.push(b' ');
+        assert!(verify_key_bundle_once(&changed, &[key()], &done).is_err());
+        assert_eq!(done.computed(), 4);
     }
 
     #[test]

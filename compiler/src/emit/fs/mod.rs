@@ -31,6 +31,7 @@
 //! - Before the journal is committed, a failure removes what this run created and leaves the
 //!   old tree; folders that the journal changes are probed for write access first.
 
+mod compare;
 mod disk;
 mod journal;
 mod lock;
@@ -126,6 +127,53 @@ pub fn read_tree(dir: &Path) -> io::Result<OutputTree> {
 pub fn read_tree_waiting(dir: &Path, on_wait: fn(&str)) -> io::Result<OutputTree> {
     let _lock = lock::shared(dir, on_wait)?;
     read_tree(dir)
+}
+
+/// How the output folder differs from a tree: [`compare_dir`]'s answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Comparison {
+    /// How the folder differs from the tree, sorted by path.
+    pub changes: Vec<Change>,
+    /// The bytes on disk of the first changed files (as many as asked for), to show a diff.
+    pub current: OutputTree,
+}
+
+/// Lists how the folder `dir` differs from `tree`, as [`compare`] of the tree read from disk
+/// would, without holding the folder in memory: each file is opened once, read only when its
+/// size equals the tree's, and the files are compared on several threads. The bytes on disk of
+/// the first `keep` changed files come back in [`Comparison::current`].
+///
+/// A journal or temporary files of an interrupted write are an error, as for [`read_tree`].
+pub fn compare_dir(dir: &Path, tree: &OutputTree, keep: usize) -> io::Result<Comparison> {
+    let scan = Scan::of(dir)?;
+    if let Some(leftover) = scan.interrupted() {
+        return Err(io::Error::other(format!(
+            "{} holds an interrupted write of tenantc ({leftover}); run `tenantc build` to finish or undo it",
+            dir.display()
+        )));
+    }
+    let mut changes = compare::differing(dir, tree, &scan)?;
+    changes.extend(
+        scan.entries
+            .keys()
+            .filter(|path| !tree.contains_key(*path))
+            .map(|path| Change::Extra(path.clone())),
+    );
+    changes.sort_by(|left, right| left.path().cmp(right.path()));
+    let current = compare::read_some(dir, &scan, &changes, keep)?;
+    Ok(Comparison { changes, current })
+}
+
+/// Like [`compare_dir`], but first waits for a build that is writing `dir` (a shared lock on its
+/// lock file, when there is one), calling `on_wait` with a message before waiting.
+pub fn compare_dir_waiting(
+    dir: &Path,
+    tree: &OutputTree,
+    keep: usize,
+    on_wait: fn(&str),
+) -> io::Result<Comparison> {
+    let _lock = lock::shared(dir, on_wait)?;
+    compare_dir(dir, tree, keep)
 }
 
 /// Lists how `actual` differs from `expected`, sorted by path.
@@ -480,23 +528,16 @@ impl Plan {
     fn new(root: &Path, tree: &OutputTree, scan: &Scan) -> io::Result<Plan> {
         let mut plan = Plan::default();
         let mut needed = BTreeSet::new();
-        for (path, contents) in tree {
+        for path in tree.keys() {
             let mut folder = parent(path);
             while !folder.is_empty() && needed.insert(folder.to_string()) {
                 folder = parent(folder);
             }
-            let change = match scan.entries.get(path) {
-                None => Some(Change::Missing(path.clone())),
-                Some(Kind::File) => {
-                    let existing = fs::read(root.join(path))?;
-                    (existing != *contents).then(|| Change::Changed(path.clone()))
-                }
-                Some(_) => Some(Change::Changed(path.clone())),
-            };
-            if let Some(change) = change {
-                plan.writes.push(path.clone());
-                plan.changes.push(change);
-            }
+        }
+        // Sorted by path, as the tree is.
+        for change in compare::differing(root, tree, scan)? {
+            plan.writes.push(change.path().to_string());
+            plan.changes.push(change);
         }
         for path in scan.entries.keys() {
             if !tree.contains_key(path) {

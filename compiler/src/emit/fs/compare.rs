@@ -1,0 +1,163 @@
+//! Comparing the output tree with the folder on disk, file by file, without holding the folder
+//! in memory.
+//!
+//! Consumes: an [`OutputTree`], the output folder and its [`Scan`]. Produces: the paths whose
+//! bytes on disk differ from the tree's ([`differing`]), and the bytes of a few of them
+//! ([`read_some`]) for a diff.
+//!
+//! Invariants:
+//! - Each file is opened at most once, and read only when its size equals the size in the tree,
+//!   into a buffer of its thread that is reused for every file; nothing read is kept.
+//! - Files are compared on several threads (rayon), and the result is sorted by path, so it is
+//!   the same on any number of threads.
+//! - Only entries the scan found to be regular files are opened; symbolic links and other
+//!   entries count as changed and are never followed.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use super::scan::{Kind, Scan};
+use super::{Change, OutputTree};
+
+/// How the files of `tree` differ from the folder `root` whose scan is `scan`: a
+/// [`Change::Missing`] or [`Change::Changed`] per tree path whose bytes are not on disk, sorted
+/// by path. Entries on disk that the tree lacks are not listed (the caller knows them from the
+/// scan).
+pub(super) fn differing(root: &Path, tree: &OutputTree, scan: &Scan) -> io::Result<Vec<Change>> {
+    let entries: Vec<(&String, &Vec<u8>)> = tree.iter().collect();
+    let found: Vec<Option<Change>> = entries
+        .par_iter()
+        .map_init(Vec::new, |buffer, (path, contents)| {
+            Ok(match scan.entries.get(*path) {
+                None => Some(Change::Missing((*path).clone())),
+                Some(Kind::File) => (!same_contents(&root.join(path), contents, buffer)?)
+                    .then(|| Change::Changed((*path).clone())),
+                Some(Kind::Other) => Some(Change::Changed((*path).clone())),
+            })
+        })
+        .collect::<io::Result<_>>()?;
+    // The tree is sorted by path, and the parallel map keeps its order.
+    Ok(found.into_iter().flatten().collect())
+}
+
+/// Whether the file at `path` holds exactly `expected`: its size is read first, and its bytes
+/// only when the sizes agree, into `buffer`.
+fn same_contents(path: &Path, expected: &[u8], buffer: &mut Vec<u8>) -> io::Result<bool> {
+    let mut file = File::open(path)?;
+    let size = file.metadata()?.len();
+    if size != expected.len() as u64 {
+        return Ok(false);
+    }
+    buffer.clear();
+    // One byte more than expected, so a file that grew since its size was read is seen to.
+    (&mut file)
+        .take(size.saturating_add(1))
+        .read_to_end(buffer)?;
+    Ok(buffer.as_slice() == expected)
+}
+
+/// The bytes on disk of the first `limit` changed files among `changes` (in their order), for
+/// showing how they differ; symbolic links and other entries read as empty, never followed.
+pub(super) fn read_some(
+    root: &Path,
+    scan: &Scan,
+    changes: &[Change],
+    limit: usize,
+) -> io::Result<OutputTree> {
+    let mut current = OutputTree::new();
+    for change in changes.iter().take(limit) {
+        let Change::Changed(path) = change else {
+            continue;
+        };
+        let contents = match scan.entries.get(path) {
+            Some(Kind::File) => std::fs::read(root.join(path))?,
+            Some(Kind::Other) | None => Vec::new(),
+        };
+        current.insert(path.clone(), contents);
+    }
+    Ok(current)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::tree;
+    use super::super::{Change, compare_dir, read_tree, write};
+    use crate::emit::MARKER;
+    use std::fs;
+
+    #[test]
+    fn a_file_of_another_size_or_other_bytes_is_changed_and_a_missing_one_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let written = tree(&[
+            (MARKER, "m"),
+            ("a.yaml", "same"),
+            ("b/c.yaml", "1234"),
+            ("b/d.yaml", "x"),
+            ("e.yaml", "gone"),
+        ]);
+        write(&out, &written).unwrap();
+        let wanted = tree(&[
+            (MARKER, "m"),
+            ("a.yaml", "same"),
+            // Same size, other bytes.
+            ("b/c.yaml", "1235"),
+            // Another size.
+            ("b/d.yaml", "xy"),
+            ("f.yaml", "new"),
+        ]);
+        let comparison = compare_dir(&out, &wanted, 10).unwrap();
+        assert_eq!(
+            comparison.changes,
+            vec![
+                Change::Changed("b/c.yaml".into()),
+                Change::Changed("b/d.yaml".into()),
+                Change::Extra("e.yaml".into()),
+                Change::Missing("f.yaml".into()),
+            ]
+        );
+        // The bytes on disk of the changed files are handed back for the diff, no others.
+        assert_eq!(
+            comparison.current,
+            tree(&[("b/c.yaml", "1234"), ("b/d.yaml", "x")])
+        );
+        // It agrees with comparing the whole tree read from disk.
+        assert_eq!(
+            comparison.changes,
+            super::super::compare(&wanted, &read_tree(&out).unwrap())
+        );
+        assert!(compare_dir(&out, &written, 10).unwrap().changes.is_empty());
+    }
+
+    #[test]
+    fn a_symbolic_link_in_out_is_changed_and_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        write(&out, &tree(&[(MARKER, "m")])).unwrap();
+        let outside = dir.path().join("secret");
+        fs::write(&outside, "same").unwrap();
+        std::os::unix::fs::symlink(&outside, out.join("a.yaml")).unwrap();
+        let comparison =
+            compare_dir(&out, &tree(&[(MARKER, "m"), ("a.yaml", "same")]), 10).unwrap();
+        assert_eq!(comparison.changes, vec![Change::Changed("a.yaml".into())]);
+        assert_eq!(comparison.current, tree(&[("a.yaml", "")]));
+    }
+
+    #[test]
+    fn only_the_first_changed_files_are_read_for_the_diff() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        write(
+            &out,
+            &tree(&[(MARKER, "m"), ("a", "1"), ("b", "2"), ("c", "3")]),
+        )
+        .unwrap();
+        let wanted = tree(&[(MARKER, "m"), ("a", "4"), ("b", "5"), ("c", "6")]);
+        let comparison = compare_dir(&out, &wanted, 2).unwrap();
+        assert_eq!(comparison.changes.len(), 3);
+        assert_eq!(comparison.current, tree(&[("a", "1"), ("b", "2")]));
+    }
+}
