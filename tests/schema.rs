@@ -1440,8 +1440,9 @@ fn invalid_cell_values_are_rejected_by_schema_and_compiler() {
             &["backend-not-yet-emitted"],
         ),
         (
+            // The base cell runs Kubernetes before 1.34 and has a time-sliced pool.
             Change::Set("/devices", json!("dra")),
-            &["backend-not-yet-emitted"],
+            &["dra-sharing-unsupported", "kubernetes-too-old-for-dra"],
         ),
         (
             Change::All(vec![

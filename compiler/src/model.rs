@@ -533,8 +533,8 @@ impl AdmissionEngine {
 pub enum DeviceMode {
     /// The NVIDIA device plugin's extended resources (`nvidia.com/gpu`, `nvidia.com/mig-…`).
     DevicePlugin,
-    /// Dynamic Resource Allocation (`resource.k8s.io/v1`, Kubernetes 1.34 and later; declared
-    /// and parsed, not yet emitted).
+    /// Dynamic Resource Allocation (`resource.k8s.io/v1`, Kubernetes 1.34 and later): the NVIDIA
+    /// DRA driver's devices through DeviceClasses and ResourceClaims (`docs/dra.md`).
     Dra,
 }
 

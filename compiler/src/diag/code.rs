@@ -174,6 +174,8 @@ codes! {
     VolcanoResourceInSeveralPools => ("volcano-resource-in-several-pools", "validate", [Error], "a tenant reserves one GPU resource in two pools of a Volcano cell, whose queue counts a resource once across pools, so neither pool's part would hold"),
     VolcanoGuaranteeOnSharedResource => ("volcano-guarantee-on-shared-resource", "validate", [Error], "a reservation in a Volcano cell keeps devices from lending (`lend` below `reserved`) of a resource another pool of the cell also offers, and Volcano's guarantee counts a resource across pools"),
     PoolReachableWithoutReservation => ("pool-reachable-without-reservation", "resolve", [Error], "in a Volcano cell, a tenant's pods can reach a pool that offers a resource its queue holds, where it reserves none of it, so its queue could keep devices other tenants reserved there"),
+    DraSharingUnsupported => ("dra-sharing-unsupported", "validate", [Error], "a pool of a cell with `devices \"dra\"` shares GPUs by time-slicing, MPS or MIG's single strategy, which tenantc does not lower to DRA: only `exclusive` and `mig` pools"),
+    DraProductNameUnknown => ("dra-product-name-unknown", "validate", [Error], "a pool of a cell with `devices \"dra\"` names a GPU model whose NVML product name the catalog does not know, so no DeviceClass can select its devices"),
 }
 
 #[cfg(test)]

@@ -83,7 +83,6 @@ pub fn admission_emitted(engine: AdmissionEngine) -> bool {
 /// Whether tenantc emits the device mode yet.
 pub fn devices_emitted(devices: DeviceMode) -> bool {
     match devices {
-        DeviceMode::DevicePlugin => true,
-        DeviceMode::Dra => false,
+        DeviceMode::DevicePlugin | DeviceMode::Dra => true,
     }
 }

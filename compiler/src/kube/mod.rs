@@ -1,4 +1,5 @@
-//! Typed objects and documents that `k8s-openapi` does not model: the CRD kinds tenantc emits
+//! Typed objects and documents that `k8s-openapi` does not model: DRA's `resource.k8s.io/v1`
+//! kinds and Kueue's DRA configuration (`dra.rs`, which `k8s-openapi`'s `v1_33` lacks), the CRD kinds tenantc emits
 //! (`kueue.rs`, `volcano.rs`, `gitops.rs`, `monitoring.rs`, `gateway.rs`), the GPU Operator's config documents (`gpu_operator.rs`), the cloud
 //! IAM documents (`iam.rs`), and the label keys several stages name (`labels.rs`).
 //!
@@ -9,6 +10,7 @@
 //! `schema/crds/`, which a test checks by walking a maximal instance against the schema; core
 //! kinds come from `k8s-openapi`, never from here.
 
+pub mod dra;
 pub mod gateway;
 pub mod gitops;
 pub mod gpu_operator;

@@ -27,6 +27,7 @@
 
 pub mod admission;
 pub mod cel;
+pub mod dra;
 pub mod gitops;
 pub mod gpu;
 pub mod guard;
@@ -114,6 +115,9 @@ fn lower_cell(cell_plan: &CellPlan) -> Result<Manifest, InternalError> {
         for (file, body) in admission::cell_objects(cell_plan)? {
             push(&CellFolder::Cluster, file, cell_only.clone(), body);
         }
+        for (file, body) in dra::cell_objects(cell_plan)? {
+            push(&CellFolder::Cluster, file, cell_only.clone(), body);
+        }
         children.insert(CellFolder::Cluster);
         // The scheduler's cell-wide objects, in its own folder.
         let (scheduler_folder, scheduler_objects) = match cell_plan.backends.scheduler {
@@ -162,6 +166,9 @@ fn lower_cell(cell_plan: &CellPlan) -> Result<Manifest, InternalError> {
                 push(&folder, file, sources.clone(), body);
             }
             for (file, body) in network::objects(tenant, cell_plan)? {
+                push(&folder, file, sources.clone(), body);
+            }
+            for (file, body) in dra::tenant_objects(tenant, cell_plan)? {
                 push(&folder, file, sources.clone(), body);
             }
             for (file, body) in admission::tenant_objects(tenant, cell_plan)? {
@@ -284,6 +291,20 @@ fn reports(manifest: &mut Manifest, cell_plan: &CellPlan) {
         manifest.extras.push(Extra {
             path: format!("{}/reports/{name}.md", cell_plan.name),
             contents: format!("<!-- {comment} -->\n{markdown}").into_bytes(),
+        });
+    }
+    // Kueue's DRA configuration is the platform's to merge into the Configuration its Kueue
+    // runs with; it is written beside the reports, outside every kustomization.
+    if let Some(configuration) = cell_plan.dra.as_ref().and_then(dra::kueue_configuration)
+        && let Ok(text) = Body::of(&configuration)
+    {
+        manifest.extras.push(Extra {
+            path: format!(
+                "{}/reports/{}",
+                cell_plan.name,
+                dra::KUEUE_CONFIGURATION_FILE
+            ),
+            contents: format!("{header}{}", text.as_str()).into_bytes(),
         });
     }
     showback_files(

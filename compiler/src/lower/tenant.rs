@@ -19,7 +19,8 @@
 //!   It also lists `requests.ephemeral-storage`, `requests.storage`, `persistentvolumeclaims`,
 //!   `services.loadbalancers` and `services.nodeports` (0 unless the tenant declares them) and,
 //!   on Kubernetes 1.34 and later, `<class>.deviceclass.resource.k8s.io/devices: 0` for the
-//!   cell's DRA GPU device classes.
+//!   cell's DRA GPU device classes. In a cell with `devices "dra"` the GPU and MIG resources
+//!   are listed at 0 and each DeviceClass of `dra.rs` at the namespace's devices of it.
 //! - The LimitRange sets Container defaults for cpu and memory only, never for an extended
 //!   resource (a default there would inject GPU requests into every container), and never for
 //!   ephemeral-storage (a default request would put ephemeral-storage into every Kueue workload,
@@ -123,7 +124,7 @@ pub(super) fn objects(
             body(&ResourceQuota {
                 metadata: meta(QUOTA_NAME),
                 spec: Some(ResourceQuotaSpec {
-                    hard: Some(quota_hard(namespace)),
+                    hard: Some(quota_hard(namespace, cell)),
                     ..ResourceQuotaSpec::default()
                 }),
                 ..ResourceQuota::default()
@@ -198,7 +199,13 @@ pub(super) fn tenant_labels(tenant: &TenantPlan) -> BTreeMap<String, String> {
     ])
 }
 
-fn quota_hard(namespace: &NamespacePlan) -> BTreeMap<String, Quantity> {
+fn quota_hard(namespace: &NamespacePlan, cell: &CellPlan) -> BTreeMap<String, Quantity> {
+    // In a DRA cell the devices are counted by class (`dra.rs`), and the device plugin's
+    // resources stay listed at 0, so a device plugin left running on a node hands out nothing.
+    let dra = match cell.backends.devices {
+        crate::model::DeviceMode::DevicePlugin => false,
+        crate::model::DeviceMode::Dra => true,
+    };
     let mut hard = BTreeMap::from([
         ("requests.cpu".to_string(), Quantity(namespace.cpu.clone())),
         (
@@ -208,10 +215,17 @@ fn quota_hard(namespace: &NamespacePlan) -> BTreeMap<String, Quantity> {
         ("pods".to_string(), Quantity(namespace.pods.to_string())),
     ]);
     for (resource, count) in &namespace.gpu {
+        let count = if dra { 0 } else { *count };
         hard.insert(format!("requests.{resource}"), Quantity(count.to_string()));
     }
     for (key, value) in &namespace.other_quota {
         hard.insert(key.clone(), Quantity(value.clone()));
+    }
+    for (class, count) in &namespace.dra_devices {
+        hard.insert(
+            crate::plan::network::dra_quota_key(class),
+            Quantity(count.to_string()),
+        );
     }
     hard
 }

@@ -23,6 +23,9 @@
 pub mod admission;
 mod capacity;
 pub mod chargeback;
+pub mod dra;
+#[cfg(test)]
+mod dra_props;
 pub mod gpu;
 pub mod host;
 pub mod metering;
@@ -126,6 +129,10 @@ pub struct CellPlan {
     /// Where the cell's scheduler is Volcano, one parent Queue per org (`volcano.rs`), in the
     /// order of [`CellPlan::orgs`]; empty in a Kueue cell.
     pub volcano_orgs: Vec<volcano::VolcanoOrgPlan>,
+    /// Where the cell's devices are DRA, its DeviceClasses and Kueue's mapping of them
+    /// (`dra.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dra: Option<dra::DraPlan>,
 }
 
 /// The identities the guard on managed objects lets through.
@@ -453,6 +460,10 @@ pub struct NamespacePlan {
     /// Its other ResourceQuota keys and values: storage and Service ceilings (its part of the
     /// tenant's, 0 where undeclared) and 0 for every DRA device class (`network.rs`).
     pub other_quota: BTreeMap<String, String>,
+    /// In a DRA cell, the devices the namespace may claim of each DeviceClass of the cell
+    /// (`dra.rs`), 0 where the tenant reserves none; empty otherwise.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub dra_devices: BTreeMap<String, i64>,
     /// Reviewed exceptions to `restricted`, in declaration order (validation proved the tenant
     /// `hard` with an exclusive reservation for the workload); empty in a cell where the tenant
     /// has no host access (`host.rs`), where they are withheld with a warning.
@@ -673,6 +684,7 @@ fn cell_plan(
             owner: pool.owner.as_ref().map(|owner| owner.value.clone()),
         });
     }
+    let dra_plan = dra::dra_plan(cell, &pools, catalog);
     let mut gpu_resources: BTreeSet<String> = BTreeSet::from([GPU_RESOURCE.to_string()]);
     for pool in &pools {
         gpu_resources.extend(pool.offers.iter().map(|offer| offer.resource.clone()));
@@ -731,6 +743,7 @@ fn cell_plan(
                 &gpu_resources,
                 &priorities,
                 catalog,
+                dra_plan.as_ref(),
             )
         })
         .collect();
@@ -837,6 +850,7 @@ fn cell_plan(
         chargeback: metering,
         serving: serving_plan,
         volcano_orgs,
+        dra: dra_plan,
     };
     let mut diagnostics = pinning::check(cell, fleet, &plan, catalog);
     diagnostics.extend(host_findings);
@@ -918,6 +932,7 @@ fn tenant_parts<'a>(
     gpu_resources: &[String],
     priorities: &[PriorityPlan],
     catalog: &Catalog,
+    dra_plan: Option<&dra::DraPlan>,
 ) -> TenantParts<'a> {
     let mut workloads: Vec<&crate::model::Workload> = tenant.workloads.iter().collect();
     workloads.sort_by_key(|workload| workload.kind.value);
@@ -985,6 +1000,9 @@ fn tenant_parts<'a>(
                 })
                 .collect(),
             other_quota,
+            dra_devices: dra_plan
+                .map(|plan| dra::namespace_devices(plan, cell, quota, workload.kind.value, catalog))
+                .unwrap_or_default(),
         });
     }
 

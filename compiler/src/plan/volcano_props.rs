@@ -28,7 +28,7 @@ use crate::testing::Rng;
 use crate::validate::test_support::compile_files;
 
 /// The line after which the Volcano twin of a cell declares its scheduler.
-const KUBERNETES_LINE: &str = "    kubernetes \"1.34\"\n";
+pub(super) const KUBERNETES_LINE: &str = "    kubernetes \"1.34\"\n";
 /// The line the Volcano twin adds.
 const SCHEDULER_LINE: &str = "    scheduler \"volcano\"\n";
 
@@ -41,7 +41,7 @@ const VOLCANO_CODES: [Code; 4] = [
 ];
 
 /// One generated pool: its declaration and what a reservation in it names.
-struct GenPool {
+pub(super) struct GenPool {
     name: String,
     text: String,
     /// `None` for whole devices, else the MIG profile.
@@ -104,7 +104,7 @@ fn gen_pool(rng: &mut Rng, idx: usize) -> GenPool {
 }
 
 /// One generated fleet: a cell `c1` and its tenants, as `(path, text)`.
-fn gen_fleet(rng: &mut Rng) -> Vec<(String, String)> {
+pub(super) fn gen_fleet(rng: &mut Rng) -> Vec<(String, String)> {
     let pools: Vec<GenPool> = (0..1 + rng.below(4))
         .map(|idx| gen_pool(rng, idx))
         .collect();
@@ -170,7 +170,7 @@ fn gen_fleet(rng: &mut Rng) -> Vec<(String, String)> {
 }
 
 /// The findings of a compile as `(code, file, start)`, sorted.
-fn findings(compilation: &crate::Compilation) -> BTreeSet<(Code, String, u32)> {
+pub(super) fn findings(compilation: &crate::Compilation) -> BTreeSet<(Code, String, u32)> {
     compilation
         .diagnostics
         .iter()
@@ -189,7 +189,7 @@ fn findings(compilation: &crate::Compilation) -> BTreeSet<(Code, String, u32)> {
         .collect()
 }
 
-fn compile(files: &[(String, String)]) -> crate::Compilation {
+pub(super) fn compile(files: &[(String, String)]) -> crate::Compilation {
     let borrowed: Vec<(&str, &str)> = files
         .iter()
         .map(|(path, text)| (path.as_str(), text.as_str()))

@@ -2,7 +2,7 @@
 //! emits and against the cell's Kubernetes version.
 //!
 //! Consumes: the fleet's cells. Produces: `backend-not-yet-emitted` for an admission engine or
-//! device mode that tenantc reads but does not lower yet (Kyverno, Gatekeeper, DRA), so a cell
+//! device mode that tenantc reads but does not lower yet (Kyverno, Gatekeeper), so a cell
 //! that names one is never lowered to the default in its place;
 //! `kubernetes-too-old-for-admission-policies` for a ValidatingAdmissionPolicy floor (the
 //! default) before Kubernetes 1.30; `kubernetes-too-old-for-dra` for `devices "dra"` before 1.34.
@@ -186,6 +186,8 @@ mod tests {
             "    kubernetes \"1.30\"",
             "    kubernetes \"1.33\"\n    scheduler \"kueue\"\n    admission \"vap\"\n    devices \"device-plugin\"",
             "    kubernetes \"1.34\"\n    scheduler \"volcano\"",
+            "    kubernetes \"1.34\"\n    devices \"dra\"",
+            "    kubernetes \"1.36\"\n    scheduler \"volcano\"\n    devices \"dra\"",
         ] {
             assert_eq!(codes(lines), Vec::<&str>::new(), "{lines}");
         }
@@ -213,17 +215,13 @@ mod tests {
             codes("    kubernetes \"1.33\"\n    admission \"gatekeeper\""),
             ["backend-not-yet-emitted"]
         );
-        assert_eq!(
-            codes("    kubernetes \"1.34\"\n    devices \"dra\""),
-            ["backend-not-yet-emitted"]
-        );
     }
 
     #[test]
     fn refuses_dra_before_kubernetes_1_34() {
         assert_eq!(
             codes("    kubernetes \"1.33\"\n    devices \"dra\""),
-            ["backend-not-yet-emitted", "kubernetes-too-old-for-dra"]
+            ["kubernetes-too-old-for-dra"]
         );
     }
 

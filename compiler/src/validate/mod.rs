@@ -24,6 +24,7 @@ pub mod audit;
 mod backends;
 mod cells;
 mod cells_placement;
+mod dra;
 pub mod groups;
 pub mod iam;
 pub mod kueue;
@@ -106,6 +107,7 @@ pub fn validate(
     }
     backends::check(&fleet, &mut diagnostics);
     volcano::check(&fleet, catalog, &mut diagnostics);
+    dra::check(&fleet, catalog, &mut diagnostics);
     tenants::check(&fleet, unreadable, catalog, &mut diagnostics);
     kueue::check(&fleet, catalog, &mut diagnostics);
     namespaces::check(&fleet, &mut diagnostics);
