@@ -27,6 +27,7 @@
 
 pub mod admission;
 pub mod cel;
+pub mod engines;
 pub mod gitops;
 pub mod gpu;
 pub mod guard;
