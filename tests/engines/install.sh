@@ -9,9 +9,11 @@
 # leaves no binary behind (each is built into a fresh folder and moved into place); Go builds
 # run one at a time on this machine (flock on /tmp/tenantc-go-build.lock) and niced.
 #
-# kyverno: the module github.com/kyverno/kyverno replaces k8s.io/pod-security-admission with a
-# fork that the proxy does not serve, so it cannot be `go install`ed; it is built from a copy of
-# the module with that `replace` dropped (the required upstream version is used instead).
+# kyverno: the module github.com/kyverno/kyverno replaces k8s.io/pod-security-admission with its
+# fork github.com/kyverno/pod-security-admission, and `go install module@version` refuses a module
+# with `replace` directives; it is built with `go build` in a copy of the module, whose `replace`
+# the main module then honours. Dropping the `replace` does not build: pkg/pss calls the fork's
+# own API (CheckPod options, CheckResult.ErrList), which upstream v0.36.2 does not have.
 # gator: a plain `go install` of the Gatekeeper module's cmd/gator.
 #
 # Environment:
@@ -53,7 +55,6 @@ build_kyverno() {
     chmod -R u+w "$staging/src"
     (
         cd "$staging/src"
-        GOTOOLCHAIN=$TOOLCHAIN go mod edit -dropreplace=k8s.io/pod-security-admission
         GOTOOLCHAIN=$TOOLCHAIN GOFLAGS=-mod=mod CGO_ENABLED=0 \
             nice -n 10 go build -trimpath -ldflags "-s -w" -o "$staging/kyverno" ./cmd/cli/kubectl-kyverno
     )
