@@ -432,3 +432,184 @@ fn gator_judges_every_policy_fixture_as_the_floor_does() {
         "a weakened images validation went unnoticed"
     );
 }
+
+/// YAML documents of `values`, as JSON (which YAML reads), separated by `---`.
+fn documents(values: &[Json]) -> String {
+    values
+        .iter()
+        .map(|value| serde_json::to_string(value).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+/// What one `kyverno apply` says of one resource: `Some(true)` denied (a failed or erroring
+/// rule, since the floor fails closed), `Some(false)` admitted (rules passed, none failed), and
+/// `None` when no rule judged it.
+fn kyverno_verdict(kyverno: &Path, dir: &Path, args: &[&str]) -> Option<bool> {
+    let output = Command::new(kyverno)
+        .arg("apply")
+        .args(args)
+        .arg("--remove-color")
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // The summary line: `pass: N, fail: N, warn: N, error: N, skip: N`.
+    let line = stdout
+        .lines()
+        .find(|line| line.trim_start().starts_with("pass: "))?;
+    let count = |what: &str| -> usize {
+        line.split(',')
+            .find_map(|part| part.trim().strip_prefix(&format!("{what}: ")))
+            .and_then(|number| number.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    if count("fail") > 0 || count("error") > 0 {
+        Some(true)
+    } else if count("pass") > 0 {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// The user of a request, as `kyverno apply --userinfo` reads it.
+fn userinfo(request: &Request) -> Json {
+    json!({
+        "apiVersion": "cli.kyverno.io/v1alpha1",
+        "kind": "UserInfo",
+        "metadata": {"name": "member"},
+        "userInfo": {"username": request.username, "groups": request.groups},
+    })
+}
+
+/// The labels the API server puts on a namespace, as `kyverno apply --values-file` reads them.
+fn namespace_values(namespace: &str) -> Json {
+    json!({
+        "apiVersion": "cli.kyverno.io/v1alpha1",
+        "kind": "Values",
+        "namespaceSelector": [{"name": namespace, "labels": {"kubernetes.io/metadata.name": namespace}}],
+    })
+}
+
+/// The verdicts of the Kyverno CLI on the CREATE fixtures: with `translated`, on the floor
+/// translated into a ValidatingPolicy (from `policy`); without, on the ValidatingAdmissionPolicy
+/// floor itself, its binding and its params.
+fn kyverno_verdicts(
+    kyverno: &Path,
+    plan: &Plan,
+    policy: &ValidatingAdmissionPolicy,
+    fixtures: &[&Fixture],
+    translated: bool,
+) -> BTreeMap<String, bool> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut verdicts = BTreeMap::new();
+    for fixture in fixtures {
+        let cell = cell(plan, &fixture.cell);
+        let tenant = tenant_of(cell, &fixture.request.namespace);
+        let binding = admission::binding(tenant);
+        let params = pinned(tenant, cell);
+        let policies = if translated {
+            let translated = engines::kyverno_policy(policy, &binding, &params).unwrap();
+            documents(&[serde_json::to_value(translated).unwrap()])
+        } else {
+            let mut config_map = admission::params_config_map(tenant, cell);
+            config_map.data = Some(params);
+            std::fs::write(
+                dir.path().join("params.yaml"),
+                documents(&[serde_json::to_value(&config_map).unwrap()]),
+            )
+            .unwrap();
+            documents(&[
+                serde_json::to_value(policy).unwrap(),
+                serde_json::to_value(&binding).unwrap(),
+            ])
+        };
+        std::fs::write(dir.path().join("policy.yaml"), policies).unwrap();
+        std::fs::write(
+            dir.path().join("resource.yaml"),
+            documents(std::slice::from_ref(&fixture.request.object)),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("user.yaml"),
+            documents(&[userinfo(&fixture.request)]),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("values.yaml"),
+            documents(&[namespace_values(&fixture.request.namespace)]),
+        )
+        .unwrap();
+        let mut args = vec![
+            "policy.yaml",
+            "--resource",
+            "resource.yaml",
+            "--userinfo",
+            "user.yaml",
+            "--values-file",
+            "values.yaml",
+        ];
+        if !translated {
+            args.extend(["--parameter-resource", "params.yaml"]);
+        }
+        if let Some(denied) = kyverno_verdict(kyverno, dir.path(), &args) {
+            verdicts.insert(fixture.name.clone(), denied);
+        }
+    }
+    verdicts
+}
+
+#[test]
+fn kyverno_judges_every_create_fixture_as_the_floor_does_in_both_forms() {
+    let Some(kyverno) = tool("kyverno", "TENANTC_KYVERNO") else {
+        return;
+    };
+    let plan = plan();
+    let all = fixtures(&plan);
+    let creates: Vec<&Fixture> = all
+        .iter()
+        .filter(|fixture| fixture.request.operation == "CREATE")
+        .collect();
+    let expected: BTreeMap<String, bool> = creates
+        .iter()
+        .map(|fixture| (fixture.name.clone(), vap_denies(&plan, fixture)))
+        .collect();
+    let judged: Vec<Fixture> = creates
+        .iter()
+        .map(|fixture| Fixture {
+            name: fixture.name.clone(),
+            cell: fixture.cell.clone(),
+            request: fixture.request.clone(),
+        })
+        .collect();
+    let denied = expected.values().filter(|denied| **denied).count();
+    for (form, translated) in [
+        ("ValidatingPolicy", true),
+        ("ValidatingAdmissionPolicy", false),
+    ] {
+        let started = Instant::now();
+        let verdicts =
+            kyverno_verdicts(&kyverno, &plan, &admission::policy(), &creates, translated);
+        let report = differences(&judged, &expected, &verdicts);
+        println!(
+            "kyverno apply ({form}): {} CREATE fixtures of {} ({} admitted, {denied} denied by the floor), {} differ, in {:.1} s",
+            creates.len(),
+            all.len(),
+            creates.len() - denied,
+            report.lines().count(),
+            started.elapsed().as_secs_f64()
+        );
+        assert!(
+            report.is_empty(),
+            "kyverno ({form}) differs from the floor:\n{report}"
+        );
+    }
+
+    // Self-test: the translated floor with `images` admitting everything differs.
+    let verdicts = kyverno_verdicts(&kyverno, &plan, &weakened("images"), &creates, true);
+    assert!(
+        !differences(&judged, &expected, &verdicts).is_empty(),
+        "a weakened images validation went unnoticed"
+    );
+}
