@@ -296,7 +296,7 @@ fn gator_verdicts(
             policy,
             &template,
             &admission::binding(tenant),
-            &pinned(tenant, cell),
+            Some(&pinned(tenant, cell)),
         )
         .unwrap();
         let file = format!("constraint-{cell_name}-{tenant_name}.yaml");
@@ -510,7 +510,7 @@ fn kyverno_verdicts(
         let binding = admission::binding(tenant);
         let params = pinned(tenant, cell);
         let policies = if translated {
-            let translated = engines::kyverno_policy(policy, &binding, &params).unwrap();
+            let translated = engines::kyverno_policy(policy, &binding, Some(&params)).unwrap();
             documents(&[serde_json::to_value(translated).unwrap()])
         } else {
             let mut config_map = admission::params_config_map(tenant, cell);

@@ -214,8 +214,12 @@ pub struct ConstraintMatch {
     pub kinds: Vec<MatchKinds>,
     /// Only `Namespaced` objects.
     pub scope: String,
-    /// The namespaces, by exact name.
+    /// The namespaces, by exact name (none: every namespace the selector selects).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub namespaces: Vec<String>,
+    /// The namespaces, by their labels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace_selector: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
 }
 
 /// Kinds of some API groups.
@@ -262,6 +266,7 @@ pub fn constraint_schema(template: &ConstraintTemplate) -> serde_json::Value {
                             }},
                             "scope": {"type": "string", "enum": ["*", "Cluster", "Namespaced"]},
                             "namespaces": strings,
+                            "namespaceSelector": {"type": "object"},
                         },
                     },
                     "parameters": template.spec.crd.spec.validation.open_api_v3_schema,
@@ -350,6 +355,7 @@ mod tests {
                     }],
                     scope: "Namespaced".to_string(),
                     namespaces: vec!["a".to_string()],
+                    namespace_selector: None,
                 },
                 parameters: BTreeMap::from([("tenant".to_string(), "a".to_string())]),
             },

@@ -1201,7 +1201,7 @@ pub(super) fn tenant_objects(
                 let policy = bound_policy(&policies, binding)?;
                 objects.push((
                     file_of("admission-kyverno", policy.metadata.name.as_deref()),
-                    body(&engines::kyverno_policy(policy, binding, &data)?)?,
+                    body(&engines::kyverno_policy(policy, binding, Some(&data))?)?,
                 ));
             }
         }
@@ -1214,7 +1214,10 @@ pub(super) fn tenant_objects(
                 objects.push((
                     file_of("admission-constraint", policy.metadata.name.as_deref()),
                     body(&engines::gatekeeper_constraint(
-                        policy, &template, binding, &data,
+                        policy,
+                        &template,
+                        binding,
+                        Some(&data),
                     )?)?,
                 ));
             }

@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::admissionregistration::v1::{
     MatchResources, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, Variable,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use super::cel;
 use crate::emit::InternalError;
@@ -49,6 +49,7 @@ pub const PARAMS_VARIABLE: &str = "params";
 /// The kind of each resource the floor matches, as `(api group, resource, kind)`: Gatekeeper
 /// matches kinds, not resources. A subresource request is matched by its object's kind.
 pub const KINDS: &[(&str, &str, &str)] = &[
+    ("", "namespaces", "Namespace"),
     ("", "persistentvolumeclaims", "PersistentVolumeClaim"),
     ("", "pods", "Pod"),
     ("", "pods/ephemeralcontainers", "Pod"),
@@ -58,6 +59,7 @@ pub const KINDS: &[(&str, &str, &str)] = &[
     ("apps", "statefulsets", "StatefulSet"),
     ("batch", "cronjobs", "CronJob"),
     ("batch", "jobs", "Job"),
+    ("rbac.authorization.k8s.io", "rolebindings", "RoleBinding"),
     ("scheduling.volcano.sh", "podgroups", "PodGroup"),
 ];
 
@@ -140,58 +142,65 @@ fn name_of(metadata: &ObjectMeta) -> Result<String, InternalError> {
         .ok_or_else(|| InternalError("a floor object has no name".to_string()))
 }
 
-/// The namespaces a binding selects, by exact name: its only selector must be
-/// `kubernetes.io/metadata.name In [...]`.
-fn bound_namespaces(
+/// What a binding narrows its policy to: a namespace selector, or none (every namespace and
+/// cluster-scoped objects). A binding that narrows otherwise (objects, resources) is refused.
+fn binding_selector(
     binding: &ValidatingAdmissionPolicyBinding,
-) -> Result<Vec<String>, InternalError> {
+) -> Result<Option<LabelSelector>, InternalError> {
     let refuse = || {
         InternalError(format!(
-            "binding {:?} does not select namespaces by exact name only",
+            "binding {:?} narrows its policy by more than a namespace selector",
             binding.metadata.name
         ))
     };
     let spec = binding.spec.as_ref().ok_or_else(refuse)?;
-    let matched = spec.match_resources.as_ref().ok_or_else(refuse)?;
+    let Some(matched) = spec.match_resources.as_ref() else {
+        return Ok(None);
+    };
     if matched.object_selector.is_some()
         || matched.resource_rules.is_some()
         || matched.exclude_resource_rules.is_some()
     {
         return Err(refuse());
     }
-    let selector = matched.namespace_selector.as_ref().ok_or_else(refuse)?;
+    Ok(matched.namespace_selector.clone())
+}
+
+/// The namespaces a selector selects by exact name, when that is all it does
+/// (`kubernetes.io/metadata.name In [...]`).
+fn exact_namespaces(selector: &LabelSelector) -> Option<Vec<String>> {
     match (
         &selector.match_labels,
         selector.match_expressions.as_deref(),
     ) {
         (None, Some([only])) if only.key == NAMESPACE_NAME_LABEL && only.operator == "In" => {
-            Ok(only.values.clone().unwrap_or_default())
+            Some(only.values.clone().unwrap_or_default())
         }
-        _ => Err(refuse()),
+        _ => None,
     }
 }
 
-/// One tenant's Kyverno ValidatingPolicy of a floor policy: the policy's matches and CEL, the
-/// binding's namespaces, metadata and actions, and the tenant's params inlined as the first
-/// variable. It is named as the binding is (`<policy>-<tenant>`).
+/// The Kyverno ValidatingPolicy of one binding of a policy (a tenant's binding of a floor
+/// policy, or a guard policy's binding): the policy's matches and CEL, the binding's namespace
+/// selector, metadata and actions, and the params (where the policy has them) inlined as the
+/// first variable. It is named as the binding is (`<policy>-<tenant>` for a tenant's).
 pub fn kyverno_policy(
     policy: &ValidatingAdmissionPolicy,
     binding: &ValidatingAdmissionPolicyBinding,
-    params: &BTreeMap<String, String>,
+    params: Option<&BTreeMap<String, String>>,
 ) -> Result<ValidatingPolicy, InternalError> {
     let spec = spec_of(policy)?;
-    let namespaces = bound_namespaces(binding)?;
     let mut match_constraints = spec.match_constraints.clone().unwrap_or_default();
-    match_constraints.namespace_selector = binding
-        .spec
-        .as_ref()
-        .and_then(|binding| binding.match_resources.as_ref())
-        .and_then(|matched| matched.namespace_selector.clone());
-    debug_assert!(!namespaces.is_empty() || match_constraints.namespace_selector.is_some());
-    let mut variables = vec![Variable {
-        name: PARAMS_VARIABLE.to_string(),
-        expression: params_literal(params),
-    }];
+    if let Some(selector) = binding_selector(binding)? {
+        match_constraints.namespace_selector = Some(selector);
+    }
+    let mut variables: Vec<Variable> = params
+        .map(|params| Variable {
+            name: PARAMS_VARIABLE.to_string(),
+            expression: params_literal(params),
+        })
+        .into_iter()
+        .collect();
     for variable in spec.variables.iter().flatten() {
         variables.push(Variable {
             name: variable.name.clone(),
@@ -248,6 +257,47 @@ pub fn kyverno_policy(
             },
         },
     ))
+}
+
+/// The objects of a policy and its bindings (none with params) in a cell whose admission engine
+/// is `engine`, as `(file stem, body)`: the policy and bindings themselves for the API server,
+/// a ValidatingPolicy per binding for Kyverno, the template and a constraint per binding for
+/// Gatekeeper. The stems are `validatingadmissionpolicy`, `validatingadmissionpolicybinding`,
+/// `validatingpolicy`, `constrainttemplate` and `constraint`, for the caller to name files by.
+pub fn objects_for(
+    engine: crate::model::AdmissionEngine,
+    policy: &ValidatingAdmissionPolicy,
+    bindings: &[ValidatingAdmissionPolicyBinding],
+) -> Result<Vec<(&'static str, crate::emit::Body)>, InternalError> {
+    use crate::model::AdmissionEngine;
+    let mut objects = Vec::new();
+    match engine {
+        AdmissionEngine::Vap => {
+            objects.push(("validatingadmissionpolicy", super::body(policy)?));
+            for binding in bindings {
+                objects.push(("validatingadmissionpolicybinding", super::body(binding)?));
+            }
+        }
+        AdmissionEngine::Kyverno => {
+            for binding in bindings {
+                objects.push((
+                    "validatingpolicy",
+                    super::body(&kyverno_policy(policy, binding, None)?)?,
+                ));
+            }
+        }
+        AdmissionEngine::Gatekeeper => {
+            let template = gatekeeper_template(policy, [])?;
+            objects.push(("constrainttemplate", super::body(&template)?));
+            for binding in bindings {
+                objects.push((
+                    "constraint",
+                    super::body(&gatekeeper_constraint(policy, &template, binding, None)?)?,
+                ));
+            }
+        }
+    }
+    Ok(objects)
 }
 
 /// The constraint kind of a floor policy: its name in upper camel case without `-`
@@ -338,39 +388,59 @@ pub fn gatekeeper_template<'a>(
     ))
 }
 
-/// One tenant's Gatekeeper Constraint of a floor policy's template: the policy's kinds, the
-/// binding's namespaces, metadata and name, and the tenant's params as `spec.parameters`.
+/// The Gatekeeper Constraint of one binding of a policy's template: the policy's kinds and
+/// scope, the binding's namespaces (by name where it selects them by exact name, else its
+/// selector), metadata and name, and the params (where the policy has them) as
+/// `spec.parameters`.
 pub fn gatekeeper_constraint(
     policy: &ValidatingAdmissionPolicy,
     template: &ConstraintTemplate,
     binding: &ValidatingAdmissionPolicyBinding,
-    params: &BTreeMap<String, String>,
+    params: Option<&BTreeMap<String, String>>,
 ) -> Result<Constraint, InternalError> {
     let spec = spec_of(policy)?;
     let mut kinds: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut scopes = BTreeSet::new();
     for rule in spec
         .match_constraints
         .iter()
         .flat_map(|matched| matched.resource_rules.iter().flatten())
     {
+        scopes.insert(rule.scope.clone().unwrap_or_else(|| "*".to_string()));
         for group in rule.api_groups.iter().flatten() {
             for resource in rule.resources.iter().flatten() {
-                let kind = KINDS
-                    .iter()
-                    .find(|(g, r, _)| g == group && r == resource)
-                    .map(|(_, _, kind)| kind)
-                    .ok_or_else(|| {
-                        InternalError(format!(
-                            "the floor matches {group}/{resource}, which has no kind in engines::KINDS"
-                        ))
-                    })?;
+                let kind = if resource == "*" {
+                    "*"
+                } else {
+                    KINDS
+                        .iter()
+                        .find(|(g, r, _)| g == group && r == resource)
+                        .map(|(_, _, kind)| *kind)
+                        .ok_or_else(|| {
+                            InternalError(format!(
+                                "the floor matches {group}/{resource}, which has no kind in engines::KINDS"
+                            ))
+                        })?
+                };
                 kinds
                     .entry(group.clone())
                     .or_default()
-                    .insert((*kind).to_string());
+                    .insert(kind.to_string());
             }
         }
     }
+    let scope = match scopes.into_iter().collect::<Vec<_>>().as_slice() {
+        [only] => only.clone(),
+        _ => "*".to_string(),
+    };
+    let selector = binding_selector(binding)?;
+    let (namespaces, namespace_selector) = match &selector {
+        None => (Vec::new(), None),
+        Some(selector) => match exact_namespaces(selector) {
+            Some(names) => (names, None),
+            None => (Vec::new(), Some(selector.clone())),
+        },
+    };
     let enforcement = match binding
         .spec
         .as_ref()
@@ -402,10 +472,11 @@ pub fn gatekeeper_constraint(
                         kinds: kinds.into_iter().collect(),
                     })
                     .collect(),
-                scope: "Namespaced".to_string(),
-                namespaces: bound_namespaces(binding)?,
+                scope,
+                namespaces,
+                namespace_selector,
             },
-            parameters: params.clone(),
+            parameters: params.cloned().unwrap_or_default(),
         },
     ))
 }
@@ -482,7 +553,7 @@ mod tests {
                         ..ValidatingAdmissionPolicyBindingSpec::default()
                     }),
                 };
-                gatekeeper_constraint(&policy, &template, &binding, &BTreeMap::new()).unwrap();
+                gatekeeper_constraint(&policy, &template, &binding, None).unwrap();
             }
         }
     }
@@ -560,10 +631,21 @@ mod tests {
         for volcano in [false, true] {
             let (output, expected) = fleet_output("kyverno", volcano);
             let policies = objects_of(&output, "ValidatingPolicy");
-            assert_eq!(policies.len(), expected);
             for (path, policy) in &policies {
                 let found = crate::kube::crd_schema::violations(schema, policy);
                 assert!(found.is_empty(), "{path}: {found:#?}");
+            }
+            // The floor's policies carry the tenant's params; the guard's have none.
+            let floor: Vec<_> = policies
+                .iter()
+                .filter(|(_, policy)| {
+                    policy["metadata"]["name"]
+                        .as_str()
+                        .is_some_and(|name| name.starts_with("tenantc-tenant-"))
+                })
+                .collect();
+            assert_eq!(floor.len(), expected);
+            for (_, policy) in floor {
                 assert_eq!(policy["spec"]["variables"][0]["name"], PARAMS_VARIABLE);
             }
             let floors: Vec<_> = objects_of(&output, "ValidatingAdmissionPolicy")
@@ -593,7 +675,15 @@ mod tests {
         for volcano in [false, true] {
             let (output, expected) = fleet_output("gatekeeper", volcano);
             let templates = objects_of(&output, "ConstraintTemplate");
-            assert_eq!(templates.len(), if volcano { 3 } else { 2 });
+            let floor_templates = templates
+                .iter()
+                .filter(|(_, template)| {
+                    template["metadata"]["name"]
+                        .as_str()
+                        .is_some_and(|name| name.starts_with("tenantctenant"))
+                })
+                .count();
+            assert_eq!(floor_templates, if volcano { 3 } else { 2 });
             for (path, template) in &templates {
                 let found = crate::kube::crd_schema::violations(schema, template);
                 assert!(found.is_empty(), "{path}: {found:#?}");
