@@ -1436,8 +1436,8 @@ fn invalid_cell_values_are_rejected_by_schema_and_compiler() {
             &["value-unknown"],
         ),
         (
-            Change::Set("/admission", json!("kyverno")),
-            &["backend-not-yet-emitted"],
+            Change::Set("/admission", json!("istio")),
+            &["value-unknown"],
         ),
         (
             // The base cell runs Kubernetes before 1.34 and has a time-sliced pool.

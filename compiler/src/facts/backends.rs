@@ -4,7 +4,7 @@
 //!
 //! Consumes: a cell of the model. Produces: [`Backends`], the one reading of a cell's
 //! `scheduler`, `admission` and `devices` that `validate/backends.rs` checks and `plan` records,
-//! and the version gates [`VAP_MINOR`] and [`DRA_MINOR`].
+//! and the version gates [`VAP_MINOR`], [`POLICY_ENGINE_MINOR`] and [`DRA_MINOR`].
 //!
 //! Invariant: a cell's backends are read only through [`backends`], so no stage applies a default
 //! of its own.
@@ -16,6 +16,11 @@ pub use crate::model::{AdmissionEngine, DeviceMode, Scheduler};
 
 /// The first Kubernetes minor with `admissionregistration.k8s.io/v1` ValidatingAdmissionPolicy.
 pub const VAP_MINOR: u32 = 30;
+/// The first Kubernetes minor a Kyverno or Gatekeeper floor is built for: the engines evaluate
+/// the floor's CEL themselves, so it needs only what every matched kind and the namespace label
+/// `kubernetes.io/metadata.name` offer, and 1.27 is the oldest minor the engines' own releases
+/// are tested against by tenantc's users (docs/policy-engines.md).
+pub const POLICY_ENGINE_MINOR: u32 = 27;
 /// The first Kubernetes minor with `resource.k8s.io/v1` (Dynamic Resource Allocation, GA).
 pub const DRA_MINOR: u32 = 34;
 
@@ -52,8 +57,7 @@ pub fn backends(cell: &Cell) -> Backends {
 pub fn admission_minor(engine: AdmissionEngine) -> Option<u32> {
     match engine {
         AdmissionEngine::Vap => Some(VAP_MINOR),
-        // Not emitted yet (`backend-not-yet-emitted`): their minimum comes with their lowering.
-        AdmissionEngine::Kyverno | AdmissionEngine::Gatekeeper => None,
+        AdmissionEngine::Kyverno | AdmissionEngine::Gatekeeper => Some(POLICY_ENGINE_MINOR),
     }
 }
 
@@ -62,27 +66,5 @@ pub fn devices_minor(devices: DeviceMode) -> Option<u32> {
     match devices {
         DeviceMode::DevicePlugin => None,
         DeviceMode::Dra => Some(DRA_MINOR),
-    }
-}
-
-/// Whether tenantc emits the scheduler yet.
-pub fn scheduler_emitted(scheduler: Scheduler) -> bool {
-    match scheduler {
-        Scheduler::Kueue | Scheduler::Volcano => true,
-    }
-}
-
-/// Whether tenantc emits the admission engine yet.
-pub fn admission_emitted(engine: AdmissionEngine) -> bool {
-    match engine {
-        AdmissionEngine::Vap => true,
-        AdmissionEngine::Kyverno | AdmissionEngine::Gatekeeper => false,
-    }
-}
-
-/// Whether tenantc emits the device mode yet.
-pub fn devices_emitted(devices: DeviceMode) -> bool {
-    match devices {
-        DeviceMode::DevicePlugin | DeviceMode::Dra => true,
     }
 }

@@ -11,14 +11,16 @@
 //! kinds come from `k8s-openapi`, never from here.
 
 pub mod dra;
+pub mod gatekeeper;
 pub mod gateway;
 pub mod gitops;
 pub mod gpu_operator;
 pub mod iam;
 pub mod kueue;
+pub mod kyverno;
 pub mod labels;
 pub mod monitoring;
 pub mod volcano;
 
 #[cfg(test)]
-mod crd_schema;
+pub(crate) mod crd_schema;

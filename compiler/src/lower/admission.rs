@@ -41,14 +41,16 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use super::engines;
 use super::{body, cluster_meta, managed_labels};
 use crate::emit::Body;
 use crate::emit::InternalError;
 use crate::facts::pod_security::PodSecurityLevel;
 use crate::kube::labels::{NAMESPACE_NAME_LABEL, TENANT_LABEL};
+use crate::model::AdmissionEngine;
 /// The schedulers a floor is made for ([`rules`]), for the tools that judge a cell's floor.
 pub use crate::model::Scheduler;
-use crate::plan::admission::params;
+use crate::plan::admission::{ParamKey, params};
 use crate::plan::{CellPlan, TenantPlan};
 
 /// The platform namespace that holds every tenant's admission params.
@@ -1083,54 +1085,145 @@ pub fn podgroup_binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding
     object
 }
 
-/// The cell-wide objects: the params namespace and the policy (and in a Volcano cell the
-/// PodGroup policy), for `<cell>/cluster/`.
-pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Body)>, InternalError> {
-    Ok([
-        (
-            format!("namespace-{PARAMS_NAMESPACE}.yaml"),
-            body(&params_namespace(cell))?,
-        ),
-        (
-            "validatingadmissionpolicy-tenant-floor.yaml".to_string(),
-            body(&policy_for(cell.backends.scheduler))?,
-        ),
-    ]
-    .into_iter()
-    .chain(match cell.backends.scheduler {
-        Scheduler::Kueue => None,
-        Scheduler::Volcano => Some((
-            "validatingadmissionpolicy-tenant-podgroups.yaml".to_string(),
-            body(&podgroup_policy())?,
-        )),
-    })
-    .collect())
+/// The floor's policies in a cell of `scheduler`: [`policy_for`] it, and in a Volcano cell the
+/// PodGroup policy; what every engine's floor is made from (`engines.rs`).
+pub fn floor_policies(scheduler: Scheduler) -> Vec<ValidatingAdmissionPolicy> {
+    let mut policies = vec![policy_for(scheduler)];
+    match scheduler {
+        Scheduler::Kueue => {}
+        Scheduler::Volcano => policies.push(podgroup_policy()),
+    }
+    policies
 }
 
-/// One tenant's params and binding, for its folder.
+/// A tenant's bindings of [`floor_policies`], in their order.
+pub fn tenant_bindings(
+    tenant: &TenantPlan,
+    scheduler: Scheduler,
+) -> Vec<ValidatingAdmissionPolicyBinding> {
+    let mut bindings = vec![binding(tenant)];
+    match scheduler {
+        Scheduler::Kueue => {}
+        Scheduler::Volcano => bindings.push(podgroup_binding(tenant)),
+    }
+    bindings
+}
+
+/// The policy a binding binds, among `policies`.
+fn bound_policy<'a>(
+    policies: &'a [ValidatingAdmissionPolicy],
+    binding: &ValidatingAdmissionPolicyBinding,
+) -> Result<&'a ValidatingAdmissionPolicy, InternalError> {
+    let wanted = binding
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.policy_name.as_deref());
+    policies
+        .iter()
+        .find(|policy| policy.metadata.name.as_deref() == wanted)
+        .ok_or_else(|| InternalError(format!("no floor policy {wanted:?}")))
+}
+
+/// The file a floor policy's object is written to: `<prefix>-<policy name without tenantc->`.
+fn file_of(prefix: &str, name: Option<&str>) -> String {
+    let name = name.unwrap_or_default();
+    format!(
+        "{prefix}-{}.yaml",
+        name.strip_prefix("tenantc-").unwrap_or(name)
+    )
+}
+
+/// The cell-wide objects, for `<cell>/cluster/`: the params namespace and, by the cell's
+/// admission engine, the floor's policies (ValidatingAdmissionPolicy), nothing more (Kyverno:
+/// every policy is a tenant's) or the floor's ConstraintTemplates (Gatekeeper).
+pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Body)>, InternalError> {
+    let mut objects = vec![(
+        format!("namespace-{PARAMS_NAMESPACE}.yaml"),
+        body(&params_namespace(cell))?,
+    )];
+    let policies = floor_policies(cell.backends.scheduler);
+    match cell.backends.admission {
+        AdmissionEngine::Vap => {
+            for policy in &policies {
+                objects.push((
+                    file_of("validatingadmissionpolicy", policy.metadata.name.as_deref()),
+                    body(policy)?,
+                ));
+            }
+        }
+        AdmissionEngine::Kyverno => {}
+        AdmissionEngine::Gatekeeper => {
+            let keys: Vec<&str> = ParamKey::ALL.iter().map(|key| key.as_str()).collect();
+            for policy in &policies {
+                let template = engines::gatekeeper_template(policy, keys.iter().copied())?;
+                objects.push((
+                    file_of("constrainttemplate", policy.metadata.name.as_deref()),
+                    body(&template)?,
+                ));
+            }
+        }
+    }
+    Ok(objects)
+}
+
+/// One tenant's part of the floor, for its folder: by the cell's admission engine, its params
+/// and bindings (ValidatingAdmissionPolicy), its ValidatingPolicies (Kyverno) or its Constraints
+/// (Gatekeeper), each with the tenant's params.
 pub(super) fn tenant_objects(
     tenant: &TenantPlan,
     cell: &CellPlan,
 ) -> Result<Vec<(String, Body)>, InternalError> {
-    Ok([
-        (
-            "admission-params.yaml".to_string(),
-            body(&params_config_map(tenant, cell))?,
-        ),
-        (
-            "admission-binding.yaml".to_string(),
-            body(&binding(tenant))?,
-        ),
-    ]
-    .into_iter()
-    .chain(match cell.backends.scheduler {
-        Scheduler::Kueue => None,
-        Scheduler::Volcano => Some((
-            "admission-podgroups-binding.yaml".to_string(),
-            body(&podgroup_binding(tenant))?,
-        )),
-    })
-    .collect())
+    let scheduler = cell.backends.scheduler;
+    let policies = floor_policies(scheduler);
+    let bindings = tenant_bindings(tenant, scheduler);
+    let mut objects = Vec::new();
+    match cell.backends.admission {
+        AdmissionEngine::Vap => {
+            objects.push((
+                "admission-params.yaml".to_string(),
+                body(&params_config_map(tenant, cell))?,
+            ));
+            for binding in &bindings {
+                let file = match bound_policy(&policies, binding)?.metadata.name.as_deref() {
+                    Some(POLICY_NAME) => "admission-binding.yaml".to_string(),
+                    other => file_of(
+                        "admission",
+                        other.and_then(|name| name.strip_prefix("tenantc-tenant-")),
+                    )
+                    .replace(".yaml", "-binding.yaml"),
+                };
+                objects.push((file, body(binding)?));
+            }
+        }
+        AdmissionEngine::Kyverno => {
+            let data = params(tenant, cell);
+            for binding in &bindings {
+                let policy = bound_policy(&policies, binding)?;
+                objects.push((
+                    file_of("admission-kyverno", policy.metadata.name.as_deref()),
+                    body(&engines::kyverno_policy(policy, binding, Some(&data))?)?,
+                ));
+            }
+        }
+        AdmissionEngine::Gatekeeper => {
+            let data = params(tenant, cell);
+            let keys: Vec<&str> = ParamKey::ALL.iter().map(|key| key.as_str()).collect();
+            for binding in &bindings {
+                let policy = bound_policy(&policies, binding)?;
+                let template = engines::gatekeeper_template(policy, keys.iter().copied())?;
+                objects.push((
+                    file_of("admission-constraint", policy.metadata.name.as_deref()),
+                    body(&engines::gatekeeper_constraint(
+                        policy,
+                        &template,
+                        binding,
+                        Some(&data),
+                    )?)?,
+                ));
+            }
+        }
+    }
+    Ok(objects)
 }
 
 #[cfg(test)]

@@ -48,7 +48,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 
-use super::{body, cel, cluster_meta, managed_labels};
+use super::engines;
+use super::{cel, cluster_meta, managed_labels};
 use crate::emit::Body;
 use crate::emit::InternalError;
 use crate::facts::naming::{EXCEPTIONS_NAME, GUARD_NAME};
@@ -75,49 +76,47 @@ pub fn exceptions_annotation() -> String {
 
 /// The cell's policies and bindings, as `(file in cluster/, object)`.
 pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Body)>, InternalError> {
-    Ok(vec![
+    let mut objects = Vec::new();
+    for (name, policy, namespaces) in [
+        (GUARD_NAME, guard_policy(&cell.gitops), None),
+        (ADOPTION_NAME, adoption_policy(&cell.gitops), None),
         (
-            format!("validatingadmissionpolicy-{GUARD_NAME}.yaml"),
-            body(&guard_policy(&cell.gitops))?,
+            EXCEPTIONS_NAME,
+            exceptions_policy(),
+            Some(excepted_namespaces()),
         ),
-        (
-            format!("validatingadmissionpolicybinding-{GUARD_NAME}.yaml"),
-            body(&binding(GUARD_NAME, None))?,
-        ),
-        (
-            format!("validatingadmissionpolicy-{ADOPTION_NAME}.yaml"),
-            body(&adoption_policy(&cell.gitops))?,
-        ),
-        (
-            format!("validatingadmissionpolicybinding-{ADOPTION_NAME}.yaml"),
-            body(&binding(ADOPTION_NAME, None))?,
-        ),
-        (
-            format!("validatingadmissionpolicy-{EXCEPTIONS_NAME}.yaml"),
-            body(&exceptions_policy())?,
-        ),
-        (
-            format!("validatingadmissionpolicybinding-{EXCEPTIONS_NAME}.yaml"),
-            body(&binding(EXCEPTIONS_NAME, Some(excepted_namespaces())))?,
-        ),
-    ])
+    ] {
+        let bindings = [binding(name, namespaces)];
+        for (stem, body) in engines::objects_for(cell.backends.admission, &policy, &bindings)? {
+            objects.push((format!("{stem}-{name}.yaml"), body));
+        }
+    }
+    Ok(objects)
 }
 
-/// One tenant's RoleBinding subjects policy and binding, for its folder.
+/// One tenant's RoleBinding subjects policy and binding, for its folder (in a cell whose floor
+/// runs in Kyverno or Gatekeeper, translated like the floor, `engines.rs`).
 pub(super) fn tenant_objects(
     tenant: &TenantPlan,
     cell: &CellPlan,
 ) -> Result<Vec<(String, Body)>, InternalError> {
-    Ok(vec![
-        (
-            "admission-subjects-policy.yaml".to_string(),
-            body(&subjects_policy(tenant, &cell.gitops))?,
-        ),
-        (
-            "admission-subjects-binding.yaml".to_string(),
-            body(&subjects_binding(tenant))?,
-        ),
-    ])
+    let policy = subjects_policy(tenant, &cell.gitops);
+    let bindings = [subjects_binding(tenant)];
+    engines::objects_for(cell.backends.admission, &policy, &bindings)?
+        .into_iter()
+        .map(|(stem, body)| {
+            // The ValidatingAdmissionPolicy floor keeps its file names.
+            const RENAMED: [(&str, &str); 2] = [
+                ("validatingadmissionpolicy", "policy"),
+                ("validatingadmissionpolicybinding", "binding"),
+            ];
+            let short = RENAMED
+                .iter()
+                .find(|(long, _)| *long == stem)
+                .map_or(stem, |(_, short)| short);
+            Ok((format!("admission-subjects-{short}.yaml"), body))
+        })
+        .collect()
 }
 
 /// The name of a tenant's RoleBinding subjects policy and binding.

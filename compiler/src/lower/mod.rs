@@ -28,6 +28,7 @@
 pub mod admission;
 pub mod cel;
 pub mod dra;
+pub mod engines;
 pub mod gitops;
 pub mod gpu;
 pub mod guard;

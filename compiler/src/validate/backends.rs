@@ -1,11 +1,10 @@
 //! The backends a cell declares: its `scheduler`, `admission` and `devices`, against what tenantc
 //! emits and against the cell's Kubernetes version.
 //!
-//! Consumes: the fleet's cells. Produces: `backend-not-yet-emitted` for an admission engine or
-//! device mode that tenantc reads but does not lower yet (Kyverno, Gatekeeper), so a cell
-//! that names one is never lowered to the default in its place;
-//! `kubernetes-too-old-for-admission-policies` for a ValidatingAdmissionPolicy floor (the
-//! default) before Kubernetes 1.30; `kubernetes-too-old-for-dra` for `devices "dra"` before 1.34.
+//! Consumes: the fleet's cells. Produces: `kubernetes-too-old-for-admission-policies` for a
+//! ValidatingAdmissionPolicy floor (the default) before Kubernetes 1.30, and for a Kyverno or
+//! Gatekeeper floor before 1.27; `kubernetes-too-old-for-dra` for `devices "dra"` before 1.34.
+//! Every value of the three backends is lowered, so none is refused for its own sake.
 //!
 //! Invariant: the backends are read only through `facts::backends`, which applies the defaults,
 //! and every finding points at the declaration that asks for what cannot run (the version for
@@ -14,70 +13,14 @@
 
 use crate::diag::{Code, Diagnostic};
 use crate::facts::backends::{
-    VAP_MINOR, admission_emitted, admission_minor, backends, devices_emitted, devices_minor,
-    scheduler_emitted,
+    AdmissionEngine, POLICY_ENGINE_MINOR, admission_minor, backends, devices_minor,
 };
 use crate::model::{Cell, Fleet};
 
 /// Every finding about the cells' backends.
 pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
     for cell in &fleet.cells {
-        not_yet_emitted(cell, diagnostics);
         versions(cell, diagnostics);
-    }
-}
-
-/// A declared backend tenantc does not emit yet.
-fn not_yet_emitted(cell: &Cell, diagnostics: &mut Vec<Diagnostic>) {
-    if let Some(scheduler) = &cell.scheduler
-        && !scheduler_emitted(scheduler.value)
-    {
-        diagnostics.push(
-            Diagnostic::error(
-                Code::BackendNotYetEmitted,
-                scheduler.span,
-                format!(
-                    "scheduler `{}` of cell `{}` is not emitted yet",
-                    scheduler.value, cell.name.value
-                ),
-            )
-            .with_label("tenantc emits the cell's queues as Kueue objects only, for now")
-            .with_help("remove `scheduler`, or declare `scheduler \"kueue\"`; the cell is not built with Kueue in its place"),
-        );
-    }
-    if let Some(admission) = &cell.admission
-        && !admission_emitted(admission.value)
-    {
-        diagnostics.push(
-            Diagnostic::error(
-                Code::BackendNotYetEmitted,
-                admission.span,
-                format!(
-                    "admission engine `{}` of cell `{}` is not emitted yet",
-                    admission.value, cell.name.value
-                ),
-            )
-            .with_label("tenantc emits the tenant admission floor as a ValidatingAdmissionPolicy only, for now")
-            .with_help(format!(
-                "remove `admission`, or declare `admission \"vap\"`, on Kubernetes 1.{VAP_MINOR} or newer; the cell is not built with another engine in its place"
-            )),
-        );
-    }
-    if let Some(devices) = &cell.devices
-        && !devices_emitted(devices.value)
-    {
-        diagnostics.push(
-            Diagnostic::error(
-                Code::BackendNotYetEmitted,
-                devices.span,
-                format!(
-                    "device mode `{}` of cell `{}` is not emitted yet",
-                    devices.value, cell.name.value
-                ),
-            )
-            .with_label("tenantc emits GPUs and MIG slices as the NVIDIA device plugin's extended resources only, for now")
-            .with_help("remove `devices`, or declare `devices \"device-plugin\"`; the cell is not built with the device plugin in DRA's place"),
-        );
     }
 }
 
@@ -93,23 +36,41 @@ fn versions(cell: &Cell, diagnostics: &mut Vec<Diagnostic>) {
         && minor < first
     {
         let text = format!("1.{minor}");
+        let (message, label, secondary) = match declared.admission {
+            AdmissionEngine::Vap => (
+                format!("Kubernetes `{text}` has no ValidatingAdmissionPolicy v1"),
+                format!(
+                    "admission policies are `admissionregistration.k8s.io/v1` from 1.{first} on"
+                ),
+                "the tenant admission floor is a ValidatingAdmissionPolicy",
+            ),
+            AdmissionEngine::Kyverno | AdmissionEngine::Gatekeeper => (
+                format!(
+                    "Kubernetes `{text}` is older than tenantc builds a `{}` floor for",
+                    declared.admission
+                ),
+                format!("a Kyverno or Gatekeeper floor is built for 1.{first} and newer"),
+                "the tenant admission floor runs in this policy engine",
+            ),
+        };
         let mut diagnostic = Diagnostic::error(
             Code::KubernetesTooOldForAdmissionPolicies,
             kubernetes.span,
-            format!("Kubernetes `{text}` has no ValidatingAdmissionPolicy v1"),
+            message,
         )
-        .with_label(format!(
-            "admission policies are `admissionregistration.k8s.io/v1` from 1.{first} on"
-        ));
+        .with_label(label);
         if let Some(admission) = &cell.admission {
-            diagnostic = diagnostic.with_secondary(
-                admission.span,
-                "the tenant admission floor is a ValidatingAdmissionPolicy",
-            );
+            diagnostic = diagnostic.with_secondary(admission.span, secondary);
         }
         diagnostics.push(diagnostic.with_help(format!(
             "upgrade the cell to Kubernetes 1.{first} or newer: tenantc guards the objects it \
-             manages and each tenant's pods with admission policies"
+             manages and each tenant's pods with admission policies{}",
+            match declared.admission {
+                AdmissionEngine::Vap => format!(
+                    ", or declare `admission \"kyverno\"` or `admission \"gatekeeper\"` to run the floor in a policy engine from 1.{POLICY_ENGINE_MINOR} on"
+                ),
+                AdmissionEngine::Kyverno | AdmissionEngine::Gatekeeper => String::new(),
+            }
         )));
     }
     if let Some(devices) = &cell.devices
@@ -206,14 +167,20 @@ mod tests {
     }
 
     #[test]
-    fn refuses_engines_and_device_modes_it_does_not_emit_instead_of_using_the_default() {
+    fn accepts_kyverno_and_gatekeeper_floors_from_kubernetes_1_27() {
+        for version in ["1.27", "1.29", "1.33"] {
+            for engine in ["kyverno", "gatekeeper"] {
+                let lines = format!("    kubernetes \"{version}\"\n    admission \"{engine}\"");
+                assert_eq!(codes(&lines), Vec::<&str>::new(), "{lines}");
+            }
+        }
+    }
+
+    #[test]
+    fn refuses_a_policy_engine_floor_before_kubernetes_1_27() {
         assert_eq!(
-            codes("    kubernetes \"1.29\"\n    admission \"kyverno\""),
-            ["backend-not-yet-emitted"]
-        );
-        assert_eq!(
-            codes("    kubernetes \"1.33\"\n    admission \"gatekeeper\""),
-            ["backend-not-yet-emitted"]
+            codes("    kubernetes \"1.26\"\n    admission \"kyverno\""),
+            ["kubernetes-too-old-for-admission-policies"]
         );
     }
 
