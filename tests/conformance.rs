@@ -644,11 +644,14 @@ fn group_of(api_version: &str) -> String {
         .map_or(String::new(), |(group, _)| group.to_string())
 }
 
-/// Every Kubernetes object of an output tree: each `.yaml` file except the kustomizations.
+/// Every Kubernetes object of an output tree: each `.yaml` file except the kustomizations and
+/// the reports, which no GitOps controller syncs (`reports/kueue-dra-configuration.yaml` is a
+/// part of Kueue's controller configuration for the platform to merge, not an object).
 fn objects_of(tree: &OutputTree) -> Vec<Object> {
     let mut objects = Vec::new();
     for (path, bytes) in tree {
-        if !path.ends_with(".yaml") || path.ends_with("kustomization.yaml") {
+        let is_report = path.starts_with("reports/") || path.contains("/reports/");
+        if !path.ends_with(".yaml") || path.ends_with("kustomization.yaml") || is_report {
             continue;
         }
         let text = String::from_utf8(bytes.clone()).unwrap();
