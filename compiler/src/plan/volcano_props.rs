@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::diag::Code;
 use crate::plan::{CellPlan, Plan};
 use crate::testing::Rng;
-use crate::validate::test_support::compile_files;
+use crate::testing::support::compile_files;
 
 /// The line after which the Volcano twin of a cell declares its scheduler.
 pub(super) const KUBERNETES_LINE: &str = "    kubernetes \"1.34\"\n";
