@@ -569,37 +569,11 @@ impl Drop for ArgoCd<'_> {
 /// Deletes the ApplicationSets and Applications of `namespace` (finalizers first, with no
 /// controller running, so nothing is pruned).
 fn remove_argo_cd_objects(cluster: &Cluster, namespace: &str) {
-    for kind in ["applicationsets.argoproj.io", "applications.argoproj.io"] {
-        let run = cluster.kubectl(&["get", kind, "-n", namespace, "-o", "name"], "");
-        if !run.ok {
-            continue;
-        }
-        for name in run.stdout.lines().filter(|line| !line.trim().is_empty()) {
-            let _ = cluster.kubectl(
-                &[
-                    "patch",
-                    name,
-                    "-n",
-                    namespace,
-                    "--type=merge",
-                    "-p",
-                    r#"{"metadata":{"finalizers":null}}"#,
-                ],
-                "",
-            );
-            let _ = cluster.kubectl(
-                &[
-                    "delete",
-                    name,
-                    "-n",
-                    namespace,
-                    "--ignore-not-found",
-                    "--wait=false",
-                ],
-                "",
-            );
-        }
-    }
+    super::gitops::remove_without_finalizers(
+        cluster,
+        namespace,
+        &["applicationsets.argoproj.io", "applications.argoproj.io"],
+    );
 }
 
 /// A change the self-test makes to the tree Argo CD reads (tenantc's tree stays the

@@ -1196,10 +1196,20 @@ fn release_terminating_namespace(cluster: &Cluster, namespace: &str) {
 /// Deletes every Kustomization and GitRepository of `namespace`, finalizers first: with no
 /// controller running, nothing they applied is pruned.
 fn remove_flux_objects(cluster: &Cluster, namespace: &str) {
-    for kind in [
-        "kustomizations.kustomize.toolkit.fluxcd.io",
-        "gitrepositories.source.toolkit.fluxcd.io",
-    ] {
+    remove_without_finalizers(
+        cluster,
+        namespace,
+        &[
+            "kustomizations.kustomize.toolkit.fluxcd.io",
+            "gitrepositories.source.toolkit.fluxcd.io",
+        ],
+    );
+}
+
+/// Deletes every object of `kinds` in `namespace`, its finalizers removed first, so that with
+/// its controller stopped the object goes at once and nothing it owns is pruned.
+pub(super) fn remove_without_finalizers(cluster: &Cluster, namespace: &str, kinds: &[&str]) {
+    for kind in kinds {
         let run = cluster.kubectl(&["get", kind, "-n", namespace, "-o", "name"], "");
         if !run.ok {
             continue;
