@@ -81,6 +81,12 @@ mod volcano_cases;
 #[path = "conformance/volcano.rs"]
 mod volcano;
 
+#[path = "policy/dra_cases.rs"]
+mod dra_cases;
+
+#[path = "conformance/dra.rs"]
+mod dra;
+
 #[path = "conformance/test_policy.rs"]
 mod test_policy;
 
@@ -276,6 +282,11 @@ const CHECKS: &[(&str, bool, Check)] = &[
         "volcano_floor_judges_like_the_offline_evaluator",
         true,
         volcano::volcano_floor_judges_like_the_offline_evaluator,
+    ),
+    (
+        "dra_floor_judges_like_the_offline_evaluator",
+        true,
+        dra::dra_floor_judges_like_the_offline_evaluator,
     ),
     (
         "controllers_keep_their_pods_under_kueue",
@@ -881,6 +892,10 @@ struct Applied {
 /// Applies an output tree the way a cell is set up: the documented prerequisite namespaces,
 /// then cluster-scoped objects and Namespaces (real creates), then namespaced objects.
 /// Checks first that every kind is served (CRDs installed) and scoped as the object says.
+/// The kinds tenantc emits into tenant namespaces that the tenant floor judges, with the
+/// tenant's params: applied after every other namespaced object.
+const JUDGED_KINDS: &[&str] = &["ResourceClaim", "ResourceClaimTemplate"];
+
 fn apply_tree(cluster: &Cluster, objects: &[Object], dry_run: bool) -> Applied {
     let scopes = cluster.scopes();
     let emitted_namespaces: BTreeSet<&str> = objects
@@ -961,11 +976,28 @@ fn apply_tree(cluster: &Cluster, objects: &[Object], dry_run: bool) -> Applied {
             run.stderr
         );
     }
-    let (first, second): (Vec<&Object>, Vec<&Object>) = objects
-        .iter()
-        .partition(|object| object.namespace.is_none());
-    let mut refusals = apply_batch(cluster, &first, dry_run);
-    refusals.extend(apply_batch(cluster, &second, dry_run));
+    // One synced folder tree at a time (a cell, or the fleet's `argocd/`): every cell is its own
+    // cluster, and its tenants' params have the same names in each, so a cell's objects are
+    // judged while its own params are in place. In each, cluster-scoped objects first (the
+    // floor's policies and bindings among them), then the namespaced ones, and last the kinds
+    // the floor judges (a DRA cell's ResourceClaimTemplates), once the tenants' params exist:
+    // Argo CD and Flux likewise apply ConfigMaps before kinds they do not order by name.
+    let mut trees: BTreeMap<&str, Vec<&Object>> = BTreeMap::new();
+    for object in objects {
+        let tree = object.path.split('/').next().unwrap_or_default();
+        trees.entry(tree).or_default().push(object);
+    }
+    let judged = |object: &&Object| JUDGED_KINDS.contains(&object.kind.as_str());
+    let mut refusals = Refusals::new();
+    for tree in trees.into_values() {
+        let (first, rest): (Vec<&Object>, Vec<&Object>) = tree
+            .into_iter()
+            .partition(|object| object.namespace.is_none());
+        let (last, second): (Vec<&Object>, Vec<&Object>) = rest.into_iter().partition(judged);
+        refusals.extend(apply_batch(cluster, &first, dry_run));
+        refusals.extend(apply_batch(cluster, &second, dry_run));
+        refusals.extend(apply_batch(cluster, &last, dry_run));
+    }
     let mut kinds = BTreeMap::new();
     for object in objects {
         *kinds.entry(object.kind.clone()).or_insert(0) += 1;

@@ -32,7 +32,7 @@ use tenantc::plan::CellPlan;
 use tenantc::policy::{Outcome, Request};
 
 /// The offline verdict on a member's request: `None` admitted, else its first message.
-fn offline(cell: &CellPlan, before: Option<&Value>, after: &Value) -> Option<String> {
+pub(super) fn offline(cell: &CellPlan, before: Option<&Value>, after: &Value) -> Option<String> {
     let mut request = Request::create(&super::policy_cases::namespace_of(after), after.clone());
     if let Some(before) = before {
         request.operation = "UPDATE".to_string();
@@ -46,7 +46,7 @@ fn offline(cell: &CellPlan, before: Option<&Value>, after: &Value) -> Option<Str
 }
 
 /// The API server's answer to a member's request: `Ok` when admitted, else its message.
-fn online(
+pub(super) fn online(
     cluster: &Cluster,
     cell: &CellPlan,
     before: Option<&Value>,

@@ -2,7 +2,8 @@
 //! with each resource of its namespaces, and the ClusterRole each group kind is bound to.
 //!
 //! Consumes: nothing. Produces: the table [`ACCESS`] of the rows every cell has, the rows of each
-//! scheduler's own kinds ([`KUEUE_ACCESS`], [`VOLCANO_ACCESS`]) and [`access`], a cell's table;
+//! scheduler's own kinds ([`KUEUE_ACCESS`], [`VOLCANO_ACCESS`]), of a DRA cell's claims
+//! ([`DRA_ACCESS`]) and [`access`], a cell's table;
 //! the role names and [`cluster_role_of`];
 //! `lower/rbac.rs` writes the ClusterRoles from them and `review` shows them, so the reviewer
 //! view cannot claim a permission the roles do not hold.
@@ -11,13 +12,13 @@
 //! - Every row names its API group and resource one by one: no `*`, no
 //!   `serviceaccounts/token`.
 //! - No role writes a floor object (ResourceQuota, LimitRange, NetworkPolicy, LocalQueue,
-//!   Namespace, ServiceAccount) or holds the verbs `impersonate`, `escalate` or `bind`; only the
+//!   Namespace, ServiceAccount, a ResourceClaim's status) or holds the verbs `impersonate`, `escalate` or `bind`; only the
 //!   admin role writes RoleBindings.
 //! - Viewer is a subset of member, and member of admin, row by row; the viewer reads no Secrets.
 
-use crate::model::Scheduler;
 /// The tenant roles, the model's enum, for the stages above that read the roles here.
 pub use crate::model::TenantRole;
+use crate::model::{DeviceMode, Scheduler};
 
 /// The ClusterRole of a tenant's `admin` group.
 pub const ADMIN_ROLE: &str = "tenantc:tenant-admin";
@@ -142,15 +143,35 @@ pub const VOLCANO_ACCESS: &[Access] = &[row(
     MANAGE,
 )];
 
-/// The rows of a cell whose scheduler is `scheduler`: [`ACCESS`] and the scheduler's own, sorted
-/// by API group and resource.
-pub fn access(scheduler: Scheduler) -> Vec<Access> {
-    access_of(&[scheduler])
+/// The rows of a DRA cell (`devices "dra"`): ResourceClaims and ResourceClaimTemplates, which
+/// members write to claim devices beyond the templates tenantc emits (eight GPUs in one claim,
+/// a selector, a constraint); the floor holds every claim and template to the namespace's own
+/// device classes and refuses admin access (`lower/admission.rs`, the claims policy). Not their
+/// `status` (an allocation the tenant wrote would name devices on any node), nor DeviceClasses,
+/// ResourceSlices or DeviceTaintRules, which are cluster-scoped and out of every tenant role's
+/// reach.
+pub const DRA_ACCESS: &[Access] = &[
+    row("resource.k8s.io", "resourceclaims", READ, MANAGE, MANAGE),
+    row(
+        "resource.k8s.io",
+        "resourceclaimtemplates",
+        READ,
+        MANAGE,
+        MANAGE,
+    ),
+];
+
+/// The rows of a cell whose scheduler is `scheduler` and whose GPUs reach pods by `devices`:
+/// [`ACCESS`], the scheduler's own and, in a DRA cell, [`DRA_ACCESS`], sorted by API group and
+/// resource.
+pub fn access(scheduler: Scheduler, devices: DeviceMode) -> Vec<Access> {
+    access_of(&[scheduler], &[devices])
 }
 
-/// The rows of a tenant that runs in cells of every scheduler in `schedulers` (the reviewer view
-/// of a tenant across cells): [`ACCESS`] and each scheduler's own, sorted.
-pub fn access_of(schedulers: &[Scheduler]) -> Vec<Access> {
+/// The rows of a tenant that runs in cells of every scheduler in `schedulers` and every device
+/// mode in `devices` (the reviewer view of a tenant across cells): [`ACCESS`] and each
+/// backend's own, sorted.
+pub fn access_of(schedulers: &[Scheduler], devices: &[DeviceMode]) -> Vec<Access> {
     let mut rows: Vec<Access> = ACCESS.to_vec();
     for scheduler in Scheduler::ALL {
         if !schedulers.contains(&scheduler) {
@@ -160,6 +181,9 @@ pub fn access_of(schedulers: &[Scheduler]) -> Vec<Access> {
             Scheduler::Kueue => KUEUE_ACCESS,
             Scheduler::Volcano => VOLCANO_ACCESS,
         });
+    }
+    if devices.contains(&DeviceMode::Dra) {
+        rows.extend_from_slice(DRA_ACCESS);
     }
     rows.sort_by_key(|row| (row.api_group, row.resource));
     rows
@@ -200,6 +224,10 @@ mod tests {
         ("kueue.x-k8s.io", "localqueues"),
         ("kueue.x-k8s.io", "workloads"),
         ("networking.k8s.io", "networkpolicies"),
+        ("resource.k8s.io", "deviceclasses"),
+        ("resource.k8s.io", "devicetaintrules"),
+        ("resource.k8s.io", "resourceclaims/status"),
+        ("resource.k8s.io", "resourceslices"),
         ("scheduling.volcano.sh", "queues"),
     ];
     const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
@@ -212,10 +240,15 @@ mod tests {
         ]
     }
 
-    /// Every table a cell's roles are made from: each scheduler's, and all at once.
+    const DEVICES: [DeviceMode; 2] = [DeviceMode::DevicePlugin, DeviceMode::Dra];
+
+    /// Every table a cell's roles are made from: each backend combination's, and all at once.
     fn tables() -> Vec<Vec<Access>> {
-        let mut tables: Vec<Vec<Access>> = Scheduler::ALL.into_iter().map(access).collect();
-        tables.push(access_of(&Scheduler::ALL));
+        let mut tables: Vec<Vec<Access>> = Scheduler::ALL
+            .into_iter()
+            .flat_map(|scheduler| DEVICES.map(|devices| access(scheduler, devices)))
+            .collect();
+        tables.push(access_of(&Scheduler::ALL, &DEVICES));
         tables
     }
 
@@ -243,7 +276,7 @@ mod tests {
 
     #[test]
     fn viewer_is_within_member_and_member_within_admin() {
-        for access in &access_of(&Scheduler::ALL) {
+        for access in &access_of(&Scheduler::ALL, &DEVICES) {
             for verb in access.viewer {
                 assert!(access.member.contains(verb), "{access:?}: viewer {verb}");
             }
@@ -255,7 +288,7 @@ mod tests {
 
     #[test]
     fn no_role_writes_the_floor_or_holds_a_verb_that_undoes_it() {
-        for access in &access_of(&Scheduler::ALL) {
+        for access in &access_of(&Scheduler::ALL, &DEVICES) {
             for (role, verbs) in columns(access) {
                 for verb in verbs {
                     assert!(
@@ -290,8 +323,8 @@ mod tests {
 
     #[test]
     fn each_scheduler_adds_only_its_own_kinds() {
-        let kueue = access(Scheduler::Kueue);
-        let volcano = access(Scheduler::Volcano);
+        let kueue = access(Scheduler::Kueue, DeviceMode::DevicePlugin);
+        let volcano = access(Scheduler::Volcano, DeviceMode::DevicePlugin);
         assert!(kueue.iter().any(|row| row.resource == "localqueues"));
         assert!(
             !kueue
@@ -302,6 +335,30 @@ mod tests {
         assert!(!volcano.iter().any(|row| row.api_group == "kueue.x-k8s.io"));
         assert_eq!(kueue.len(), ACCESS.len() + KUEUE_ACCESS.len());
         assert_eq!(volcano.len(), ACCESS.len() + VOLCANO_ACCESS.len());
+    }
+
+    #[test]
+    fn only_a_dra_cell_lets_members_write_claims_and_no_role_writes_their_status() {
+        for scheduler in Scheduler::ALL {
+            let plugin = access(scheduler, DeviceMode::DevicePlugin);
+            assert!(!plugin.iter().any(|row| row.api_group == "resource.k8s.io"));
+            let dra = access(scheduler, DeviceMode::Dra);
+            assert_eq!(dra.len(), plugin.len() + DRA_ACCESS.len());
+            for resource in ["resourceclaims", "resourceclaimtemplates"] {
+                let row = dra
+                    .iter()
+                    .find(|row| row.api_group == "resource.k8s.io" && row.resource == resource)
+                    .expect("a row for the claims");
+                assert!(row.member.contains(&"create"), "{row:?}");
+                assert!(!row.viewer.contains(&"create"), "{row:?}");
+            }
+            assert!(
+                dra.iter()
+                    .filter(|row| row.api_group == "resource.k8s.io")
+                    .all(|row| !row.resource.contains('/')),
+                "no subresource of a claim is granted"
+            );
+        }
     }
 
     #[test]

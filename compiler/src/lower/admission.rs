@@ -47,9 +47,9 @@ use crate::emit::Body;
 use crate::emit::InternalError;
 use crate::facts::pod_security::PodSecurityLevel;
 use crate::kube::labels::{NAMESPACE_NAME_LABEL, TENANT_LABEL};
-use crate::model::AdmissionEngine;
 /// The schedulers a floor is made for ([`rules`]), for the tools that judge a cell's floor.
 pub use crate::model::Scheduler;
+use crate::model::{AdmissionEngine, DeviceMode};
 use crate::plan::admission::{ParamKey, params};
 use crate::plan::{CellPlan, TenantPlan};
 
@@ -441,9 +441,9 @@ pub const RULES: &[Rule] = &[
     Rule {
         name: "gpu-runtime-class",
         judges: Judges::Writes,
-        expression: "!has(variables.spec.runtimeClassName) || variables.spec.runtimeClassName == '' || (variables.spec.runtimeClassName in variables.gpuRuntimeClasses && variables.requestsGpu)",
-        message: "pods may name only a runtime class the cell declares, and only when they request a GPU (nvidia.com/* in resources.limits of a container): the runtime hands the node's GPUs to containers that request none",
-        message_expression: "variables.spec.runtimeClassName in variables.gpuRuntimeClasses ? 'runtime class ' + variables.spec.runtimeClassName + ' hands the GPUs of its node to containers, so a pod that names it must request a GPU (nvidia.com/* in resources.limits of a container or init container); request one, or remove spec.runtimeClassName' : 'runtime class ' + variables.spec.runtimeClassName + ' is not one the cell declares ([' + params.data.gpuRuntimeClasses + ']); other classes on the node (such as nvidia-cdi or nvidia-legacy) may hand its GPUs to any container, so remove spec.runtimeClassName'",
+        expression: "!has(variables.spec.runtimeClassName) || variables.spec.runtimeClassName == '' || (variables.spec.runtimeClassName in variables.gpuRuntimeClasses && variables.gpuPod)",
+        message: "pods may name only a runtime class the cell declares, and only when they request a GPU (nvidia.com/* in resources.limits of a container, or a device claim in spec.resourceClaims): the runtime hands the node's GPUs to containers that request none",
+        message_expression: "variables.spec.runtimeClassName in variables.gpuRuntimeClasses ? 'runtime class ' + variables.spec.runtimeClassName + ' hands the GPUs of its node to containers, so a pod that names it must request a GPU (nvidia.com/* in resources.limits of a container or init container, or a device claim in spec.resourceClaims); request one, or remove spec.runtimeClassName' : 'runtime class ' + variables.spec.runtimeClassName + ' is not one the cell declares ([' + params.data.gpuRuntimeClasses + ']); other classes on the node (such as nvidia-cdi or nvidia-legacy) may hand its GPUs to any container, so remove spec.runtimeClassName'",
     },
     Rule {
         name: "pool-tolerations",
@@ -1026,31 +1026,62 @@ pub const PODGROUP_MATCH_CONDITION: (&str, &str) = (
 /// validations of [`PODGROUP_RULES`], on CREATE and UPDATE of `scheduling.volcano.sh/v1beta1`
 /// PodGroups.
 pub fn podgroup_policy() -> ValidatingAdmissionPolicy {
+    side_policy(SidePolicy {
+        name: PODGROUP_POLICY_NAME,
+        api_group: "scheduling.volcano.sh",
+        api_version: "v1beta1",
+        resources: &["podgroups"],
+        condition: PODGROUP_MATCH_CONDITION,
+        variables: PODGROUP_VARIABLES,
+        rules: PODGROUP_RULES,
+    })
+}
+
+/// A policy of the floor beside the pod floor, for one API group's kinds: what differs between
+/// the PodGroup policy and the device claims policy.
+struct SidePolicy {
+    name: &'static str,
+    api_group: &'static str,
+    api_version: &'static str,
+    resources: &'static [&'static str],
+    condition: (&'static str, &'static str),
+    variables: &'static [(&'static str, &'static str)],
+    rules: &'static [Rule],
+}
+
+/// The policy of `side`: fail closed, the tenant's params, on CREATE and UPDATE of its
+/// namespaced resources under its match condition.
+fn side_policy(side: SidePolicy) -> ValidatingAdmissionPolicy {
     ValidatingAdmissionPolicy {
-        metadata: cluster_meta(PODGROUP_POLICY_NAME),
+        metadata: cluster_meta(side.name),
         spec: Some(ValidatingAdmissionPolicySpec {
             failure_policy: Some("Fail".to_string()),
             match_constraints: Some(MatchResources {
                 resource_rules: Some(vec![NamedRuleWithOperations {
-                    api_groups: Some(vec!["scheduling.volcano.sh".to_string()]),
-                    api_versions: Some(vec!["v1beta1".to_string()]),
+                    api_groups: Some(vec![side.api_group.to_string()]),
+                    api_versions: Some(vec![side.api_version.to_string()]),
                     operations: Some(vec!["CREATE".to_string(), "UPDATE".to_string()]),
-                    resources: Some(vec!["podgroups".to_string()]),
+                    resources: Some(
+                        side.resources
+                            .iter()
+                            .map(|resource| (*resource).to_string())
+                            .collect(),
+                    ),
                     scope: Some("Namespaced".to_string()),
                     ..NamedRuleWithOperations::default()
                 }]),
                 ..MatchResources::default()
             }),
             match_conditions: Some(vec![MatchCondition {
-                name: PODGROUP_MATCH_CONDITION.0.to_string(),
-                expression: PODGROUP_MATCH_CONDITION.1.to_string(),
+                name: side.condition.0.to_string(),
+                expression: side.condition.1.to_string(),
             }]),
             param_kind: Some(ParamKind {
                 api_version: Some("v1".to_string()),
                 kind: Some("ConfigMap".to_string()),
             }),
             variables: Some(
-                PODGROUP_VARIABLES
+                side.variables
                     .iter()
                     .map(|(name, expression)| Variable {
                         name: (*name).to_string(),
@@ -1059,7 +1090,7 @@ pub fn podgroup_policy() -> ValidatingAdmissionPolicy {
                     .collect(),
             ),
             validations: Some(
-                PODGROUP_RULES
+                side.rules
                     .iter()
                     .map(|rule| Validation {
                         expression: rule.emitted_expression(),
@@ -1085,13 +1116,113 @@ pub fn podgroup_binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding
     object
 }
 
-/// The floor's policies in a cell of `scheduler`: [`policy_for`] it, and in a Volcano cell the
-/// PodGroup policy; what every engine's floor is made from (`engines.rs`).
-pub fn floor_policies(scheduler: Scheduler) -> Vec<ValidatingAdmissionPolicy> {
+/// The name of a DRA cell's device claims policy.
+pub const DEVICE_CLAIMS_POLICY_NAME: &str = "tenantc-tenant-device-claims";
+
+/// The name of a tenant's binding of the device claims policy.
+pub fn device_claims_binding_name(tenant: &str) -> String {
+    format!("{DEVICE_CLAIMS_POLICY_NAME}-{tenant}")
+}
+
+/// The named CEL variables of the device claims policy.
+pub const DEVICE_CLAIMS_VARIABLES: &[(&str, &str)] = &[
+    (
+        "deviceClasses",
+        "params.data.deviceClasses == '' ? [] : params.data.deviceClasses.split(',')",
+    ),
+    // The claim a ResourceClaim is, or a ResourceClaimTemplate stamps out for each pod.
+    (
+        "claimSpec",
+        "object.kind == 'ResourceClaimTemplate' ? (has(object.spec.spec) ? object.spec.spec : {}) : (has(object.spec) ? object.spec : {})",
+    ),
+    (
+        "deviceRequests",
+        "has(variables.claimSpec.devices) && has(variables.claimSpec.devices.requests) ? variables.claimSpec.devices.requests : []",
+    ),
+    // Every class a request names that the namespace may not claim devices of: the class of an
+    // exact request, and the classes of a request's alternatives (`firstAvailable`), which the
+    // scheduler tries in order, joined by commas.
+    (
+        "foreignClasses",
+        "variables.deviceRequests.filter(r, has(r.exactly) && !((request.namespace + '=' + (has(r.exactly.deviceClassName) ? r.exactly.deviceClassName : '')) in variables.deviceClasses)).map(r, has(r.exactly.deviceClassName) ? r.exactly.deviceClassName : '(no class)') + variables.deviceRequests.filter(r, has(r.firstAvailable) && r.firstAvailable.exists(s, !((request.namespace + '=' + (has(s.deviceClassName) ? s.deviceClassName : '')) in variables.deviceClasses))).map(r, r.firstAvailable.filter(s, !((request.namespace + '=' + (has(s.deviceClassName) ? s.deviceClassName : '')) in variables.deviceClasses)).map(s, has(s.deviceClassName) ? s.deviceClassName : '(no class)').join(','))",
+    ),
+    // A claim made from a template for a pod may have only a `generateName` when it is judged.
+    (
+        "claimName",
+        "has(object.metadata.name) && object.metadata.name != '' ? object.metadata.name : (has(object.metadata.generateName) ? object.metadata.generateName : '')",
+    ),
+    (
+        "ownClasses",
+        "variables.deviceClasses.filter(p, p.startsWith(request.namespace + '=')).map(p, p.substring(size(request.namespace) + 1))",
+    ),
+];
+
+/// The validations of the device claims policy: every request of a ResourceClaim or of the
+/// claim a ResourceClaimTemplate stamps out names only device classes its namespace may claim
+/// devices of, and none asks for admin access (which hands over devices already allocated to
+/// others, for monitoring).
+pub const DEVICE_CLAIMS_RULES: &[Rule] = &[
+    Rule {
+        name: "device-claim-classes",
+        judges: Judges::Writes,
+        expression: "size(variables.foreignClasses) == 0",
+        message: "ResourceClaims and ResourceClaimTemplates may name only the device classes their namespace reserves devices of",
+        message_expression: "object.kind + ' ' + variables.claimName + ' names device class ' + variables.foreignClasses.join(', ') + ', which namespace ' + request.namespace + ' of tenant ' + params.data.tenant + ' reserves no devices of; it may claim [' + variables.ownClasses.join(', ') + ']'",
+    },
+    Rule {
+        name: "device-claim-admin-access",
+        judges: Judges::Writes,
+        expression: "!variables.deviceRequests.exists(r, has(r.exactly) && has(r.exactly.adminAccess) && r.exactly.adminAccess)",
+        message: "ResourceClaims of tenants may not ask for admin access to devices",
+        message_expression: "object.kind + ' ' + variables.claimName + ' of tenant ' + params.data.tenant + ' asks for adminAccess, which grants devices already allocated to other claims, of other tenants too; remove it'",
+    },
+];
+
+/// The condition under which the device claims policy runs: every CREATE, and an UPDATE that
+/// changes the spec (immutable in both kinds today, so a controller's finalizer update on a
+/// claim made before the tenant's classes changed is never refused).
+pub const DEVICE_CLAIMS_MATCH_CONDITION: (&str, &str) = (
+    "changes-what-the-floor-checks",
+    "request.operation != 'UPDATE' || object.spec != oldObject.spec",
+);
+
+/// A DRA cell's device claims policy, the same in every DRA cell: the tenant's params, the
+/// validations of [`DEVICE_CLAIMS_RULES`], on CREATE and UPDATE of `resource.k8s.io/v1`
+/// ResourceClaims and ResourceClaimTemplates.
+pub fn device_claims_policy() -> ValidatingAdmissionPolicy {
+    side_policy(SidePolicy {
+        name: DEVICE_CLAIMS_POLICY_NAME,
+        api_group: "resource.k8s.io",
+        api_version: "v1",
+        resources: &["resourceclaims", "resourceclaimtemplates"],
+        condition: DEVICE_CLAIMS_MATCH_CONDITION,
+        variables: DEVICE_CLAIMS_VARIABLES,
+        rules: DEVICE_CLAIMS_RULES,
+    })
+}
+
+/// A tenant's binding of the device claims policy: its namespaces, its params (the floor's).
+pub fn device_claims_binding(tenant: &TenantPlan) -> ValidatingAdmissionPolicyBinding {
+    let mut object = binding(tenant);
+    object.metadata.name = Some(device_claims_binding_name(&tenant.name));
+    if let Some(spec) = &mut object.spec {
+        spec.policy_name = Some(DEVICE_CLAIMS_POLICY_NAME.to_string());
+    }
+    object
+}
+
+/// The floor's policies in a cell of `scheduler` whose GPUs reach pods by `devices`:
+/// [`policy_for`] the scheduler, in a Volcano cell the PodGroup policy, and in a DRA cell the
+/// device claims policy; what every engine's floor is made from (`engines.rs`).
+pub fn floor_policies(scheduler: Scheduler, devices: DeviceMode) -> Vec<ValidatingAdmissionPolicy> {
     let mut policies = vec![policy_for(scheduler)];
     match scheduler {
         Scheduler::Kueue => {}
         Scheduler::Volcano => policies.push(podgroup_policy()),
+    }
+    match devices {
+        DeviceMode::DevicePlugin => {}
+        DeviceMode::Dra => policies.push(device_claims_policy()),
     }
     policies
 }
@@ -1100,11 +1231,16 @@ pub fn floor_policies(scheduler: Scheduler) -> Vec<ValidatingAdmissionPolicy> {
 pub fn tenant_bindings(
     tenant: &TenantPlan,
     scheduler: Scheduler,
+    devices: DeviceMode,
 ) -> Vec<ValidatingAdmissionPolicyBinding> {
     let mut bindings = vec![binding(tenant)];
     match scheduler {
         Scheduler::Kueue => {}
         Scheduler::Volcano => bindings.push(podgroup_binding(tenant)),
+    }
+    match devices {
+        DeviceMode::DevicePlugin => {}
+        DeviceMode::Dra => bindings.push(device_claims_binding(tenant)),
     }
     bindings
 }
@@ -1141,7 +1277,7 @@ pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Body)>, Inter
         format!("namespace-{PARAMS_NAMESPACE}.yaml"),
         body(&params_namespace(cell))?,
     )];
-    let policies = floor_policies(cell.backends.scheduler);
+    let policies = floor_policies(cell.backends.scheduler, cell.backends.devices);
     match cell.backends.admission {
         AdmissionEngine::Vap => {
             for policy in &policies {
@@ -1173,9 +1309,9 @@ pub(super) fn tenant_objects(
     tenant: &TenantPlan,
     cell: &CellPlan,
 ) -> Result<Vec<(String, Body)>, InternalError> {
-    let scheduler = cell.backends.scheduler;
-    let policies = floor_policies(scheduler);
-    let bindings = tenant_bindings(tenant, scheduler);
+    let (scheduler, devices) = (cell.backends.scheduler, cell.backends.devices);
+    let policies = floor_policies(scheduler, devices);
+    let bindings = tenant_bindings(tenant, scheduler, devices);
     let mut objects = Vec::new();
     match cell.backends.admission {
         AdmissionEngine::Vap => {
@@ -1265,8 +1401,12 @@ mod tests {
     }
 
     /// Every name the emitted policy reads as `params.data.<name>`.
+    /// Every name the policies of a Kueue cell with DRA read: the pod floor and the device
+    /// claims policy.
     fn read_keys() -> BTreeSet<String> {
-        read_keys_of(&policy())
+        let mut read = read_keys_of(&policy());
+        read.extend(read_keys_of(&device_claims_policy()));
+        read
     }
 
     /// Every name `policy` reads as `params.data.<name>`.
@@ -1331,6 +1471,7 @@ mod tests {
     fn a_volcano_cells_two_policies_read_exactly_the_keys_the_params_write() {
         let mut read = read_keys_of(&policy_for(Scheduler::Volcano));
         read.extend(read_keys_of(&podgroup_policy()));
+        read.extend(read_keys_of(&device_claims_policy()));
         let unknown: Vec<&String> = read
             .iter()
             .filter(|name| ParamKey::parse(name).is_none())

@@ -60,6 +60,12 @@ pub const KINDS: &[(&str, &str, &str)] = &[
     ("batch", "cronjobs", "CronJob"),
     ("batch", "jobs", "Job"),
     ("rbac.authorization.k8s.io", "rolebindings", "RoleBinding"),
+    ("resource.k8s.io", "resourceclaims", "ResourceClaim"),
+    (
+        "resource.k8s.io",
+        "resourceclaimtemplates",
+        "ResourceClaimTemplate",
+    ),
     ("scheduling.volcano.sh", "podgroups", "PodGroup"),
 ];
 
@@ -524,9 +530,12 @@ mod tests {
 
     #[test]
     fn every_resource_the_floors_match_has_a_kind() {
-        use crate::model::Scheduler;
-        for scheduler in [Scheduler::Kueue, Scheduler::Volcano] {
-            for policy in super::super::admission::floor_policies(scheduler) {
+        use crate::model::{DeviceMode, Scheduler};
+        for (scheduler, devices) in [Scheduler::Kueue, Scheduler::Volcano]
+            .into_iter()
+            .flat_map(|s| [DeviceMode::DevicePlugin, DeviceMode::Dra].map(|d| (s, d)))
+        {
+            for policy in super::super::admission::floor_policies(scheduler, devices) {
                 let template = gatekeeper_template(&policy, ["tenant"]).unwrap();
                 use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBindingSpec;
                 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
@@ -558,19 +567,30 @@ mod tests {
         }
     }
 
-    /// The output of the fixture fleet with every cell's `admission` set to `engine`, and with
-    /// `scheduler "volcano"` in `eu-west-4b` when `volcano`.
-    fn fleet_output(engine: &str, volcano: bool) -> (crate::emit::OutputTree, usize) {
+    /// The output of the fixture fleet with every cell's `admission` set to `engine`, and, when
+    /// `others`, the other backends: `scheduler "volcano"` in `eu-west-4b` and `devices "dra"`
+    /// (on Kubernetes 1.34) in `us-east-1a`.
+    fn fleet_output(engine: &str, others: bool) -> (crate::emit::OutputTree, usize) {
         let files = crate::testing::support::example_files();
         let edited: Vec<(String, String)> = files
             .into_iter()
             .map(|(path, text)| {
                 if path.starts_with("cells/") {
                     let mut lines = format!("    admission \"{engine}\"\n    kubernetes \"");
-                    if volcano && path.contains("eu-west-4b") {
+                    if others && path.contains("eu-west-4b") {
                         lines = format!("    scheduler \"volcano\"\n{lines}");
                     }
-                    (path, text.replacen("    kubernetes \"", &lines, 1))
+                    let mut text = text.replacen("    kubernetes \"", &lines, 1);
+                    if others && path.contains("us-east-1a") {
+                        let edited = text.replacen(
+                            "    kubernetes \"1.33\"",
+                            "    devices \"dra\"\n    kubernetes \"1.34\"",
+                            1,
+                        );
+                        assert_ne!(edited, text, "the DRA edit applies");
+                        text = edited;
+                    }
+                    (path, text)
                 } else {
                     (path, text)
                 }
@@ -597,7 +617,11 @@ mod tests {
             .iter()
             .map(|cell| {
                 cell.tenants.len()
-                    * super::super::admission::floor_policies(cell.backends.scheduler).len()
+                    * super::super::admission::floor_policies(
+                        cell.backends.scheduler,
+                        cell.backends.devices,
+                    )
+                    .len()
             })
             .sum();
         (compilation.output.unwrap(), expected)
@@ -683,18 +707,24 @@ mod tests {
                         .is_some_and(|name| name.starts_with("tenantctenant"))
                 })
                 .count();
-            assert_eq!(floor_templates, if volcano { 3 } else { 2 });
+            // One floor per cell, a PodGroup policy in the Volcano cell, a device claims policy in
+            // the DRA cell.
+            assert_eq!(floor_templates, if volcano { 4 } else { 2 });
             for (path, template) in &templates {
                 let found = crate::kube::crd_schema::violations(schema, template);
                 assert!(found.is_empty(), "{path}: {found:#?}");
             }
             let mut constraints = 0;
-            for kind in ["TenantcTenantFloor", "TenantcTenantPodgroups"] {
+            for kind in [
+                "TenantcTenantFloor",
+                "TenantcTenantPodgroups",
+                "TenantcTenantDeviceClaims",
+            ] {
                 let Some((_, template)) = templates
                     .iter()
                     .find(|(_, template)| template["spec"]["crd"]["spec"]["names"]["kind"] == kind)
                 else {
-                    assert!(!volcano || kind != "TenantcTenantPodgroups");
+                    assert!(!volcano || kind == "TenantcTenantFloor");
                     continue;
                 };
                 let typed: ConstraintTemplate = ConstraintTemplate::new(

@@ -104,7 +104,9 @@ fn lower_cell(cell_plan: &CellPlan) -> Result<Manifest, InternalError> {
                 body(&priority_class(priority))?,
             );
         }
-        for (file, body) in rbac::cluster_roles(cell_plan.backends.scheduler)? {
+        for (file, body) in
+            rbac::cluster_roles(cell_plan.backends.scheduler, cell_plan.backends.devices)?
+        {
             push(&CellFolder::Cluster, file, cell_only.clone(), body);
         }
         for (file, body) in guard::cell_objects(cell_plan)? {

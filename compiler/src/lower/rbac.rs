@@ -1,8 +1,8 @@
 //! The tenant roles of a cell: three ClusterRoles that tenant groups are bound to in their
 //! namespaces, instead of the built-in `admin`, `edit` and `view`.
 //!
-//! Consumes: the cell's scheduler and the tables of `facts/rbac.rs` ([`access`]); every cell of
-//! one scheduler gets the same three roles. Produces: the ClusterRoles [`ADMIN_ROLE`], [`MEMBER_ROLE`] and [`VIEWER_ROLE`] as
+//! Consumes: the cell's scheduler and device mode and the tables of `facts/rbac.rs`
+//! ([`access`]); every cell of one scheduler and device mode gets the same three roles. Produces: the ClusterRoles [`ADMIN_ROLE`], [`MEMBER_ROLE`] and [`VIEWER_ROLE`] as
 //! `(file in <cell>/cluster/, object)`.
 //!
 //! Invariants (the first four held by the table's tests in `facts/rbac.rs`, the others by the
@@ -28,18 +28,26 @@ use super::{body, cluster_meta};
 use crate::emit::Body;
 use crate::emit::InternalError;
 use crate::facts::rbac::{access, cluster_role_of};
-use crate::model::Scheduler;
 use crate::model::TenantRole;
+use crate::model::{DeviceMode, Scheduler};
 
-/// The three tenant ClusterRoles of a cell whose scheduler is `scheduler`, as
-/// `(file in <cell>/cluster/, object)`.
-pub(super) fn cluster_roles(scheduler: Scheduler) -> Result<Vec<(String, Body)>, InternalError> {
+/// The three tenant ClusterRoles of a cell whose scheduler is `scheduler` and whose GPUs reach
+/// pods by `devices`, as `(file in <cell>/cluster/, object)`.
+pub(super) fn cluster_roles(
+    scheduler: Scheduler,
+    devices: DeviceMode,
+) -> Result<Vec<(String, Body)>, InternalError> {
     TenantRole::ALL
         .into_iter()
         .map(|role| {
             Ok((
                 format!("clusterrole-tenant-{role}.yaml"),
-                body(&cluster_role(cluster_role_of(role), role, scheduler))?,
+                body(&cluster_role(
+                    cluster_role_of(role),
+                    role,
+                    scheduler,
+                    devices,
+                ))?,
             ))
         })
         .collect()
@@ -47,9 +55,14 @@ pub(super) fn cluster_roles(scheduler: Scheduler) -> Result<Vec<(String, Body)>,
 
 /// One role from its column of the cell's table ([`access`]): one rule per API group and set of
 /// verbs, resources and verbs in a fixed order.
-fn cluster_role(name: &str, role: TenantRole, scheduler: Scheduler) -> ClusterRole {
+fn cluster_role(
+    name: &str,
+    role: TenantRole,
+    scheduler: Scheduler,
+    devices: DeviceMode,
+) -> ClusterRole {
     let mut rules: BTreeMap<(&str, &[&str]), Vec<String>> = BTreeMap::new();
-    for access in &access(scheduler) {
+    for access in &access(scheduler, devices) {
         let verbs = access.verbs(role);
         if verbs.is_empty() {
             continue;
@@ -88,8 +101,10 @@ mod tests {
 
     #[test]
     fn the_emitted_roles_cannot_be_aggregated_into_and_list_every_permission() {
-        for scheduler in Scheduler::ALL {
-            let roles = cluster_roles(scheduler).unwrap();
+        for (scheduler, devices) in Scheduler::ALL.into_iter().flat_map(|scheduler| {
+            [DeviceMode::DevicePlugin, DeviceMode::Dra].map(|devices| (scheduler, devices))
+        }) {
+            let roles = cluster_roles(scheduler, devices).unwrap();
             assert_eq!(roles.len(), 3);
             for (name, tenant_role, verbs_of) in [
                 (
@@ -100,7 +115,7 @@ mod tests {
                 (MEMBER_ROLE, TenantRole::Member, |a: &Access| a.member),
                 (VIEWER_ROLE, TenantRole::Viewer, |a: &Access| a.viewer),
             ] {
-                let role = cluster_role(name, tenant_role, scheduler);
+                let role = cluster_role(name, tenant_role, scheduler, devices);
                 assert!(role.aggregation_rule.is_none());
                 let labels = role.metadata.labels.clone().unwrap_or_default();
                 assert!(
@@ -119,7 +134,7 @@ mod tests {
                         }
                     }
                 }
-                let mut expected: Vec<(String, String, String)> = access(scheduler)
+                let mut expected: Vec<(String, String, String)> = access(scheduler, devices)
                     .iter()
                     .flat_map(|access| {
                         verbs_of(access).iter().map(|verb| {
@@ -133,7 +148,12 @@ mod tests {
                     .collect();
                 granted.sort();
                 expected.sort();
-                assert_eq!(granted, expected, "{name} in a {scheduler} cell");
+                assert_eq!(
+                    granted,
+                    expected,
+                    "{name} in a {scheduler} cell with {}",
+                    devices.as_str()
+                );
             }
         }
     }

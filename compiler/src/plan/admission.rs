@@ -38,6 +38,8 @@ pub enum ParamKey {
     ClaimNamespaces,
     /// `countedResources`.
     CountedResources,
+    /// `deviceClasses`.
+    DeviceClasses,
     /// `forbiddenLabelKeys`.
     ForbiddenLabelKeys,
     /// `forbiddenTaints`.
@@ -80,10 +82,11 @@ pub enum ParamKey {
 
 impl ParamKey {
     /// Every key.
-    pub const ALL: [ParamKey; 22] = [
+    pub const ALL: [ParamKey; 23] = [
         ParamKey::Cell,
         ParamKey::ClaimNamespaces,
         ParamKey::CountedResources,
+        ParamKey::DeviceClasses,
         ParamKey::ForbiddenLabelKeys,
         ParamKey::ForbiddenTaints,
         ParamKey::GpuModels,
@@ -111,6 +114,7 @@ impl ParamKey {
             ParamKey::Cell => "cell",
             ParamKey::ClaimNamespaces => "claimNamespaces",
             ParamKey::CountedResources => "countedResources",
+            ParamKey::DeviceClasses => "deviceClasses",
             ParamKey::ForbiddenLabelKeys => "forbiddenLabelKeys",
             ParamKey::ForbiddenTaints => "forbiddenTaints",
             ParamKey::GpuModels => "gpuModels",
@@ -149,6 +153,8 @@ pub struct AdmissionParams {
     pub claim_namespaces: String,
     /// Written under `countedResources`.
     pub counted_resources: String,
+    /// Written under `deviceClasses`.
+    pub device_classes: String,
     /// Written under `forbiddenLabelKeys`.
     pub forbidden_label_keys: String,
     /// Written under `forbiddenTaints`.
@@ -196,6 +202,7 @@ impl AdmissionParams {
             ParamKey::Cell => &self.cell,
             ParamKey::ClaimNamespaces => &self.claim_namespaces,
             ParamKey::CountedResources => &self.counted_resources,
+            ParamKey::DeviceClasses => &self.device_classes,
             ParamKey::ForbiddenLabelKeys => &self.forbidden_label_keys,
             ParamKey::ForbiddenTaints => &self.forbidden_taints,
             ParamKey::GpuModels => &self.gpu_models,
@@ -394,6 +401,7 @@ pub fn admission_params(tenant: &TenantPlan, cell: &CellPlan) -> AdmissionParams
         cell: cell.name.clone(),
         claim_namespaces: join(claim_namespaces),
         counted_resources: join(counted_resources(tenant)),
+        device_classes: join(device_classes(tenant)),
         forbidden_label_keys: join(forbidden_labels),
         forbidden_taints: join(forbidden_taints(tenant, cell)),
         gpu_models: join(gpu_models),
@@ -436,6 +444,26 @@ fn counted_resources(tenant: &TenantPlan) -> Vec<String> {
         .flat_map(|namespace| namespace.gpu.keys().cloned())
         .collect();
     names.into_iter().collect()
+}
+
+/// The DRA device classes each namespace of the tenant may name in its ResourceClaims and
+/// ResourceClaimTemplates, as `namespace=class`: those it may claim devices of (a count above
+/// 0 in its quota), sorted; none outside a DRA cell.
+fn device_classes(tenant: &TenantPlan) -> Vec<String> {
+    let mut pairs: Vec<String> = tenant
+        .namespaces
+        .iter()
+        .flat_map(|namespace| {
+            namespace
+                .dra_devices
+                .iter()
+                .filter(|(_, count)| **count > 0)
+                .map(|(class, _)| format!("{}={class}", namespace.name))
+        })
+        .collect();
+    pairs.sort();
+    pairs.dedup();
+    pairs
 }
 
 /// The tenant's verified weight digests (`sha256:<root>`), sorted and without repeats.

@@ -547,9 +547,12 @@ fn node_to_json(node: &crate::parse::Node) -> Result<Json, String> {
 /// The verdict of the cell's tenant floor on one object in its namespace: the tenant whose
 /// binding selects the namespace, and the outcome; `None` when no tenant of the cell owns the
 /// namespace (the floor does not apply there). The floor is the one of the cell's scheduler;
-/// in a Volcano cell a PodGroup is judged by the PodGroup policy, which the floor leaves it to.
+/// in a Volcano cell a PodGroup is judged by the PodGroup policy, and in a DRA cell a
+/// ResourceClaim or ResourceClaimTemplate by the device claims policy, which the floor leaves
+/// them to.
 pub fn check_object(cell: &crate::plan::CellPlan, request: &Request) -> Option<(String, Outcome)> {
     use crate::lower::admission::{self, Scheduler};
+    use crate::model::DeviceMode;
     let tenant = cell.tenants.iter().find(|tenant| {
         tenant
             .namespaces
@@ -561,14 +564,22 @@ pub fn check_object(cell: &crate::plan::CellPlan, request: &Request) -> Option<(
     } else {
         &request.object
     };
-    let podgroup = subject.get("kind").and_then(Json::as_str) == Some("PodGroup");
-    let (policy, binding) = match (cell.backends.scheduler, podgroup) {
-        (Scheduler::Volcano, true) => (
+    let kind = subject
+        .get("kind")
+        .and_then(Json::as_str)
+        .unwrap_or_default();
+    let backends = cell.backends;
+    let (policy, binding) = match (backends.scheduler, backends.devices, kind) {
+        (Scheduler::Volcano, _, "PodGroup") => (
             admission::podgroup_policy(),
             admission::podgroup_binding(tenant),
         ),
-        (Scheduler::Kueue | Scheduler::Volcano, _) => (
-            admission::policy_for(cell.backends.scheduler),
+        (_, DeviceMode::Dra, "ResourceClaim" | "ResourceClaimTemplate") => (
+            admission::device_claims_policy(),
+            admission::device_claims_binding(tenant),
+        ),
+        _ => (
+            admission::policy_for(backends.scheduler),
             admission::binding(tenant),
         ),
     };

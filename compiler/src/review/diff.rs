@@ -223,7 +223,7 @@ fn param_list<'a>(params: &'a BTreeMap<String, String>, key: &str) -> Vec<&'a st
 type ListParam = (&'static str, &'static str, Area, &'static str, Widen);
 
 /// The list params of a tenant in a cell that no other fact names.
-const TENANT_LIST_PARAMS: [ListParam; 5] = [
+const TENANT_LIST_PARAMS: [ListParam; 6] = [
     (
         "claimNamespaces",
         "claim templates in namespace",
@@ -250,6 +250,14 @@ const TENANT_LIST_PARAMS: [ListParam; 5] = [
         "counted resource",
         Area::Entitlement,
         "counted",
+        Widen::Never,
+    ),
+    // A class follows a reservation, whose quota is judged as a quota fact.
+    (
+        "deviceClasses",
+        "device claims of class",
+        Area::Entitlement,
+        "allowed",
         Widen::Never,
     ),
     (

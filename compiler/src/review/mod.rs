@@ -72,7 +72,7 @@ pub struct GroupAccess {
     /// The ClusterRole its RoleBindings name.
     pub cluster_role: String,
     /// What the role grants, per resource, sorted by API group and resource: the rows of
-    /// `facts::rbac::access_of` the schedulers of the tenant's cells.
+    /// `facts::rbac::access_of` the schedulers and device modes of the tenant's cells.
     pub rules: Vec<RuleAccess>,
 }
 
@@ -85,10 +85,11 @@ pub struct RuleAccess {
     pub resource: String,
     /// The verbs, in the table's order.
     pub verbs: Vec<String>,
-    /// For a tenant that runs in cells of several schedulers, the scheduler whose cells alone
-    /// grant the row (a Kueue or Volcano kind); `None` when every cell of the tenant grants it.
+    /// For a tenant whose cells run different backends, the backend whose cells alone grant
+    /// the row, as the declaration spells it: a scheduler (`kueue`, `volcano`) for its kinds,
+    /// `dra` for ResourceClaims; `None` when every cell of the tenant grants it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub only_in: Option<crate::facts::backends::Scheduler>,
+    pub only_in: Option<String>,
 }
 
 impl RuleAccess {
@@ -317,14 +318,13 @@ pub struct RuntimeClassSummary {
 
 /// The reviewer view of a plan.
 pub fn review(plan: &Plan) -> Review {
-    // The schedulers of the cells each tenant runs in, which decide the rows of its roles.
-    let mut schedulers: BTreeMap<&str, Vec<crate::facts::backends::Scheduler>> = BTreeMap::new();
+    // The backends of the cells each tenant runs in, which decide the rows of its roles.
+    let mut backends: BTreeMap<&str, CellBackends> = BTreeMap::new();
     for cell in &plan.cells {
         for tenant in &cell.tenants {
-            schedulers
-                .entry(tenant.name.as_str())
-                .or_default()
-                .push(cell.backends.scheduler);
+            let entry = backends.entry(tenant.name.as_str()).or_default();
+            entry.schedulers.push(cell.backends.scheduler);
+            entry.devices.push(cell.backends.devices);
         }
     }
     let mut tenants: BTreeMap<String, AccessSummary> = BTreeMap::new();
@@ -335,9 +335,9 @@ pub fn review(plan: &Plan) -> Review {
                 .or_insert_with(|| {
                     tenant_summary(
                         tenant,
-                        schedulers
+                        backends
                             .get(tenant.name.as_str())
-                            .map_or(&[][..], Vec::as_slice),
+                            .unwrap_or(&CellBackends::default()),
                     )
                 })
                 .cells
@@ -355,12 +355,42 @@ pub fn review(plan: &Plan) -> Review {
     Review { tenants, cells }
 }
 
-/// A tenant's summary, its roles' rows those of every scheduler it runs under.
-fn tenant_summary(
-    tenant: &TenantPlan,
-    schedulers: &[crate::facts::backends::Scheduler],
-) -> AccessSummary {
-    let table = access_of(schedulers);
+/// The schedulers and device modes of the cells a tenant runs in, one entry per cell.
+#[derive(Debug, Default)]
+struct CellBackends {
+    schedulers: Vec<crate::facts::backends::Scheduler>,
+    devices: Vec<crate::facts::backends::DeviceMode>,
+}
+
+impl CellBackends {
+    /// The backend whose cells alone grant `access`, when the tenant also runs in cells that do
+    /// not: a scheduler's kinds, or a DRA cell's claims.
+    fn only_in(&self, row: &crate::facts::rbac::Access) -> Option<String> {
+        use crate::facts::backends::DeviceMode;
+        use crate::facts::rbac::{ACCESS, DRA_ACCESS, access};
+        if ACCESS.contains(row) {
+            return None;
+        }
+        if DRA_ACCESS.contains(row) {
+            let every = self.devices.iter().all(|mode| *mode == DeviceMode::Dra);
+            return (!every).then(|| DeviceMode::Dra.to_string());
+        }
+        self.schedulers
+            .iter()
+            .copied()
+            .find(|scheduler| access(*scheduler, DeviceMode::DevicePlugin).contains(row))
+            .filter(|_| {
+                self.schedulers
+                    .iter()
+                    .any(|other| !access(*other, DeviceMode::DevicePlugin).contains(row))
+            })
+            .map(|scheduler| scheduler.to_string())
+    }
+}
+
+/// A tenant's summary, its roles' rows those of every backend it runs under.
+fn tenant_summary(tenant: &TenantPlan, backends: &CellBackends) -> AccessSummary {
+    let table = access_of(&backends.schedulers, &backends.devices);
     let groups = tenant
         .groups
         .iter()
@@ -381,18 +411,7 @@ fn tenant_summary(
                             .iter()
                             .map(|verb| verb.to_string())
                             .collect(),
-                        only_in: schedulers
-                            .iter()
-                            .copied()
-                            .filter(|scheduler| {
-                                !crate::facts::rbac::ACCESS.contains(access)
-                                    && crate::facts::rbac::access(*scheduler).contains(access)
-                            })
-                            .find(|_| {
-                                schedulers.iter().any(|other| {
-                                    !crate::facts::rbac::access(*other).contains(access)
-                                })
-                            }),
+                        only_in: backends.only_in(access),
                     })
                     .collect(),
             }
@@ -676,7 +695,8 @@ pub fn render(summary: &AccessSummary) -> String {
         for rule in &group.rules {
             let only = rule
                 .only_in
-                .map(|scheduler| format!(" (in its {scheduler} cells only)"))
+                .as_ref()
+                .map(|backend| format!(" (in its {backend} cells only)"))
                 .unwrap_or_default();
             line(format!(
                 "    {}: {}{only}",
@@ -985,8 +1005,11 @@ mod tests {
                     TenantRole::Member => access.member,
                     TenantRole::Viewer => access.viewer,
                 };
-                // The example's cells are Kueue cells.
-                let rows = crate::facts::rbac::access(crate::facts::backends::Scheduler::Kueue);
+                // The example's cells are Kueue cells with the device plugin.
+                let rows = crate::facts::rbac::access(
+                    crate::facts::backends::Scheduler::Kueue,
+                    crate::facts::backends::DeviceMode::DevicePlugin,
+                );
                 let table: Vec<(&str, &str, Vec<&str>)> = rows
                     .iter()
                     .filter(|access| !column(access).is_empty())
