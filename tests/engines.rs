@@ -586,6 +586,23 @@ fn namespace_values<'a>(namespaces: impl IntoIterator<Item = &'a str>) -> Json {
     })
 }
 
+/// The vendored CRD of an object's kind, `schema/crds/<project>/<group>_<resource>.yaml`, if
+/// its kind is a custom resource.
+fn crd_of(object: &Json) -> Option<PathBuf> {
+    let (group, _, resource) = resource_of(object);
+    let file = format!("{group}_{resource}.yaml");
+    let root = support::repo().join("schema/crds");
+    let mut projects: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    projects.sort();
+    projects
+        .into_iter()
+        .map(|project| project.join(&file))
+        .find(|path| path.is_file())
+}
+
 /// `request` with its object renamed `<name>-<idx>`, so that the objects of many fixtures can
 /// be judged in one `kyverno apply` (which refuses two objects of one name) and each result read
 /// back by name.
@@ -648,8 +665,26 @@ fn kyverno_verdicts(
         // binding), to the floor policy's name.
         let mut policy_names = BTreeMap::new();
         let mut policies = Vec::new();
+        // The resources each policy's `matchConstraints` names, as `(group, resource)`.
+        let mut matched: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
         for (policy, binding) in floor(cell, tenant, weakened) {
             let policy_name = policy.metadata.name.clone().unwrap();
+            let rules = policy
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.match_constraints.as_ref())
+                .and_then(|constraints| constraints.resource_rules.clone())
+                .unwrap_or_default();
+            for rule in rules {
+                for group in rule.api_groups.unwrap_or_default() {
+                    for resource in rule.resources.clone().unwrap_or_default() {
+                        matched
+                            .entry(policy_name.clone())
+                            .or_default()
+                            .push((group.clone(), resource));
+                    }
+                }
+            }
             policy_names.insert(policy_name.clone(), policy_name.clone());
             policy_names.insert(binding.metadata.name.clone().unwrap(), policy_name);
             if translated {
@@ -683,9 +718,10 @@ fn kyverno_verdicts(
                 "{}: renamed {object_name} for the Kyverno CLI, the floor judges it otherwise",
                 fixture.name
             );
+            let (group, _, resource) = resource_of(&request.object);
             by_object.insert(
                 (request.namespace.clone(), object_name),
-                fixture.name.clone(),
+                (fixture.name.clone(), (group, resource)),
             );
             namespaces.insert(request.namespace.clone());
             objects.push(request.object);
@@ -701,6 +737,14 @@ fn kyverno_verdicts(
             documents(&[namespace_values(namespaces.iter().map(String::as_str))]),
         )
         .unwrap();
+        // The CRDs of the objects' kinds that the API server does not serve itself (Volcano's
+        // PodGroup), which the CLI needs to map a kind to its resource, from `schema/crds/`.
+        let crds: std::collections::BTreeSet<PathBuf> = objects.iter().filter_map(crd_of).collect();
+        let crd_paths = crds
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect::<Vec<_>>()
+            .join(",");
         let mut args = vec![
             "apply",
             "policy.yaml",
@@ -717,6 +761,9 @@ fn kyverno_verdicts(
         ];
         if !translated {
             args.extend(["--parameter-resource", "params.yaml"]);
+        }
+        if !crd_paths.is_empty() {
+            args.extend(["--crd-paths", crd_paths.as_str()]);
         }
         let output = Command::new(kyverno)
             .args(&args)
@@ -750,9 +797,25 @@ fn kyverno_verdicts(
                         .to_string(),
                     resource["name"].as_str().unwrap_or_default().to_string(),
                 );
-                let fixture = by_object
+                let (fixture, resource) = by_object
                     .get(&key)
                     .unwrap_or_else(|| panic!("unknown object {key:?} in {}", context()));
+                // Without a cluster, Kyverno's CLI matches a ValidatingAdmissionPolicy by its
+                // binding only, never by the policy's `matchConstraints`
+                // (`processVAPWithoutClient` in `pkg/admissionpolicy/validate.go`), so it judges
+                // every object with every policy; the API server judges an object only with the
+                // policies whose resource rules name its resource. (The ValidatingPolicy form,
+                // whose CLI path matches them, and gator judge those rules.)
+                let names = |(group, name): &(String, String)| {
+                    (group == "*" || group == &resource.0) && (name == "*" || name == &resource.1)
+                };
+                if !translated
+                    && !matched
+                        .get(policy_name)
+                        .is_some_and(|rules| rules.iter().any(names))
+                {
+                    continue;
+                }
                 let validation = result["properties"]["cel.validationIndex"]
                     .as_str()
                     .map(|idx| idx.parse::<usize>().unwrap());
