@@ -13,10 +13,18 @@
 //! the tests fail under `CI=true` (unless `TENANTC_ENGINES_DEFERRED=1`: `.ci/run`'s engines
 //! step builds them and runs this binary again) and print a skip line otherwise.
 //!
+//! The floor is every policy of `admission::floor_policies` for the fixture's cell, each with the
+//! tenant's binding of it from `admission::tenant_bindings`, so a floor policy added there is
+//! judged by both engines without a change here; the fixtures are every file and case
+//! `tests/policy/cases.rs` lists.
+//!
 //! What each engine is given: gator judges `AdmissionReview`s (`gator verify`), so it sees every
-//! request as the API server sends it: operation, user, old object and options. Kyverno's CLI
-//! (`kyverno apply`) judges an object with a user and an operation only, with the old object of
-//! an UPDATE equal to the new one and no DELETE options, so it judges the CREATE fixtures.
+//! request as the API server sends it: operation, user, old object and options; it is compared
+//! policy by policy (which floor policies deny each fixture). Kyverno's CLI (`kyverno apply`)
+//! judges an object with a user only, with the old object of an UPDATE equal to the new one and
+//! no DELETE options, so it judges the CREATE fixtures; it judges all fixtures of one tenant in
+//! one run (the objects renamed apart, which must not change the floor's verdict), and is
+//! compared policy by policy and by the index of the first validation that denies.
 //!
 //! A self-test translates the floor with one validation made to admit everything and shows
 //! that the comparison fails.
@@ -44,7 +52,9 @@ use cases::{
     PINNED_WEIGHTS, admitted_fixtures, cases, delete_cases, fixture, namespace_of, ownership_cases,
     update_cases,
 };
-use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
 use serde_json::{Value as Json, json};
 use tenantc::lower::{admission, engines};
 use tenantc::plan::{CellPlan, Plan, TenantPlan};
@@ -152,23 +162,98 @@ fn slug(text: &str) -> String {
     slug.trim_matches('-').chars().take(60).collect()
 }
 
-/// The in-process verdict of the ValidatingAdmissionPolicy floor: `true` when denied.
-fn vap_denies(plan: &Plan, fixture: &Fixture) -> bool {
-    let cell = cell(plan, &fixture.cell);
-    let tenant = tenant_of(cell, &fixture.request.namespace);
+/// What the floor or an engine says of one request: each floor policy that denies it (by name),
+/// with the index of its first validation that does (`None` where that is not known or not
+/// compared); empty when the request is admitted.
+type Denials = BTreeMap<String, Option<usize>>;
+
+/// A tenant's floor: each policy of `admission::floor_policies` for its cell, with the tenant's
+/// binding of it, and with the validation `weakened` of the tenant floor policy made to admit
+/// everything (for the self-tests).
+fn floor(
+    cell: &CellPlan,
+    tenant: &TenantPlan,
+    weakened: Option<&str>,
+) -> Vec<(ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding)> {
+    let scheduler = cell.backends.scheduler;
+    let policies = admission::floor_policies(scheduler);
+    let bindings = admission::tenant_bindings(tenant, scheduler);
+    assert_eq!(
+        policies.len(),
+        bindings.len(),
+        "tenant {} has one binding per floor policy",
+        tenant.name
+    );
+    policies
+        .into_iter()
+        .map(|mut policy| {
+            let name = policy.metadata.name.clone().unwrap();
+            let binding = bindings
+                .iter()
+                .find(|binding| {
+                    binding
+                        .spec
+                        .as_ref()
+                        .and_then(|spec| spec.policy_name.as_deref())
+                        == Some(name.as_str())
+                })
+                .unwrap_or_else(|| panic!("tenant {} has no binding of {name}", tenant.name))
+                .clone();
+            if let Some(rule) = weakened
+                && name == admission::POLICY_NAME
+            {
+                let idx = admission::rules(scheduler)
+                    .iter()
+                    .position(|candidate| candidate.name == rule)
+                    .unwrap();
+                policy.spec.as_mut().unwrap().validations.as_mut().unwrap()[idx].expression =
+                    "true".to_string();
+            }
+            (policy, binding)
+        })
+        .collect()
+}
+
+/// The in-process verdict of the ValidatingAdmissionPolicy floor on `request` (of the fixture
+/// `name`): the policies that deny it, each with its first denying validation.
+fn floor_denials(plan: &Plan, name: &str, cell_name: &str, request: &Request) -> Denials {
+    let cell = cell(plan, cell_name);
+    let tenant = tenant_of(cell, &request.namespace);
     let mut params = admission::params_config_map(tenant, cell);
     params.data = Some(pinned(tenant, cell));
-    let outcome = policy::evaluate(
-        &admission::policy(),
-        &admission::binding(tenant),
-        Some(&params),
-        &fixture.request,
-    );
-    match outcome {
-        Outcome::Denied(_) => true,
-        Outcome::Admitted => false,
-        other => panic!("{}: the floor does not judge it: {other:?}", fixture.name),
+    let mut denials = Denials::new();
+    let mut judged = false;
+    for (policy, binding) in floor(cell, tenant, None) {
+        match policy::evaluate(&policy, &binding, Some(&params), request) {
+            Outcome::Denied(list) => {
+                judged = true;
+                denials.insert(
+                    policy.metadata.name.clone().unwrap(),
+                    list.first().and_then(|denial| denial.validation),
+                );
+            }
+            Outcome::Admitted => judged = true,
+            Outcome::NotMatched(_) => {}
+        }
     }
+    assert!(judged, "{name}: no policy of the floor judges it");
+    denials
+}
+
+/// The floor's verdicts on `fixtures`, by fixture name.
+fn expected_of<'a>(
+    plan: &Plan,
+    fixtures: impl IntoIterator<Item = &'a Fixture>,
+) -> BTreeMap<String, Denials> {
+    fixtures
+        .into_iter()
+        .map(|fixture| {
+            (
+                fixture.name.clone(),
+                floor_denials(plan, &fixture.name, &fixture.cell, &fixture.request),
+            )
+        })
+        .collect()
 }
 
 /// A CLI's path, or `None` (with the skip line printed) when it is absent outside CI.
@@ -260,68 +345,79 @@ fn write_json(path: &Path, value: &impl serde::Serialize) {
     std::fs::write(path, serde_json::to_string_pretty(value).unwrap()).unwrap();
 }
 
-/// The verdicts gator gives on `fixtures` (name to denied) with `policy` translated.
+/// The verdicts gator gives on `fixtures` with the floor translated (its validation `weakened`
+/// made to admit everything, if any): one test per floor policy and tenant, with one case per
+/// fixture that asserts whether the floor's policy denies it.
 fn gator_verdicts(
     gator: &Path,
     plan: &Plan,
-    policy: &ValidatingAdmissionPolicy,
     fixtures: &[Fixture],
-    expected: &BTreeMap<String, bool>,
-) -> BTreeMap<String, bool> {
+    weakened: Option<&str>,
+    expected: &BTreeMap<String, Denials>,
+) -> BTreeMap<String, Denials> {
     let dir = tempfile::tempdir().unwrap();
     let keys: Vec<&str> = tenantc::plan::admission::ParamKey::ALL
         .iter()
         .map(|key| key.as_str())
         .collect();
-    let template = engines::gatekeeper_template(policy, keys.iter().copied()).unwrap();
-    write_json(&dir.path().join("template.yaml"), &template);
-    // One test per (cell, tenant): its constraint and its fixtures.
-    let mut tests: BTreeMap<(String, String), Vec<&Fixture>> = BTreeMap::new();
+    let mut tenants: BTreeMap<(String, String), Vec<&Fixture>> = BTreeMap::new();
     for fixture in fixtures {
         let tenant = tenant_of(cell(plan, &fixture.cell), &fixture.request.namespace);
-        tests
+        tenants
             .entry((fixture.cell.clone(), tenant.name.clone()))
             .or_default()
             .push(fixture);
     }
+    for fixture in fixtures {
+        write_json(
+            &dir.path().join(format!("{}.yaml", fixture.name)),
+            &admission_review(&fixture.request),
+        );
+    }
+    // Every case gator must report, as `<fixture>@<policy>`.
+    let mut cases_asked = BTreeMap::new();
     let mut suite_tests = Vec::new();
-    for ((cell_name, tenant_name), members) in &tests {
+    for ((cell_name, tenant_name), members) in &tenants {
         let cell = cell(plan, cell_name);
         let tenant = cell
             .tenants
             .iter()
             .find(|t| &t.name == tenant_name)
             .unwrap();
-        let constraint = engines::gatekeeper_constraint(
-            policy,
-            &template,
-            &admission::binding(tenant),
-            Some(&pinned(tenant, cell)),
-        )
-        .unwrap();
-        let file = format!("constraint-{cell_name}-{tenant_name}.yaml");
-        write_json(&dir.path().join(&file), &constraint);
-        let mut cases = Vec::new();
-        for fixture in members {
-            let object = format!("{}.yaml", fixture.name);
-            write_json(
-                &dir.path().join(&object),
-                &admission_review(&fixture.request),
-            );
-            // The assertion is the floor's own verdict: gator passes a case when it agrees.
-            let violations = if expected[&fixture.name] { "yes" } else { "no" };
-            cases.push(json!({
-                "name": fixture.name,
-                "object": object,
-                "assertions": [{"violations": violations}],
+        for (policy, binding) in floor(cell, tenant, weakened) {
+            let policy_name = policy.metadata.name.clone().unwrap();
+            let template = engines::gatekeeper_template(&policy, keys.iter().copied()).unwrap();
+            let template_file = format!("template-{cell_name}-{tenant_name}-{policy_name}.yaml");
+            write_json(&dir.path().join(&template_file), &template);
+            let constraint = engines::gatekeeper_constraint(
+                &policy,
+                &template,
+                &binding,
+                Some(&pinned(tenant, cell)),
+            )
+            .unwrap();
+            let constraint_file =
+                format!("constraint-{cell_name}-{tenant_name}-{policy_name}.yaml");
+            write_json(&dir.path().join(&constraint_file), &constraint);
+            let mut cases = Vec::new();
+            for fixture in members {
+                // The assertion is the floor's own verdict: gator passes a case when it agrees.
+                let denies = expected[&fixture.name].contains_key(&policy_name);
+                let case = format!("{}@{policy_name}", fixture.name);
+                cases.push(json!({
+                    "name": case,
+                    "object": format!("{}.yaml", fixture.name),
+                    "assertions": [{"violations": if denies { "yes" } else { "no" }}],
+                }));
+                cases_asked.insert(case, (fixture.name.clone(), policy_name.clone(), denies));
+            }
+            suite_tests.push(json!({
+                "name": format!("{policy_name}-{cell_name}-{tenant_name}"),
+                "template": template_file,
+                "constraint": constraint_file,
+                "cases": cases,
             }));
         }
-        suite_tests.push(json!({
-            "name": format!("{cell_name}-{tenant_name}"),
-            "template": "template.yaml",
-            "constraint": file,
-            "cases": cases,
-        }));
     }
     write_json(
         &dir.path().join("suite.yaml"),
@@ -336,7 +432,8 @@ fn gator_verdicts(
     let stderr = String::from_utf8_lossy(&output.stderr);
     // `gator verify -v` prints one `=== RUN` line per case and a `--- PASS` or `--- FAIL` line
     // after it; a failed case is one whose verdict differs from the floor's.
-    let mut verdicts = BTreeMap::new();
+    let mut verdicts: BTreeMap<String, Denials> = BTreeMap::new();
+    let mut reported: BTreeMap<String, usize> = BTreeMap::new();
     for line in stdout.lines() {
         let line = line.trim();
         let (passed, rest) = if let Some(rest) = line.strip_prefix("--- PASS: ") {
@@ -346,36 +443,69 @@ fn gator_verdicts(
         } else {
             continue;
         };
-        let name = rest.split_whitespace().next().unwrap_or_default();
-        if let Some(&floor) = expected.get(name) {
-            verdicts.insert(name.to_string(), if passed { floor } else { !floor });
+        let case = rest.split_whitespace().next().unwrap_or_default();
+        if let Some((fixture, policy_name, floor_denies)) = cases_asked.get(case) {
+            *reported.entry(fixture.clone()).or_default() += 1;
+            let denials = verdicts.entry(fixture.clone()).or_default();
+            if passed == *floor_denies {
+                denials.insert(policy_name.clone(), None);
+            }
         }
     }
     assert!(
         !verdicts.is_empty(),
         "gator verify judged nothing:\n{stdout}\n{stderr}"
     );
+    // A fixture gator did not judge under every policy has no verdict.
+    let mut asked: BTreeMap<&str, usize> = BTreeMap::new();
+    for (fixture, _, _) in cases_asked.values() {
+        *asked.entry(fixture).or_default() += 1;
+    }
+    verdicts.retain(|fixture, _| reported.get(fixture) == asked.get(fixture.as_str()));
     verdicts
 }
 
-/// The fixtures whose verdicts differ, as a report.
+/// The fixtures whose verdicts differ, as a report: by the policies that deny each, and, with
+/// `by_validation`, by the first validation of each that denies.
 fn differences(
-    fixtures: &[Fixture],
-    expected: &BTreeMap<String, bool>,
-    verdicts: &BTreeMap<String, bool>,
+    fixtures: &[&Fixture],
+    expected: &BTreeMap<String, Denials>,
+    verdicts: &BTreeMap<String, Denials>,
+    by_validation: bool,
 ) -> String {
+    let shown = |denials: &Denials| -> String {
+        if denials.is_empty() {
+            return "admits it".to_string();
+        }
+        let list: Vec<String> = denials
+            .iter()
+            .map(|(policy_name, validation)| match validation {
+                Some(idx) if by_validation => format!("{policy_name} validation {idx}"),
+                _ => policy_name.clone(),
+            })
+            .collect();
+        format!("denies it by {}", list.join(", "))
+    };
+    let compared = |denials: &Denials| -> Denials {
+        denials
+            .iter()
+            .map(|(policy_name, validation)| {
+                (policy_name.clone(), validation.filter(|_| by_validation))
+            })
+            .collect()
+    };
     let mut report = String::new();
     for fixture in fixtures {
-        let floor = expected[&fixture.name];
+        let floor = &expected[&fixture.name];
         match verdicts.get(&fixture.name) {
-            Some(engine) if *engine == floor => {}
+            Some(engine) if compared(engine) == compared(floor) => {}
             Some(engine) => {
                 let _ = writeln!(
                     report,
-                    "{}: the floor {} it, the engine {} it",
+                    "{}: the floor {}, the engine {}",
                     fixture.name,
-                    if floor { "denies" } else { "admits" },
-                    if *engine { "denies" } else { "admits" }
+                    shown(floor),
+                    shown(engine)
                 );
             }
             None => {
@@ -386,18 +516,6 @@ fn differences(
     report
 }
 
-/// The floor with the validation `name` made to admit everything.
-fn weakened(name: &str) -> ValidatingAdmissionPolicy {
-    let idx = admission::RULES
-        .iter()
-        .position(|rule| rule.name == name)
-        .unwrap();
-    let mut policy = admission::policy();
-    policy.spec.as_mut().unwrap().validations.as_mut().unwrap()[idx].expression =
-        "true".to_string();
-    policy
-}
-
 #[test]
 fn gator_judges_every_policy_fixture_as_the_floor_does() {
     let Some(gator) = tool("gator", "TENANTC_GATOR") else {
@@ -405,19 +523,20 @@ fn gator_judges_every_policy_fixture_as_the_floor_does() {
     };
     let plan = plan();
     let fixtures = fixtures(&plan);
-    let expected: BTreeMap<String, bool> = fixtures
-        .iter()
-        .map(|fixture| (fixture.name.clone(), vap_denies(&plan, fixture)))
-        .collect();
+    let all: Vec<&Fixture> = fixtures.iter().collect();
+    let expected = expected_of(&plan, &fixtures);
     let started = Instant::now();
-    let verdicts = gator_verdicts(&gator, &plan, &admission::policy(), &fixtures, &expected);
-    let report = differences(&fixtures, &expected, &verdicts);
-    let denied = expected.values().filter(|denied| **denied).count();
+    let verdicts = gator_verdicts(&gator, &plan, &fixtures, None, &expected);
+    let report = differences(&all, &expected, &verdicts, false);
+    let denied = expected
+        .values()
+        .filter(|denials| !denials.is_empty())
+        .count();
     println!(
         "gator: {} fixtures ({} admitted, {denied} denied by the floor), {} agree, in {:.1} s",
         fixtures.len(),
         fixtures.len() - denied,
-        verdicts.len() - report.lines().count().min(verdicts.len()),
+        fixtures.len() - report.lines().count(),
         started.elapsed().as_secs_f64()
     );
     assert!(report.is_empty(), "gator differs from the floor:\n{report}");
@@ -425,8 +544,8 @@ fn gator_judges_every_policy_fixture_as_the_floor_does() {
 
     // Self-test: with `images` translated to admit everything, gator admits what the floor
     // denies, and the comparison says so.
-    let verdicts = gator_verdicts(&gator, &plan, &weakened("images"), &fixtures, &expected);
-    let report = differences(&fixtures, &expected, &verdicts);
+    let verdicts = gator_verdicts(&gator, &plan, &fixtures, Some("images"), &expected);
+    let report = differences(&all, &expected, &verdicts, false);
     assert!(
         !report.is_empty(),
         "a weakened images validation went unnoticed"
@@ -442,37 +561,6 @@ fn documents(values: &[Json]) -> String {
         .join("\n---\n")
 }
 
-/// What one `kyverno apply` says of one resource: `Some(true)` denied (a failed or erroring
-/// rule, since the floor fails closed), `Some(false)` admitted (rules passed, none failed), and
-/// `None` when no rule judged it.
-fn kyverno_verdict(kyverno: &Path, dir: &Path, args: &[&str]) -> Option<bool> {
-    let output = Command::new(kyverno)
-        .arg("apply")
-        .args(args)
-        .arg("--remove-color")
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    // The summary line: `pass: N, fail: N, warn: N, error: N, skip: N`.
-    let line = stdout
-        .lines()
-        .find(|line| line.trim_start().starts_with("pass: "))?;
-    let count = |what: &str| -> usize {
-        line.split(',')
-            .find_map(|part| part.trim().strip_prefix(&format!("{what}: ")))
-            .and_then(|number| number.trim().parse().ok())
-            .unwrap_or(0)
-    };
-    if count("fail") > 0 || count("error") > 0 {
-        Some(true)
-    } else if count("pass") > 0 {
-        Some(false)
-    } else {
-        None
-    }
-}
-
 /// The user of a request, as `kyverno apply --userinfo` reads it.
 fn userinfo(request: &Request) -> Json {
     json!({
@@ -483,81 +571,273 @@ fn userinfo(request: &Request) -> Json {
     })
 }
 
-/// The labels the API server puts on a namespace, as `kyverno apply --values-file` reads them.
-fn namespace_values(namespace: &str) -> Json {
+/// The labels the API server puts on namespaces, as `kyverno apply --values-file` reads them.
+fn namespace_values<'a>(namespaces: impl IntoIterator<Item = &'a str>) -> Json {
+    let selectors: Vec<Json> = namespaces
+        .into_iter()
+        .map(|namespace| {
+            json!({"name": namespace, "labels": {"kubernetes.io/metadata.name": namespace}})
+        })
+        .collect();
     json!({
         "apiVersion": "cli.kyverno.io/v1alpha1",
         "kind": "Values",
-        "namespaceSelector": [{"name": namespace, "labels": {"kubernetes.io/metadata.name": namespace}}],
+        "namespaceSelector": selectors,
     })
 }
 
-/// The verdicts of the Kyverno CLI on the CREATE fixtures: with `translated`, on the floor
-/// translated into a ValidatingPolicy (from `policy`); without, on the ValidatingAdmissionPolicy
-/// floor itself, its binding and its params.
+/// The vendored CRD of an object's kind, `schema/crds/<project>/<group>_<resource>.yaml`, if
+/// its kind is a custom resource.
+fn crd_of(object: &Json) -> Option<PathBuf> {
+    let (group, _, resource) = resource_of(object);
+    let file = format!("{group}_{resource}.yaml");
+    let root = support::repo().join("schema/crds");
+    let mut projects: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    projects.sort();
+    projects
+        .into_iter()
+        .map(|project| project.join(&file))
+        .find(|path| path.is_file())
+}
+
+/// `request` with its object renamed `<name>-<idx>`, so that the objects of many fixtures can
+/// be judged in one `kyverno apply` (which refuses two objects of one name) and each result read
+/// back by name.
+fn renamed(request: &Request, idx: usize) -> (Request, String) {
+    let mut request = request.clone();
+    let mut name = String::new();
+    for object in [Some(&mut request.object), request.old_object.as_mut()]
+        .into_iter()
+        .flatten()
+    {
+        if let Some(old) = object["metadata"]["name"].as_str() {
+            name = format!("{old}-{idx:03}");
+            object["metadata"]["name"] = json!(name);
+        }
+    }
+    assert!(!name.is_empty(), "a fixture object without a name");
+    (request, name)
+}
+
+/// The verdicts of the Kyverno CLI on `fixtures` (CREATE requests) and the number of runs: with
+/// `translated`, on the floor translated into ValidatingPolicies; without, on the
+/// ValidatingAdmissionPolicy floor itself, its bindings and its params. One `kyverno apply` per
+/// tenant and user judges all of their fixtures; its policy report names each object, each
+/// policy and, for a denial, the index of the validation that failed.
 fn kyverno_verdicts(
     kyverno: &Path,
     plan: &Plan,
-    policy: &ValidatingAdmissionPolicy,
     fixtures: &[&Fixture],
+    weakened: Option<&str>,
     translated: bool,
-) -> BTreeMap<String, bool> {
+) -> (BTreeMap<String, Denials>, usize) {
     let dir = tempfile::tempdir().unwrap();
-    let mut verdicts = BTreeMap::new();
-    for fixture in fixtures {
-        let cell = cell(plan, &fixture.cell);
-        let tenant = tenant_of(cell, &fixture.request.namespace);
-        let binding = admission::binding(tenant);
+    // The runs: fixtures (with their index, which names their objects apart) by cell, tenant
+    // and user (one `--userinfo` per run).
+    type Run<'a> = Vec<(usize, &'a Fixture)>;
+    let mut runs: BTreeMap<(String, String, String), Run> = BTreeMap::new();
+    for (idx, fixture) in fixtures.iter().enumerate() {
+        assert_eq!(fixture.request.operation, "CREATE", "{}", fixture.name);
+        let tenant = tenant_of(cell(plan, &fixture.cell), &fixture.request.namespace);
+        runs.entry((
+            fixture.cell.clone(),
+            tenant.name.clone(),
+            userinfo(&fixture.request).to_string(),
+        ))
+        .or_default()
+        .push((idx, fixture));
+    }
+    let mut verdicts: BTreeMap<String, Denials> = BTreeMap::new();
+    for (run, ((cell_name, tenant_name, _), members)) in runs.iter().enumerate() {
+        let run_dir = dir.path().join(format!("run-{run}"));
+        std::fs::create_dir(&run_dir).unwrap();
+        let cell = cell(plan, cell_name);
+        let tenant = cell
+            .tenants
+            .iter()
+            .find(|t| &t.name == tenant_name)
+            .unwrap();
         let params = pinned(tenant, cell);
-        let policies = if translated {
-            let translated = engines::kyverno_policy(policy, &binding, Some(&params)).unwrap();
-            documents(&[serde_json::to_value(translated).unwrap()])
-        } else {
+        // Every name a result may give its policy (the translated policy is named as the
+        // binding), to the floor policy's name.
+        let mut policy_names = BTreeMap::new();
+        let mut policies = Vec::new();
+        // The resources each policy's `matchConstraints` names, as `(group, resource)`.
+        let mut matched: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        for (policy, binding) in floor(cell, tenant, weakened) {
+            let policy_name = policy.metadata.name.clone().unwrap();
+            let rules = policy
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.match_constraints.as_ref())
+                .and_then(|constraints| constraints.resource_rules.clone())
+                .unwrap_or_default();
+            for rule in rules {
+                for group in rule.api_groups.unwrap_or_default() {
+                    for resource in rule.resources.clone().unwrap_or_default() {
+                        matched
+                            .entry(policy_name.clone())
+                            .or_default()
+                            .push((group.clone(), resource));
+                    }
+                }
+            }
+            policy_names.insert(policy_name.clone(), policy_name.clone());
+            policy_names.insert(binding.metadata.name.clone().unwrap(), policy_name);
+            if translated {
+                let translated = engines::kyverno_policy(&policy, &binding, Some(&params)).unwrap();
+                policies.push(serde_json::to_value(translated).unwrap());
+            } else {
+                policies.push(serde_json::to_value(&policy).unwrap());
+                policies.push(serde_json::to_value(&binding).unwrap());
+            }
+        }
+        std::fs::write(run_dir.join("policy.yaml"), documents(&policies)).unwrap();
+        if !translated {
             let mut config_map = admission::params_config_map(tenant, cell);
-            config_map.data = Some(params);
+            config_map.data = Some(params.clone());
             std::fs::write(
-                dir.path().join("params.yaml"),
+                run_dir.join("params.yaml"),
                 documents(&[serde_json::to_value(&config_map).unwrap()]),
             )
             .unwrap();
-            documents(&[
-                serde_json::to_value(policy).unwrap(),
-                serde_json::to_value(&binding).unwrap(),
-            ])
-        };
-        std::fs::write(dir.path().join("policy.yaml"), policies).unwrap();
+        }
+        // The objects, renamed apart; the floor must judge each renamed object as it judges
+        // the fixture.
+        let mut by_object = BTreeMap::new();
+        let mut objects = Vec::new();
+        let mut namespaces = std::collections::BTreeSet::new();
+        for (idx, fixture) in members {
+            let (request, object_name) = renamed(&fixture.request, *idx);
+            assert_eq!(
+                floor_denials(plan, &fixture.name, &fixture.cell, &request),
+                floor_denials(plan, &fixture.name, &fixture.cell, &fixture.request),
+                "{}: renamed {object_name} for the Kyverno CLI, the floor judges it otherwise",
+                fixture.name
+            );
+            let (group, _, resource) = resource_of(&request.object);
+            by_object.insert(
+                (request.namespace.clone(), object_name),
+                (fixture.name.clone(), (group, resource)),
+            );
+            namespaces.insert(request.namespace.clone());
+            objects.push(request.object);
+        }
+        std::fs::write(run_dir.join("resources.yaml"), documents(&objects)).unwrap();
         std::fs::write(
-            dir.path().join("resource.yaml"),
-            documents(std::slice::from_ref(&fixture.request.object)),
+            run_dir.join("user.yaml"),
+            documents(&[userinfo(&members[0].1.request)]),
         )
         .unwrap();
         std::fs::write(
-            dir.path().join("user.yaml"),
-            documents(&[userinfo(&fixture.request)]),
+            run_dir.join("values.yaml"),
+            documents(&[namespace_values(namespaces.iter().map(String::as_str))]),
         )
         .unwrap();
-        std::fs::write(
-            dir.path().join("values.yaml"),
-            documents(&[namespace_values(&fixture.request.namespace)]),
-        )
-        .unwrap();
+        // The CRDs of the objects' kinds that the API server does not serve itself (Volcano's
+        // PodGroup), which the CLI needs to map a kind to its resource, from `schema/crds/`.
+        let crds: std::collections::BTreeSet<PathBuf> = objects.iter().filter_map(crd_of).collect();
+        let crd_paths = crds
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect::<Vec<_>>()
+            .join(",");
         let mut args = vec![
+            "apply",
             "policy.yaml",
             "--resource",
-            "resource.yaml",
+            "resources.yaml",
             "--userinfo",
             "user.yaml",
             "--values-file",
             "values.yaml",
+            "--policy-report",
+            "--output-format",
+            "json",
+            "--remove-color",
         ];
         if !translated {
             args.extend(["--parameter-resource", "params.yaml"]);
         }
-        if let Some(denied) = kyverno_verdict(kyverno, dir.path(), &args) {
-            verdicts.insert(fixture.name.clone(), denied);
+        if !crd_paths.is_empty() {
+            args.extend(["--crd-paths", crd_paths.as_str()]);
         }
+        let output = Command::new(kyverno)
+            .args(&args)
+            .current_dir(&run_dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let context = || format!("kyverno {}:\n{stdout}\n{stderr}", args.join(" "));
+        // The reports, JSON documents separated by `---` lines; each result names its policy,
+        // its object and its outcome.
+        let text: String = stdout
+            .lines()
+            .filter(|line| line.trim() != "---")
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut results = 0;
+        for report in serde_json::Deserializer::from_str(&text).into_iter::<Json>() {
+            let report = report.unwrap_or_else(|error| panic!("{error} in {}", context()));
+            for result in report["results"].as_array().into_iter().flatten() {
+                results += 1;
+                let policy_name = result["policy"].as_str().unwrap_or_default();
+                let policy_name = policy_names
+                    .get(policy_name)
+                    .unwrap_or_else(|| panic!("unknown policy {policy_name} in {}", context()));
+                let resource = &result["resources"][0];
+                let key = (
+                    resource["namespace"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    resource["name"].as_str().unwrap_or_default().to_string(),
+                );
+                let (fixture, resource) = by_object
+                    .get(&key)
+                    .unwrap_or_else(|| panic!("unknown object {key:?} in {}", context()));
+                // Without a cluster, Kyverno's CLI matches a ValidatingAdmissionPolicy by its
+                // binding only, never by the policy's `matchConstraints`
+                // (`processVAPWithoutClient` in `pkg/admissionpolicy/validate.go`), so it judges
+                // every object with every policy; the API server judges an object only with the
+                // policies whose resource rules name its resource. (The ValidatingPolicy form,
+                // whose CLI path matches them, and gator judge those rules.)
+                let names = |(group, name): &(String, String)| {
+                    (group == "*" || group == &resource.0) && (name == "*" || name == &resource.1)
+                };
+                if !translated
+                    && !matched
+                        .get(policy_name)
+                        .is_some_and(|rules| rules.iter().any(names))
+                {
+                    continue;
+                }
+                let validation = result["properties"]["cel.validationIndex"]
+                    .as_str()
+                    .map(|idx| idx.parse::<usize>().unwrap());
+                match result["result"].as_str() {
+                    Some("pass") => {
+                        verdicts.entry(fixture.clone()).or_default();
+                    }
+                    // The floor fails closed: an error denies, as a failed validation does.
+                    Some("fail" | "error") => {
+                        verdicts
+                            .entry(fixture.clone())
+                            .or_default()
+                            .insert(policy_name.clone(), validation);
+                    }
+                    Some("skip") => {}
+                    other => panic!("result {other:?} in {}", context()),
+                }
+            }
+        }
+        assert!(results > 0, "no results from {}", context());
     }
-    verdicts
+    (verdicts, runs.len())
 }
 
 #[test]
@@ -571,33 +851,31 @@ fn kyverno_judges_every_create_fixture_as_the_floor_does_in_both_forms() {
         .iter()
         .filter(|fixture| fixture.request.operation == "CREATE")
         .collect();
-    let expected: BTreeMap<String, bool> = creates
-        .iter()
-        .map(|fixture| (fixture.name.clone(), vap_denies(&plan, fixture)))
-        .collect();
-    let judged: Vec<Fixture> = creates
-        .iter()
-        .map(|fixture| Fixture {
-            name: fixture.name.clone(),
-            cell: fixture.cell.clone(),
-            request: fixture.request.clone(),
-        })
-        .collect();
-    let denied = expected.values().filter(|denied| **denied).count();
-    for (form, translated) in [
-        ("ValidatingPolicy", true),
-        ("ValidatingAdmissionPolicy", false),
+    let expected = expected_of(&plan, creates.iter().copied());
+    let denied = expected
+        .values()
+        .filter(|denials| !denials.is_empty())
+        .count();
+    // Kyverno reports the index of the failing validation of a ValidatingPolicy, not of a
+    // ValidatingAdmissionPolicy.
+    for (form, translated, by_validation) in [
+        ("ValidatingPolicy", true, true),
+        ("ValidatingAdmissionPolicy", false, false),
     ] {
         let started = Instant::now();
-        let verdicts =
-            kyverno_verdicts(&kyverno, &plan, &admission::policy(), &creates, translated);
-        let report = differences(&judged, &expected, &verdicts);
+        let (verdicts, runs) = kyverno_verdicts(&kyverno, &plan, &creates, None, translated);
+        let report = differences(&creates, &expected, &verdicts, by_validation);
         println!(
-            "kyverno apply ({form}): {} CREATE fixtures of {} ({} admitted, {denied} denied by the floor), {} differ, in {:.1} s",
+            "kyverno apply ({form}): {} CREATE fixtures of {} ({} admitted, {denied} denied by the floor) in {runs} runs, {} differ{}, in {:.1} s",
             creates.len(),
             all.len(),
             creates.len() - denied,
             report.lines().count(),
+            if by_validation {
+                " (verdict, policy and first denying validation)"
+            } else {
+                " (verdict and policy)"
+            },
             started.elapsed().as_secs_f64()
         );
         assert!(
@@ -607,9 +885,9 @@ fn kyverno_judges_every_create_fixture_as_the_floor_does_in_both_forms() {
     }
 
     // Self-test: the translated floor with `images` admitting everything differs.
-    let verdicts = kyverno_verdicts(&kyverno, &plan, &weakened("images"), &creates, true);
+    let (verdicts, _) = kyverno_verdicts(&kyverno, &plan, &creates, Some("images"), true);
     assert!(
-        !differences(&judged, &expected, &verdicts).is_empty(),
+        !differences(&creates, &expected, &verdicts, true).is_empty(),
         "a weakened images validation went unnoticed"
     );
 }

@@ -5,9 +5,10 @@
 # Produces: ${TENANTC_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tenantc-tools}/bin/kyverno and
 # .../bin/gator, each with a `<name>.version` stamp next to it; prints `kyverno=<path>` and
 # `gator=<path>` on stdout, one a line.
-# Invariants: a binary is reused only when its stamp names the pinned version; a failed build
-# leaves no binary behind (each is built into a fresh folder and moved into place); Go builds
-# run one at a time on this machine (flock on /tmp/tenantc-go-build.lock) and niced.
+# Invariants: a binary is reused only when its stamp names the pinned version; a failed or
+# stopped build leaves no binary behind (each is built into a fresh folder, moved into place,
+# and the folder removed on exit); Go builds run one at a time on this machine (flock on
+# /tmp/tenantc-go-build.lock) and niced.
 #
 # kyverno: the module github.com/kyverno/kyverno replaces k8s.io/pod-security-admission with its
 # fork github.com/kyverno/pod-security-admission, and `go install module@version` refuses a module
@@ -67,6 +68,12 @@ build_gator() {
         "github.com/open-policy-agent/gatekeeper/v3/cmd/gator@$GATOR_VERSION"
 }
 
+# The staging folder of the build under way, removed however the script ends (`.ci/run` stops
+# an unfinished background build with SIGTERM).
+STAGING=""
+trap 'if [ -n "$STAGING" ]; then rm -rf "$STAGING"; fi' EXIT
+trap 'exit 143' TERM INT
+
 install_one() { # install_one NAME VERSION
     local name=$1 version=$2 staging started
     if fresh "$name" "$version"; then
@@ -76,6 +83,7 @@ install_one() { # install_one NAME VERSION
     need_go "$name"
     mkdir -p "$BIN_DIR"
     staging=$(mktemp -d "$BIN_DIR/.build-$name.XXXXXX")
+    STAGING=$staging
     started=$(date +%s)
     log "building $name $version (several minutes cold on two cores)"
     if ! flock "$LOCK" bash -c "$(declare -f build_kyverno build_gator log); \
@@ -88,6 +96,7 @@ install_one() { # install_one NAME VERSION
     mv -f "$staging/$name" "$BIN_DIR/$name"
     echo "$version" >"$BIN_DIR/$name.version"
     rm -rf "$staging"
+    STAGING=""
     log "built $name $version in $(($(date +%s) - started)) s"
 }
 
