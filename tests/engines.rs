@@ -4,9 +4,11 @@
 //! equal the in-process evaluator's verdict on the ValidatingAdmissionPolicy floor
 //! (`tenantc::policy`, what `tests/policy.rs` and `tenantc test-policy` run), fixture by fixture.
 //!
-//! Consumes: the frozen fixture fleet (`tests/fixtures/fleet/`, compiled in memory), the
-//! fixtures and cases of `tests/policy/cases.rs` (admitted objects, denied objects, denied
-//! updates and deletes), and the CLIs `tests/engines/install.sh` builds (`$TENANTC_GATOR` and
+//! Consumes: the frozen fixture fleet (`tests/fixtures/fleet/`, compiled in memory) and its
+//! Volcano and DRA variants, the fixtures and cases of `tests/policy/cases.rs` (admitted
+//! objects, denied objects, denied updates and deletes), of `tests/policy/volcano_cases.rs`
+//! (pods and PodGroups) and of `tests/policy/dra_cases.rs` (ResourceClaims, templates and DRA
+//! pods), and the CLIs `tests/engines/install.sh` builds (`$TENANTC_GATOR` and
 //! `$TENANTC_KYVERNO`, else `${TENANTC_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tenantc-tools}/bin/`).
 //! Produces: a line per engine with the fixtures judged, agreed and the time taken; fails on
 //! the first engine whose verdicts differ, listing every differing fixture. Without the CLIs
@@ -38,7 +40,13 @@
 )] // Test code: a panic is a failed test, and the skip line and figures are its report.
 
 #[path = "policy/cases.rs"]
-mod cases;
+mod policy_cases;
+
+#[path = "policy/volcano_cases.rs"]
+mod volcano_cases;
+
+#[path = "policy/dra_cases.rs"]
+mod dra_cases;
 
 mod support;
 
@@ -48,16 +56,26 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use cases::{
-    PINNED_WEIGHTS, admitted_fixtures, cases, delete_cases, fixture, namespace_of, ownership_cases,
-    update_cases,
-};
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use policy_cases::{
+    PINNED_WEIGHTS, admitted_fixtures, cases, delete_cases, fixture, namespace_of, ownership_cases,
+    update_cases,
 };
 use serde_json::{Value as Json, json};
 use tenantc::lower::{admission, engines};
 use tenantc::plan::{CellPlan, Plan, TenantPlan};
+
+/// The fleets the fixtures are judged in: the frozen fixture fleet, its variant with
+/// `eu-west-4b` on Volcano (`tests/policy/volcano_cases.rs`) and its variant with `us-east-1a` on
+/// DRA (`tests/policy/dra_cases.rs`). A fixture names its cell as `<cell>`, `volcano:<cell>` or
+/// `dra:<cell>`, and [`cell`] finds it in its fleet.
+struct Plans {
+    frozen: Plan,
+    volcano: Plan,
+    dra: Plan,
+}
 use tenantc::policy::{self, Outcome, Request};
 
 /// One request of the policy fixtures, with where it comes from.
@@ -70,14 +88,30 @@ struct Fixture {
     request: Request,
 }
 
-fn plan() -> Plan {
-    let loaded = tenantc::load::load(&support::fleet()).unwrap();
-    let compilation = tenantc::compile_loaded(&loaded);
-    assert!(compilation.output.is_some(), "the fixture fleet compiles");
+fn compiled(root: &Path, what: &str) -> Plan {
+    let compilation = support::compile_root(root);
+    assert!(compilation.output.is_some(), "{what} compiles");
     compilation.plan.unwrap()
 }
 
-fn cell<'a>(plan: &'a Plan, name: &str) -> &'a CellPlan {
+fn plan() -> Plans {
+    let volcano = tempfile::tempdir().unwrap();
+    volcano_cases::write_variant(volcano.path());
+    let dra = tempfile::tempdir().unwrap();
+    dra_cases::write_variant(dra.path());
+    Plans {
+        frozen: compiled(&support::fleet(), "the fixture fleet"),
+        volcano: compiled(volcano.path(), "the Volcano variant"),
+        dra: compiled(dra.path(), "the DRA variant"),
+    }
+}
+
+fn cell<'a>(plans: &'a Plans, label: &str) -> &'a CellPlan {
+    let (plan, name) = match label.split_once(':') {
+        Some(("volcano", name)) => (&plans.volcano, name),
+        Some(("dra", name)) => (&plans.dra, name),
+        _ => (&plans.frozen, label),
+    };
     plan.cells.iter().find(|cell| cell.name == name).unwrap()
 }
 
@@ -101,7 +135,7 @@ fn member_group(cell: &CellPlan, namespace: &str) -> String {
 
 /// Every request of the policy fixtures: each admitted fixture and each denied object created
 /// by a member of its tenant, each denied update and each denied delete by a member.
-fn fixtures(plan: &Plan) -> Vec<Fixture> {
+fn fixtures(plan: &Plans) -> Vec<Fixture> {
     let mut out = Vec::new();
     let mut push = |what: String, cell_name: &str, request: Request| {
         let name = format!("{:03}-{}", out.len(), slug(&what));
@@ -147,6 +181,37 @@ fn fixtures(plan: &Plan) -> Vec<Fixture> {
         request.groups = vec![member_group(cell(plan, case.cell), &namespace)];
         push(case.name.to_string(), case.cell, request);
     }
+    // The Volcano cell's pods and PodGroups, judged by its floor and PodGroup policy.
+    let volcano = format!("volcano:{}", volcano_cases::CELL);
+    for (name, object) in volcano_cases::admitted() {
+        push(
+            format!("volcano {name}"),
+            &volcano,
+            member_create(&volcano, object),
+        );
+    }
+    for case in volcano_cases::cases() {
+        let (before, after) = volcano_cases::objects(&case);
+        let mut request = member_create(&volcano, after);
+        if let Some(before) = before {
+            request.operation = "UPDATE".to_string();
+            request.old_object = Some(before);
+        }
+        push(format!("volcano {}", case.name), &volcano, request);
+    }
+    // The DRA cell's claims, templates and DRA pods, judged by its floor and device claims
+    // policy.
+    let dra = format!("dra:{}", dra_cases::CELL);
+    for (name, object) in dra_cases::admitted() {
+        push(format!("dra {name}"), &dra, member_create(&dra, object));
+    }
+    for case in dra_cases::cases() {
+        push(
+            format!("dra {}", case.name),
+            &dra,
+            member_create(&dra, dra_cases::object(&case)),
+        );
+    }
     out
 }
 
@@ -176,8 +241,9 @@ fn floor(
     weakened: Option<&str>,
 ) -> Vec<(ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding)> {
     let scheduler = cell.backends.scheduler;
-    let policies = admission::floor_policies(scheduler);
-    let bindings = admission::tenant_bindings(tenant, scheduler);
+    let devices = cell.backends.devices;
+    let policies = admission::floor_policies(scheduler, devices);
+    let bindings = admission::tenant_bindings(tenant, scheduler, devices);
     assert_eq!(
         policies.len(),
         bindings.len(),
@@ -216,7 +282,7 @@ fn floor(
 
 /// The in-process verdict of the ValidatingAdmissionPolicy floor on `request` (of the fixture
 /// `name`): the policies that deny it, each with its first denying validation.
-fn floor_denials(plan: &Plan, name: &str, cell_name: &str, request: &Request) -> Denials {
+fn floor_denials(plan: &Plans, name: &str, cell_name: &str, request: &Request) -> Denials {
     let cell = cell(plan, cell_name);
     let tenant = tenant_of(cell, &request.namespace);
     let mut params = admission::params_config_map(tenant, cell);
@@ -242,7 +308,7 @@ fn floor_denials(plan: &Plan, name: &str, cell_name: &str, request: &Request) ->
 
 /// The floor's verdicts on `fixtures`, by fixture name.
 fn expected_of<'a>(
-    plan: &Plan,
+    plan: &Plans,
     fixtures: impl IntoIterator<Item = &'a Fixture>,
 ) -> BTreeMap<String, Denials> {
     fixtures
@@ -350,7 +416,7 @@ fn write_json(path: &Path, value: &impl serde::Serialize) {
 /// fixture that asserts whether the floor's policy denies it.
 fn gator_verdicts(
     gator: &Path,
-    plan: &Plan,
+    plan: &Plans,
     fixtures: &[Fixture],
     weakened: Option<&str>,
     expected: &BTreeMap<String, Denials>,
@@ -629,7 +695,7 @@ fn renamed(request: &Request, idx: usize) -> (Request, String) {
 /// policy and, for a denial, the index of the validation that failed.
 fn kyverno_verdicts(
     kyverno: &Path,
-    plan: &Plan,
+    plan: &Plans,
     fixtures: &[&Fixture],
     weakened: Option<&str>,
     translated: bool,
