@@ -552,7 +552,7 @@ fn node_to_json(node: &crate::parse::Node) -> Result<Json, String> {
 /// them to.
 pub fn check_object(cell: &crate::plan::CellPlan, request: &Request) -> Option<(String, Outcome)> {
     use crate::lower::admission::{self, Scheduler};
-    use crate::model::DeviceMode;
+    use crate::facts::backends::DeviceMode;
     let tenant = cell.tenants.iter().find(|tenant| {
         tenant
             .namespaces
