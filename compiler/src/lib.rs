@@ -200,18 +200,46 @@ fn compile_with_findings(inputs: &[InputFile], refused: &[load::Finding]) -> Com
 /// The stages after the checks: lowers the plan, renders the platform templates into the
 /// manifest, writes it as a tree and audits the tree's storage IAM, each only when the one
 /// before found no error. The tree is withheld when any of them found one.
+///
+/// Each cell's objects are rendered into their files as soon as the cell is lowered, on the
+/// thread that lowered it, keeping only the keys a template object could collide with; so the
+/// lowered objects of the whole fleet (their texts, folders and sources, about as large again
+/// as the output) are never held beside each other, only the files. The bytes and findings are
+/// those of `lower` → `template` → `emit` run one after the other on the whole manifest.
 fn build(
     plan: &plan::Plan,
     fleet: &model::Fleet,
     templates: &[template::Template],
     sources: &SourceMap,
 ) -> Result<(Option<OutputTree>, Vec<Diagnostic>), emit::InternalError> {
-    let mut manifest = lower::lower(plan)?;
-    let findings = template::apply(&mut manifest, plan, templates, sources);
+    let cells = lower::lower_each(plan, |mut cell| {
+        let keys = template::emitted_keys(&cell);
+        let mut rendered = emit::Rendered::default();
+        rendered.add_objects(std::mem::take(&mut cell.objects))?;
+        Ok((rendered, keys, cell))
+    })?;
+    let mut rendered = emit::Rendered::default();
+    let mut emitted = std::collections::BTreeSet::new();
+    // The rest of the output: the cells' folders and extras, then the fleet's reports, as
+    // `lower::lower` joins them.
+    let mut rest = emit::Manifest::default();
+    for (cell_rendered, keys, cell) in cells {
+        rendered.merge(cell_rendered)?;
+        emitted.extend(keys);
+        rest.extras.extend(cell.extras);
+        rest.folders.extend(cell.folders);
+    }
+    let fleet_files = lower::fleet_manifest(plan);
+    emitted.extend(template::emitted_keys(&fleet_files));
+    rendered.add_objects(fleet_files.objects)?;
+    rest.extras.extend(fleet_files.extras);
+    rest.folders.extend(fleet_files.folders);
+    let findings = template::apply_beside(&mut rest, emitted, plan, templates, sources);
     if findings.iter().any(Diagnostic::is_error) {
         return Ok((None, findings));
     }
-    let tree = emit::render(manifest)?;
+    rendered.add_objects(std::mem::take(&mut rest.objects))?;
+    let tree = rendered.finish(&rest.folders, rest.extras)?;
     // The security audit judges the bytes that would be written.
     let mut findings = findings;
     findings.extend(validate::audit::audit(&tree, plan, fleet));
