@@ -150,13 +150,27 @@ pub fn compile_loaded(loaded: &load::Loaded) -> Compilation {
     compile_with_findings(&loaded.inputs, &loaded.findings)
 }
 
+/// Compiles what [`load::load`] found, as [`compile_loaded`] does, taking it: the files' bytes
+/// are dropped as soon as intake has read them into the source map, so they are not held beside
+/// the output (what `tenantc build` and `check` call).
+pub fn compile_loaded_owned(loaded: load::Loaded) -> Compilation {
+    let intake = intake::read(&loaded.inputs, &loaded.findings);
+    drop(loaded);
+    compile_intake(intake)
+}
+
 /// The pipeline of `ARCHITECTURE.md`: intake, then each stage as a function from its typed
 /// input to its output and findings, every finding into one [`Sink`], which decides what runs
 /// next and sorts and caps them.
 fn compile_with_findings(inputs: &[InputFile], refused: &[load::Finding]) -> Compilation {
+    compile_intake(intake::read(inputs, refused))
+}
+
+/// [`compile_with_findings`] after intake (load's findings → parse → allow → schema, file by
+/// file, which `intake` is).
+fn compile_intake(intake: (intake::Intake, Vec<Diagnostic>)) -> Compilation {
     let catalog = catalog::Catalog::builtin();
     let mut sink = Sink::default();
-    // load's findings → parse → allow → schema, file by file.
     let intake::Intake {
         sources,
         declarations,
@@ -164,7 +178,7 @@ fn compile_with_findings(inputs: &[InputFile], refused: &[load::Finding]) -> Com
         material,
         templates,
         allows,
-    } = sink.take(intake::read(inputs, refused));
+    } = sink.take(intake);
     // Templates are parsed whatever the declarations hold, so a syntax error shows at once.
     sink.report(template::check_syntax(&templates, &sources));
     let fleet = sink.take(validate::validate(declarations, &unreadable, catalog));
@@ -175,6 +189,8 @@ fn compile_with_findings(inputs: &[InputFile], refused: &[load::Finding]) -> Com
         let verified = sink.take(weights::verify(&fleet, &material));
         sink.take(plan::resolve(&fleet, &verified, &sources, catalog))
     });
+    // The signing material is read only by the weights stage.
+    drop(material);
     // Every check has reported: silence what the declarations acknowledge, then sort and cap.
     let suppressed = sink.allow(&allows, &sources);
     // lower → template → emit → audit, only when nothing is an error.
