@@ -8,6 +8,7 @@
 
 #[path = "../benches/fleet/seeded.rs"]
 mod seeded;
+mod support;
 
 use seeded::Shape;
 use tenantc::InputFile;
@@ -232,6 +233,13 @@ fn yaml_json(text: &str) -> serde_json::Value {
     to_json(&document.root.expect("a YAML document").node)
 }
 
+/// Every YAML document of an emitted file as JSON (a file may hold several).
+fn yaml_documents(text: &str) -> Vec<serde_json::Value> {
+    let (nodes, diagnostics) = tenantc::parse::yaml::parse_stream(tenantc::source::FileId(0), text);
+    assert!(diagnostics.is_empty(), "{diagnostics:?}\n{text}");
+    nodes.iter().map(to_json).collect()
+}
+
 fn to_json(node: &tenantc::parse::Node) -> serde_json::Value {
     use tenantc::parse::Value;
     match &node.value {
@@ -431,5 +439,251 @@ fn no_pool_resource_is_reserved_beyond_its_capacity() {
             }
         }
         assert!(checked > 0, "{shape:?}: nothing reserved");
+    }
+}
+
+/// The schemas an emitted object is judged by: per Kubernetes minor, the definitions of the
+/// built-in kinds vendored in `schema/k8s/core-v1.<minor>.json`, and per (group, version, kind)
+/// the `openAPIV3Schema` of a CRD vendored under `schema/crds/`.
+struct Schemas {
+    core: std::collections::BTreeMap<u32, serde_json::Map<String, serde_json::Value>>,
+    crds: std::collections::BTreeMap<(String, String, String), serde_json::Value>,
+}
+
+/// Kinds tenantc writes that are not API objects, so no API server judges them: kustomize's own
+/// file, and the Kueue controller Configuration a DRA cell writes as a report to merge.
+const NOT_API_OBJECTS: [(&str, &str); 2] = [
+    ("kustomize.config.k8s.io/v1beta1", "Kustomization"),
+    ("config.kueue.x-k8s.io/v1beta2", "Configuration"),
+];
+
+fn schemas() -> &'static Schemas {
+    static SCHEMAS: std::sync::OnceLock<Schemas> = std::sync::OnceLock::new();
+    SCHEMAS.get_or_init(|| {
+        let root = support::repo().join("schema");
+        let mut core = std::collections::BTreeMap::new();
+        for entry in std::fs::read_dir(root.join("k8s")).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let Some(minor) = name
+                .strip_prefix("core-v1.")
+                .and_then(|rest| rest.strip_suffix(".json"))
+            else {
+                continue;
+            };
+            let document: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            let definitions = document
+                .get("definitions")
+                .and_then(|value| value.as_object())
+                .unwrap()
+                .clone();
+            core.insert(minor.parse().unwrap(), definitions);
+        }
+        let mut crds = std::collections::BTreeMap::new();
+        for folder in std::fs::read_dir(root.join("crds")).unwrap() {
+            let folder = folder.unwrap().path();
+            if !folder.is_dir() {
+                continue;
+            }
+            for file in std::fs::read_dir(&folder).unwrap() {
+                let file = file.unwrap().path();
+                if file.extension().is_none_or(|extension| extension != "yaml") {
+                    continue;
+                }
+                for crd in yaml_documents(&std::fs::read_to_string(&file).unwrap()) {
+                    let group = crd
+                        .pointer("/spec/group")
+                        .and_then(|value| value.as_str())
+                        .unwrap()
+                        .to_string();
+                    let kind = crd
+                        .pointer("/spec/names/kind")
+                        .and_then(|value| value.as_str())
+                        .unwrap()
+                        .to_string();
+                    for version in crd
+                        .pointer("/spec/versions")
+                        .and_then(|value| value.as_array())
+                        .unwrap()
+                    {
+                        let name = version
+                            .get("name")
+                            .and_then(|value| value.as_str())
+                            .unwrap()
+                            .to_string();
+                        let schema = version.pointer("/schema/openAPIV3Schema").unwrap().clone();
+                        crds.insert((group.clone(), name, kind.clone()), schema);
+                    }
+                }
+            }
+        }
+        assert!(core.len() >= 2 && crds.len() >= 10, "{:?}", core.keys());
+        Schemas { core, crds }
+    })
+}
+
+/// Judges every object of `tree` by the schema of its kind, for its cell's Kubernetes minor
+/// (`minors`, by cell name) for the built-in kinds; returns the objects judged per kind and every
+/// violation, each as `<path>: <kind>: <where>: <what>`.
+fn schema_violations(
+    tree: &tenantc::emit::OutputTree,
+    minors: &std::collections::BTreeMap<String, u32>,
+) -> (std::collections::BTreeMap<String, usize>, Vec<String>) {
+    let schemas = schemas();
+    let mut judged = std::collections::BTreeMap::new();
+    let mut found = Vec::new();
+    for (path, bytes) in tree {
+        if !path.ends_with(".yaml") {
+            continue;
+        }
+        for object in yaml_documents(std::str::from_utf8(bytes).unwrap()) {
+            let api_version = object
+                .get("apiVersion")
+                .and_then(|value| value.as_str())
+                .unwrap_or_default();
+            let kind = object
+                .get("kind")
+                .and_then(|value| value.as_str())
+                .unwrap_or_default();
+            if NOT_API_OBJECTS.contains(&(api_version, kind)) {
+                continue;
+            }
+            let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+            let cell = path.split('/').next().unwrap_or_default();
+            let violations = if let Some(schema) =
+                schemas
+                    .crds
+                    .get(&(group.to_string(), version.to_string(), kind.to_string()))
+            {
+                tenantc::kube::crd_schema::violations(schema, &object)
+            } else {
+                let Some(minor) = minors.get(cell) else {
+                    found.push(format!(
+                        "{path}: {api_version} {kind}: no vendored CRD, and not in a cell folder"
+                    ));
+                    continue;
+                };
+                let Some(definitions) = schemas.core.get(minor) else {
+                    found.push(format!(
+                        "{path}: no definitions vendored for Kubernetes 1.{minor} (schema/k8s/vendor.py)"
+                    ));
+                    continue;
+                };
+                let Some(schema) =
+                    tenantc::kube::crd_schema::kind_definition(definitions, api_version, kind)
+                else {
+                    found.push(format!(
+                        "{path}: {api_version} {kind}: Kubernetes 1.{minor} serves no such kind, and no CRD is vendored"
+                    ));
+                    continue;
+                };
+                tenantc::kube::crd_schema::violations_with(schema, definitions, &object)
+            };
+            *judged.entry(format!("{api_version} {kind}")).or_insert(0) += 1;
+            found.extend(
+                violations
+                    .into_iter()
+                    .map(|violation| format!("{path}: {kind}: {violation}")),
+            );
+        }
+    }
+    (judged, found)
+}
+
+fn minors(plan: &tenantc::plan::Plan) -> std::collections::BTreeMap<String, u32> {
+    plan.cells
+        .iter()
+        .map(|cell| (cell.name.clone(), cell.kubernetes.1))
+        .collect()
+}
+
+#[test]
+fn every_object_passes_the_schema_of_its_kind_for_its_cells_kubernetes_version() {
+    let mut kinds = std::collections::BTreeSet::new();
+    for (shape, compilation) in property_fleets() {
+        let tree = compilation.output.as_ref().unwrap();
+        let minors = minors(compilation.plan.as_ref().unwrap());
+        let (judged, found) = schema_violations(tree, &minors);
+        assert!(found.is_empty(), "{shape:?}:\n{}", found.join("\n"));
+        assert!(
+            judged.values().sum::<usize>() > 100,
+            "{shape:?}: {judged:?}"
+        );
+        kinds.extend(judged.into_keys());
+    }
+    // Both sides of the judge are exercised: built-in kinds and CRD kinds, on both minors.
+    for kind in [
+        "v1 Namespace",
+        "v1 ResourceQuota",
+        "networking.k8s.io/v1 NetworkPolicy",
+        "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy",
+        "rbac.authorization.k8s.io/v1 ClusterRole",
+        "kueue.x-k8s.io/v1beta2 ClusterQueue",
+        "argoproj.io/v1alpha1 ApplicationSet",
+        "kustomize.toolkit.fluxcd.io/v1 Kustomization",
+    ] {
+        assert!(kinds.contains(kind), "no {kind} judged: {kinds:?}");
+    }
+    let versions: std::collections::BTreeSet<u32> = property_fleets()
+        .iter()
+        .flat_map(|(_, compilation)| minors(compilation.plan.as_ref().unwrap()).into_values())
+        .collect();
+    assert!(versions.len() >= 2, "{versions:?}");
+}
+
+#[test]
+fn the_schema_property_fails_on_a_corrupted_object() {
+    let (shape, compilation) = &property_fleets()[0];
+    let tree = compilation.output.as_ref().unwrap();
+    let minors = minors(compilation.plan.as_ref().unwrap());
+    // One corruption per side of the judge, each in the first file it applies to: a misspelt
+    // key in a built-in kind, a value of the wrong type in a CRD kind and in a built-in kind
+    // reached through a reference, and a kind nothing serves.
+    let corruptions: [(&str, &str, &str, &str); 4] = [
+        (
+            "networkpolicy-default-deny.yaml",
+            "  podSelector: {}",
+            "  podSelektor: {}",
+            "NetworkPolicy: spec: key `podSelektor` is not in the schema",
+        ),
+        (
+            "clusterqueue.yaml",
+            "borrowingLimit: \"0\"",
+            "borrowingLimit: true",
+            "].borrowingLimit: a boolean where the schema wants an integer or a string",
+        ),
+        (
+            "namespace.yaml",
+            "kind: Namespace\n",
+            "kind: Namespace\nstatus:\n  phase: 3\n",
+            "Namespace: status.phase: an integer where the schema wants a string",
+        ),
+        (
+            "limitrange.yaml",
+            "kind: LimitRange",
+            "kind: LimitRnage",
+            "v1 LimitRnage: Kubernetes 1.",
+        ),
+    ];
+    for (file, from, to, expected) in corruptions {
+        let mut corrupted = tree.clone();
+        let (path, bytes) = corrupted
+            .iter_mut()
+            .find(|(path, bytes)| {
+                path.ends_with(file) && std::str::from_utf8(bytes).unwrap().contains(from)
+            })
+            .unwrap_or_else(|| panic!("{shape:?}: no {file} holds {from:?}"));
+        let text = std::str::from_utf8(bytes).unwrap().replacen(from, to, 1);
+        *bytes = text.into_bytes();
+        let path = path.clone();
+        let (_, found) = schema_violations(&corrupted, &minors);
+        assert!(
+            found
+                .iter()
+                .all(|line| line.starts_with(&format!("{path}: ")))
+                && found.iter().any(|line| line.contains(expected)),
+            "{path}: {from:?} -> {to:?} should give {expected:?}, gave {found:#?}"
+        );
     }
 }

@@ -150,13 +150,27 @@ pub fn compile_loaded(loaded: &load::Loaded) -> Compilation {
     compile_with_findings(&loaded.inputs, &loaded.findings)
 }
 
+/// Compiles what [`load::load`] found, as [`compile_loaded`] does, taking it: the files' bytes
+/// are dropped as soon as intake has read them into the source map, so they are not held beside
+/// the output (what `tenantc build` and `check` call).
+pub fn compile_loaded_owned(loaded: load::Loaded) -> Compilation {
+    let intake = intake::read(&loaded.inputs, &loaded.findings);
+    drop(loaded);
+    compile_intake(intake)
+}
+
 /// The pipeline of `ARCHITECTURE.md`: intake, then each stage as a function from its typed
 /// input to its output and findings, every finding into one [`Sink`], which decides what runs
 /// next and sorts and caps them.
 fn compile_with_findings(inputs: &[InputFile], refused: &[load::Finding]) -> Compilation {
+    compile_intake(intake::read(inputs, refused))
+}
+
+/// [`compile_with_findings`] after intake (load's findings → parse → allow → schema, file by
+/// file, which `intake` is).
+fn compile_intake(intake: (intake::Intake, Vec<Diagnostic>)) -> Compilation {
     let catalog = catalog::Catalog::builtin();
     let mut sink = Sink::default();
-    // load's findings → parse → allow → schema, file by file.
     let intake::Intake {
         sources,
         declarations,
@@ -164,7 +178,7 @@ fn compile_with_findings(inputs: &[InputFile], refused: &[load::Finding]) -> Com
         material,
         templates,
         allows,
-    } = sink.take(intake::read(inputs, refused));
+    } = sink.take(intake);
     // Templates are parsed whatever the declarations hold, so a syntax error shows at once.
     sink.report(template::check_syntax(&templates, &sources));
     let fleet = sink.take(validate::validate(declarations, &unreadable, catalog));
@@ -175,6 +189,8 @@ fn compile_with_findings(inputs: &[InputFile], refused: &[load::Finding]) -> Com
         let verified = sink.take(weights::verify(&fleet, &material));
         sink.take(plan::resolve(&fleet, &verified, &sources, catalog))
     });
+    // The signing material is read only by the weights stage.
+    drop(material);
     // Every check has reported: silence what the declarations acknowledge, then sort and cap.
     let suppressed = sink.allow(&allows, &sources);
     // lower → template → emit → audit, only when nothing is an error.
@@ -200,18 +216,46 @@ fn compile_with_findings(inputs: &[InputFile], refused: &[load::Finding]) -> Com
 /// The stages after the checks: lowers the plan, renders the platform templates into the
 /// manifest, writes it as a tree and audits the tree's storage IAM, each only when the one
 /// before found no error. The tree is withheld when any of them found one.
+///
+/// Each cell's objects are rendered into their files as soon as the cell is lowered, on the
+/// thread that lowered it, keeping only the keys a template object could collide with; so the
+/// lowered objects of the whole fleet (their texts, folders and sources, about as large again
+/// as the output) are never held beside each other, only the files. The bytes and findings are
+/// those of `lower` → `template` → `emit` run one after the other on the whole manifest.
 fn build(
     plan: &plan::Plan,
     fleet: &model::Fleet,
     templates: &[template::Template],
     sources: &SourceMap,
 ) -> Result<(Option<OutputTree>, Vec<Diagnostic>), emit::InternalError> {
-    let mut manifest = lower::lower(plan)?;
-    let findings = template::apply(&mut manifest, plan, templates, sources);
+    let cells = lower::lower_each(plan, |mut cell| {
+        let keys = template::emitted_keys(&cell);
+        let mut rendered = emit::Rendered::default();
+        rendered.add_objects(std::mem::take(&mut cell.objects))?;
+        Ok((rendered, keys, cell))
+    })?;
+    let mut rendered = emit::Rendered::default();
+    let mut emitted = std::collections::BTreeSet::new();
+    // The rest of the output: the cells' folders and extras, then the fleet's reports, as
+    // `lower::lower` joins them.
+    let mut rest = emit::Manifest::default();
+    for (cell_rendered, keys, cell) in cells {
+        rendered.merge(cell_rendered)?;
+        emitted.extend(keys);
+        rest.extras.extend(cell.extras);
+        rest.folders.extend(cell.folders);
+    }
+    let fleet_files = lower::fleet_manifest(plan);
+    emitted.extend(template::emitted_keys(&fleet_files));
+    rendered.add_objects(fleet_files.objects)?;
+    rest.extras.extend(fleet_files.extras);
+    rest.folders.extend(fleet_files.folders);
+    let findings = template::apply_beside(&mut rest, emitted, plan, templates, sources);
     if findings.iter().any(Diagnostic::is_error) {
         return Ok((None, findings));
     }
-    let tree = emit::render(manifest)?;
+    rendered.add_objects(std::mem::take(&mut rest.objects))?;
+    let tree = rendered.finish(&rest.folders, rest.extras)?;
     // The security audit judges the bytes that would be written.
     let mut findings = findings;
     findings.extend(validate::audit::audit(&tree, plan, fleet));

@@ -15,8 +15,8 @@ use super::project::{self, CommonArgs, Mode, Project, files, note_waiting, print
 
 /// Runs `tenantc build`.
 pub fn run(args: &CommonArgs) -> Result<Exit, Fatal> {
-    let project = Project::open(args)?;
-    let out_dir = &project.out_dir;
+    let mut project = Project::open(args)?;
+    let out_dir = &project.out_dir.clone();
     let cannot_write =
         |error: std::io::Error| Fatal::new(format!("cannot write {}: {error}", out_dir.display()));
     // A build first takes the lock of out/ and finishes or undoes an interrupted write, before

@@ -19,8 +19,8 @@ use super::project::{
 
 /// Runs `tenantc check`.
 pub fn run(args: &CommonArgs) -> Result<Exit, Fatal> {
-    let project = Project::open(args)?;
-    let out_dir = &project.out_dir;
+    let mut project = Project::open(args)?;
+    let out_dir = &project.out_dir.clone();
     let compilation = project.compile();
     let Some(tree) = project::output_of(args, Mode::Check, &compilation)? else {
         return Ok(Exit::Errors);

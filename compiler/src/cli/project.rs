@@ -13,7 +13,7 @@ use clap::{Args, ValueEnum};
 use tenantc::diag::render::{self, Color};
 use tenantc::emit::OutputTree;
 use tenantc::emit::fs::Change;
-use tenantc::{Compilation, compile_loaded, load};
+use tenantc::{Compilation, compile_loaded, compile_loaded_owned, load};
 
 use super::error::{Envelope, Fatal};
 use super::output::escape;
@@ -157,9 +157,10 @@ impl Project {
     }
 
     /// Compiles the declarations; a warning that `--deny` makes an error withholds the output,
-    /// like an error: nothing is written or compared.
-    pub fn compile(&self) -> Compilation {
-        let mut compilation = compile_loaded(&self.loaded);
+    /// like an error: nothing is written or compared. The loaded files are handed over, so their
+    /// bytes are not held beside the output.
+    pub fn compile(&mut self) -> Compilation {
+        let mut compilation = compile_loaded_owned(std::mem::take(&mut self.loaded));
         if self.deny.apply(&mut compilation.diagnostics) > 0 {
             compilation.output = None;
         }

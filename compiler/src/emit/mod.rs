@@ -168,67 +168,118 @@ pub fn render(manifest: Manifest) -> Result<OutputTree, InternalError> {
         folders: listed,
         extras,
     } = manifest;
-    let mut tree = OutputTree::new();
-    let mut folder_files: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
-    for object in objects {
-        let Object {
-            folder,
-            file,
-            sources,
-            body,
-        } = object;
-        let path = format!("{folder}/{file}");
-        let header = header(&sources);
-        let mut text = Vec::with_capacity(header.len() + body.0.len());
-        text.extend_from_slice(header.as_bytes());
-        text.extend_from_slice(body.0.as_bytes());
-        drop(body);
-        if tree.insert(path.clone(), text).is_some() {
+    let mut rendered = Rendered::default();
+    rendered.add_objects(objects)?;
+    rendered.finish(&listed, extras)
+}
+
+/// Objects rendered into their files so far, with the files and declaration sources of each
+/// kustomization folder: a tree built in parts (the driver renders each cell's objects as soon
+/// as the cell is lowered, so the lowered objects of the whole fleet are never held at once),
+/// then finished by [`Rendered::finish`] into the same bytes as [`render`].
+#[derive(Debug, Default)]
+pub struct Rendered {
+    tree: OutputTree,
+    folder_files: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>,
+}
+
+impl Rendered {
+    /// Renders `objects` into their files (header and body), dropping each object's text once it
+    /// is in its file.
+    pub fn add_objects(&mut self, objects: Vec<Object>) -> Result<(), InternalError> {
+        for object in objects {
+            let Object {
+                folder,
+                file,
+                sources,
+                body,
+            } = object;
+            let path = format!("{folder}/{file}");
+            let header = header(&sources);
+            let mut text = Vec::with_capacity(header.len() + body.0.len());
+            text.extend_from_slice(header.as_bytes());
+            text.extend_from_slice(body.0.as_bytes());
+            drop(body);
+            if self.tree.insert(path.clone(), text).is_some() {
+                return Err(InternalError(format!("two objects are written to {path}")));
+            }
+            let entry = self.folder_files.entry(folder).or_default();
+            entry.0.insert(file);
+            entry.1.extend(sources);
+        }
+        Ok(())
+    }
+
+    /// Adds what another part rendered; a path both hold is an error, as in [`render`].
+    pub fn merge(&mut self, other: Rendered) -> Result<(), InternalError> {
+        let Rendered {
+            mut tree,
+            folder_files,
+        } = other;
+        if let Some(path) = tree.keys().find(|path| self.tree.contains_key(*path)) {
             return Err(InternalError(format!("two objects are written to {path}")));
         }
-        let entry = folder_files.entry(folder).or_default();
-        entry.0.insert(file);
-        entry.1.extend(sources);
-    }
-    let mut folders: BTreeSet<String> = folder_files.keys().cloned().collect();
-    folders.extend(listed.keys().cloned());
-    for folder in folders {
-        let (files, mut sources) = folder_files.remove(&folder).unwrap_or_default();
-        let mut resources: Vec<String> = files.into_iter().collect();
-        if let Some((children, child_sources)) = listed.get(&folder) {
-            resources.extend(children.iter().cloned());
-            sources.extend(child_sources.iter().cloned());
+        self.tree.append(&mut tree);
+        for (folder, (files, sources)) in folder_files {
+            let entry = self.folder_files.entry(folder).or_default();
+            entry.0.extend(files);
+            entry.1.extend(sources);
         }
-        resources.sort();
-        let body = Yaml::map([
-            ("apiVersion", Yaml::str("kustomize.config.k8s.io/v1beta1")),
-            ("kind", Yaml::str("Kustomization")),
-            (
-                "resources",
-                Yaml::Seq(resources.into_iter().map(Yaml::Str).collect()),
-            ),
-        ]);
-        let mut text = header(&sources);
-        text.push_str(&yaml::to_string(&body));
-        tree.insert(format!("{folder}/kustomization.yaml"), text.into_bytes());
+        Ok(())
     }
-    for extra in extras {
-        if tree.contains_key(&extra.path) {
-            return Err(InternalError(format!(
-                "two files are written to {}",
-                extra.path
-            )));
+
+    /// Adds one kustomization per folder (its files and the child folders `listed` names) and
+    /// the non-object files, and returns the whole tree.
+    pub fn finish(
+        self,
+        listed: &BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>,
+        extras: Vec<Extra>,
+    ) -> Result<OutputTree, InternalError> {
+        let Rendered {
+            mut tree,
+            mut folder_files,
+        } = self;
+        let mut folders: BTreeSet<String> = folder_files.keys().cloned().collect();
+        folders.extend(listed.keys().cloned());
+        for folder in folders {
+            let (files, mut sources) = folder_files.remove(&folder).unwrap_or_default();
+            let mut resources: Vec<String> = files.into_iter().collect();
+            if let Some((children, child_sources)) = listed.get(&folder) {
+                resources.extend(children.iter().cloned());
+                sources.extend(child_sources.iter().cloned());
+            }
+            resources.sort();
+            let body = Yaml::map([
+                ("apiVersion", Yaml::str("kustomize.config.k8s.io/v1beta1")),
+                ("kind", Yaml::str("Kustomization")),
+                (
+                    "resources",
+                    Yaml::Seq(resources.into_iter().map(Yaml::Str).collect()),
+                ),
+            ]);
+            let mut text = header(&sources);
+            text.push_str(&yaml::to_string(&body));
+            tree.insert(format!("{folder}/kustomization.yaml"), text.into_bytes());
         }
-        tree.insert(extra.path, extra.contents);
+        for extra in extras {
+            if tree.contains_key(&extra.path) {
+                return Err(InternalError(format!(
+                    "two files are written to {}",
+                    extra.path
+                )));
+            }
+            tree.insert(extra.path, extra.contents);
+        }
+        tree.insert(
+            MARKER.to_string(),
+            b"This folder is generated by tenantc and replaced as a whole on every build.\n"
+                .to_vec(),
+        );
+        for path in tree.keys() {
+            check_path(path)?;
+        }
+        Ok(tree)
     }
-    tree.insert(
-        MARKER.to_string(),
-        b"This folder is generated by tenantc and replaced as a whole on every build.\n".to_vec(),
-    );
-    for path in tree.keys() {
-        check_path(path)?;
-    }
-    Ok(tree)
 }
 
 /// Paths stay relative, inside the output folder, and made of safe characters only.

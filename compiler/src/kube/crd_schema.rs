@@ -1,28 +1,41 @@
-//! A test-only checker of JSON values against the OpenAPI v3 schema of a vendored CRD.
+//! A checker of JSON values against the OpenAPI v3 schema of a vendored CRD, or against the
+//! definitions of a vendored Kubernetes OpenAPI document; the tests' judge of emitted objects,
+//! never called by the pipeline.
 //!
-//! Consumes: a CRD file from `schema/crds/` (YAML, read with the crate's own parser) and a
-//! JSON value, usually a typed object serialized with `serde_json::to_value`.
-//! Produces: the CRD as JSON, the `openAPIV3Schema` of one served version, and every place where
-//! the value is not allowed by that schema: keys the schema does not have, values of the wrong
-//! type, enum values it does not list, required properties left out, sizes out of bounds and
-//! duplicate entries of `map` and `set` lists.
+//! Consumes: a CRD file from `schema/crds/` (YAML, read with the crate's own parser; [`load`],
+//! in the unit tests only) or its schema as JSON, or the `definitions` of a file under
+//! `schema/k8s/` (`core-v<minor>.json`, the definitions the built-in kinds tenantc emits reach),
+//! and a JSON value, usually a typed object serialized with `serde_json::to_value` or an emitted
+//! YAML document read back.
+//! Produces: the CRD as JSON, the `openAPIV3Schema` of one served version, the definition of a
+//! built-in kind ([`kind_definition`]), and every place where the value is not allowed by that
+//! schema: keys the schema does not have, values of the wrong type, enum values it does not list,
+//! required properties left out, sizes out of bounds, values that fit no branch (or several
+//! branches) of a `oneOf`, and duplicate entries of `map` and `set` lists.
 //!
-//! Invariants: the walker never accepts by default; a schema keyword it does not know (`allOf`,
-//! `oneOf`, `not`, anything a newer controller-gen adds) is itself reported, so a newer CRD cannot
-//! pass unchecked.
-//! The root `metadata` is an ObjectMeta, which the API server checks itself; only its type is
-//! checked here.
+//! Invariants: the walker never accepts by default; a schema keyword it does not know (`not`,
+//! anything a newer controller-gen adds) is itself reported, and so is a `$ref` to a definition
+//! it was not given, so a newer CRD or OpenAPI document cannot pass unchecked.
+//! The root `metadata` of a CRD kind is an ObjectMeta, which the API server checks itself; only
+//! its type is checked here. A built-in kind's `metadata` refers to the ObjectMeta definition, and
+//! is walked against it.
+//! Siblings of a `$ref` are ignored, as OpenAPI v2 and JSON Schema drafts before 2019-09 say.
 //! Patterns (`pattern`) and CEL rules (`x-kubernetes-validations`) are not evaluated: the webhook
 //! rules in `kueue.rs` check what tenantc relies on, and the conformance tests against a real API
 //! server judge the rest.
 
-use serde_json::{Map, Number, Value};
+#[cfg(test)]
+use serde_json::Number;
+use serde_json::{Map, Value};
 
+#[cfg(test)]
 use crate::parse::{self, Format, Node};
+#[cfg(test)]
 use crate::source::FileId;
 
 /// Schema keywords the walker understands (or knows it may ignore, such as `description`).
-const KNOWN_KEYWORDS: [&str; 25] = [
+const KNOWN_KEYWORDS: [&str; 27] = [
+    "$ref",
     "additionalProperties",
     "allOf",
     "anyOf",
@@ -40,6 +53,7 @@ const KNOWN_KEYWORDS: [&str; 25] = [
     "minProperties",
     "minimum",
     "nullable",
+    "oneOf",
     "pattern",
     "properties",
     "required",
@@ -50,13 +64,20 @@ const KNOWN_KEYWORDS: [&str; 25] = [
     "x-kubernetes-map-type",
 ];
 
-/// Keywords known and deliberately not evaluated here (see the module doc).
-const IGNORED_KEYWORDS: [&str; 2] = [
+/// Keywords known and deliberately not evaluated here (see the module doc): CEL rules, and in
+/// the Kubernetes OpenAPI definitions the kind a definition is (read by [`kind_definition`]),
+/// strategic-merge-patch hints and discriminated unions.
+const IGNORED_KEYWORDS: [&str; 6] = [
     "x-kubernetes-validations",
     "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-group-version-kind",
+    "x-kubernetes-patch-merge-key",
+    "x-kubernetes-patch-strategy",
+    "x-kubernetes-unions",
 ];
 
 /// Reads a CRD file into JSON with the crate's own YAML parser.
+#[cfg(test)]
 pub fn load(crd_yaml: &str) -> Result<Value, String> {
     let (document, diagnostics) = parse::parse(FileId(0), crd_yaml, Format::Yaml);
     if let Some(first) = diagnostics.first() {
@@ -93,11 +114,45 @@ pub fn schema_at<'a>(schema: &'a Value, path: &[&str]) -> Option<&'a Value> {
 
 /// Every place where `instance` is not allowed by `schema` (the `openAPIV3Schema` of a kind).
 pub fn violations(schema: &Value, instance: &Value) -> Vec<String> {
+    violations_with(schema, &Map::new(), instance)
+}
+
+/// Every place where `instance` is not allowed by `schema`, whose `$ref`s (`#/definitions/<name>`
+/// or `#/$defs/<name>`) name entries of `definitions`: the `definitions` of a file under
+/// `schema/k8s/`, with `schema` one of them ([`kind_definition`]).
+pub fn violations_with(
+    schema: &Value,
+    definitions: &Map<String, Value>,
+    instance: &Value,
+) -> Vec<String> {
     let mut found = Vec::new();
-    walk(schema, instance, "", &mut found);
+    walk(schema, definitions, instance, "", &mut found);
     found
 }
 
+/// The definition among `definitions` whose `x-kubernetes-group-version-kind` is the kind of an
+/// object with this `apiVersion` (`v1`, `rbac.authorization.k8s.io/v1`) and `kind`, if any.
+pub fn kind_definition<'a>(
+    definitions: &'a Map<String, Value>,
+    api_version: &str,
+    kind: &str,
+) -> Option<&'a Value> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    definitions.values().find(|definition| {
+        definition
+            .get("x-kubernetes-group-version-kind")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|gvk| {
+                gvk.get("group").and_then(Value::as_str) == Some(group)
+                    && gvk.get("version").and_then(Value::as_str) == Some(version)
+                    && gvk.get("kind").and_then(Value::as_str) == Some(kind)
+            })
+    })
+}
+
+#[cfg(test)]
 fn to_json(node: &Node) -> Result<Value, String> {
     Ok(match &node.value {
         parse::Value::Null => Value::Null,
@@ -179,7 +234,13 @@ fn check_size(schema: &Value, size: usize, what: &str, path: &str, found: &mut V
     }
 }
 
-fn walk(schema: &Value, value: &Value, path: &str, found: &mut Vec<String>) {
+fn walk(
+    schema: &Value,
+    definitions: &Map<String, Value>,
+    value: &Value,
+    path: &str,
+    found: &mut Vec<String>,
+) {
     let Some(keywords) = schema.as_object() else {
         found.push(format!("{}: the schema node is not an object", shown(path)));
         return;
@@ -194,8 +255,30 @@ fn walk(schema: &Value, value: &Value, path: &str, found: &mut Vec<String>) {
             ));
         }
     }
+    if let Some(reference) = schema.get("$ref") {
+        let target = reference
+            .as_str()
+            .and_then(|reference| reference.rsplit_once('/'))
+            .and_then(|(_, name)| definitions.get(name));
+        match target {
+            Some(target) => walk(target, definitions, value, path, found),
+            None => found.push(format!(
+                "{}: the schema refers to {reference}, which is not among the definitions",
+                shown(path)
+            )),
+        }
+        return;
+    }
+    // `type` is a name, or a list of names (`["string", "null"]`) of which `null` allows null.
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
+        Some(name) => name.as_str().into_iter().collect(),
+        None => Vec::new(),
+    };
+    let nullable = types.contains(&"null") || schema.get("nullable") == Some(&Value::Bool(true));
+    let types: Vec<&str> = types.into_iter().filter(|name| *name != "null").collect();
     if value.is_null() {
-        if schema.get("nullable") != Some(&Value::Bool(true)) {
+        if !nullable {
             found.push(format!("{}: null is not allowed", shown(path)));
         }
         return;
@@ -223,25 +306,57 @@ fn walk(schema: &Value, value: &Value, path: &str, found: &mut Vec<String>) {
     // Every branch of an `allOf` must hold (Envoy Gateway's CRDs repeat an enum in two).
     if let Some(branches) = schema.get("allOf").and_then(Value::as_array) {
         for branch in branches {
-            walk(branch, value, path, found);
+            walk(branch, definitions, value, path, found);
         }
     }
-    if let Some(branches) = schema.get("anyOf").and_then(Value::as_array) {
-        let fits_one = branches.iter().any(|branch| {
-            let mut branch_found = Vec::new();
-            walk(branch, value, path, &mut branch_found);
-            branch_found.is_empty()
-        });
-        if !fits_one {
+    let fitting = |branches: &Vec<Value>| {
+        branches
+            .iter()
+            .filter(|branch| {
+                let mut branch_found = Vec::new();
+                walk(branch, definitions, value, path, &mut branch_found);
+                branch_found.is_empty()
+            })
+            .count()
+    };
+    if let Some(branches) = schema.get("anyOf").and_then(Value::as_array)
+        && fitting(branches) == 0
+    {
+        found.push(format!(
+            "{}: fits none of the schema's `anyOf` branches",
+            shown(path)
+        ));
+    }
+    // The Kubernetes definitions type an int-or-string and a quantity as a `oneOf`.
+    if let Some(branches) = schema.get("oneOf").and_then(Value::as_array) {
+        match fitting(branches) {
+            1 => {}
+            0 => found.push(format!(
+                "{}: fits none of the schema's `oneOf` branches",
+                shown(path)
+            )),
+            several => found.push(format!(
+                "{}: fits {several} of the schema's `oneOf` branches, where one must",
+                shown(path)
+            )),
+        }
+    }
+    // A definition with properties and no type is an object.
+    let wanted = match types.as_slice() {
+        [] if schema.get("properties").is_some() => Some("object"),
+        [] => None,
+        [one] => Some(*one),
+        several => {
             found.push(format!(
-                "{}: fits none of the schema's `anyOf` branches",
+                "{}: schema type list {several:?} is not understood",
                 shown(path)
             ));
+            return;
         }
-    }
-    match schema.get("type").and_then(Value::as_str) {
-        Some("object") => walk_object(schema, value, path, found),
-        Some("array") => walk_array(schema, value, path, found),
+    };
+    match wanted {
+        Some("object") => walk_object(schema, definitions, value, path, found),
+        Some("array") => walk_array(schema, definitions, value, path, found),
         Some("string") => match value.as_str() {
             Some(text) => check_size(schema, text.chars().count(), "characters", path, found),
             None => found.push(format!(
@@ -284,7 +399,13 @@ fn walk(schema: &Value, value: &Value, path: &str, found: &mut Vec<String>) {
     }
 }
 
-fn walk_object(schema: &Value, value: &Value, path: &str, found: &mut Vec<String>) {
+fn walk_object(
+    schema: &Value,
+    definitions: &Map<String, Value>,
+    value: &Value,
+    path: &str,
+    found: &mut Vec<String>,
+) {
     let Some(object) = value.as_object() else {
         found.push(format!(
             "{}: {} where the schema wants an object",
@@ -300,7 +421,9 @@ fn walk_object(schema: &Value, value: &Value, path: &str, found: &mut Vec<String
         schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
     for (key, child) in object {
         let child_at = child_path(path, key);
-        if path.is_empty() && key == "metadata" {
+        let property = properties.and_then(|properties| properties.get(key));
+        let refers = property.is_some_and(|property| property.get("$ref").is_some());
+        if path.is_empty() && key == "metadata" && !refers {
             // ObjectMeta: the API server validates it itself, whatever the CRD says.
             if !child.is_object() {
                 found.push(format!(
@@ -310,10 +433,10 @@ fn walk_object(schema: &Value, value: &Value, path: &str, found: &mut Vec<String
             }
             continue;
         }
-        if let Some(property) = properties.and_then(|properties| properties.get(key)) {
-            walk(property, child, &child_at, found);
+        if let Some(property) = property {
+            walk(property, definitions, child, &child_at, found);
         } else if let Some(additional @ Value::Object(_)) = additional {
-            walk(additional, child, &child_at, found);
+            walk(additional, definitions, child, &child_at, found);
         } else if additional == Some(&Value::Bool(true)) || preserves_unknown {
             // Any key is kept as it is.
         } else {
@@ -345,7 +468,13 @@ fn walk_object(schema: &Value, value: &Value, path: &str, found: &mut Vec<String
     }
 }
 
-fn walk_array(schema: &Value, value: &Value, path: &str, found: &mut Vec<String>) {
+fn walk_array(
+    schema: &Value,
+    definitions: &Map<String, Value>,
+    value: &Value,
+    path: &str,
+    found: &mut Vec<String>,
+) {
     let Some(items) = value.as_array() else {
         found.push(format!(
             "{}: {} where the schema wants a list",
@@ -357,7 +486,13 @@ fn walk_array(schema: &Value, value: &Value, path: &str, found: &mut Vec<String>
     check_size(schema, items.len(), "items", path, found);
     if let Some(item_schema) = schema.get("items") {
         for (idx, item) in items.iter().enumerate() {
-            walk(item_schema, item, &format!("{path}[{idx}]"), found);
+            walk(
+                item_schema,
+                definitions,
+                item,
+                &format!("{path}[{idx}]"),
+                found,
+            );
         }
     } else {
         found.push(format!(
@@ -515,11 +650,71 @@ mod tests {
 
     #[test]
     fn reports_schema_keywords_it_does_not_understand() {
-        let schema = json!({"type": "object", "oneOf": [{"required": ["a"]}]});
+        let schema = json!({"type": "object", "not": {"required": ["a"]}});
         assert_eq!(
             violations(&schema, &json!({})),
-            ["the object: schema keyword `oneOf` is not understood by this checker"]
+            ["the object: schema keyword `not` is not understood by this checker"]
         );
+    }
+
+    fn core_definitions() -> Map<String, Value> {
+        let text = include_str!("../../../schema/k8s/core-v1.34.json");
+        let document: Value = serde_json::from_str(text).unwrap();
+        document["definitions"].as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn walks_a_built_in_kind_through_its_references_and_its_metadata() {
+        let definitions = core_definitions();
+        let schema = kind_definition(&definitions, "networking.k8s.io/v1", "NetworkPolicy")
+            .unwrap()
+            .clone();
+        let mut policy = json!({
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "dns", "namespace": "t", "labels": {"a": "b"}},
+            "spec": {
+                "podSelector": {},
+                "policyTypes": ["Egress"],
+                "egress": [{"ports": [{"port": 53, "protocol": "UDP"}, {"port": "dns"}]}],
+            },
+        });
+        assert_eq!(
+            violations_with(&schema, &definitions, &policy),
+            Vec::<String>::new()
+        );
+        policy["metadata"]["labelz"] = json!({});
+        policy["spec"]["egress"][0]["ports"][0]["port"] = json!([53]);
+        policy["spec"]["egress"][0]["ports"][1]["protocl"] = json!("TCP");
+        policy["apiVersion"] = json!("networking.k8s.io/v1beta1");
+        assert_eq!(
+            violations_with(&schema, &definitions, &policy),
+            [
+                "apiVersion: \"networking.k8s.io/v1beta1\" is not one of the schema's values [\"networking.k8s.io/v1\"]",
+                "metadata: key `labelz` is not in the schema (it has annotations, creationTimestamp, deletionGracePeriodSeconds, deletionTimestamp, finalizers, generateName, generation, labels, managedFields, name, namespace, ownerReferences, resourceVersion, selfLink, uid)",
+                "spec.egress[0].ports[0].port: fits none of the schema's `oneOf` branches",
+                "spec.egress[0].ports[1]: key `protocl` is not in the schema (it has endPort, port, protocol)",
+            ]
+        );
+    }
+
+    #[test]
+    fn reports_a_reference_it_was_not_given_and_finds_kinds_by_group_and_version() {
+        let definitions = core_definitions();
+        let schema = json!({"$ref": "#/definitions/io.k8s.Missing"});
+        assert_eq!(
+            violations_with(&schema, &definitions, &json!({})),
+            [
+                "the object: the schema refers to \"#/definitions/io.k8s.Missing\", which is not among the definitions"
+            ]
+        );
+        assert!(kind_definition(&definitions, "v1", "Namespace").is_some());
+        assert!(kind_definition(&definitions, "resource.k8s.io/v1", "DeviceClass").is_some());
+        assert!(kind_definition(&definitions, "v1", "DeviceClass").is_none());
+        let older: Value =
+            serde_json::from_str(include_str!("../../../schema/k8s/core-v1.33.json")).unwrap();
+        let older = older["definitions"].as_object().unwrap();
+        assert!(kind_definition(older, "resource.k8s.io/v1", "DeviceClass").is_none());
     }
 
     #[test]

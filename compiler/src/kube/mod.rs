@@ -22,5 +22,4 @@ pub mod labels;
 pub mod monitoring;
 pub mod volcano;
 
-#[cfg(test)]
-pub(crate) mod crd_schema;
+pub mod crd_schema;

@@ -62,19 +62,42 @@ use crate::plan::{CellPlan, Plan, PriorityPlan};
 /// plan's cell order, so the manifest is the same on any number of threads; what a cell's
 /// lowering adds (a new folder, a new kind) stays inside [`lower_cell`].
 pub fn lower(plan: &Plan) -> Result<Manifest, InternalError> {
-    use rayon::prelude::*;
-    let cells: Vec<Result<Manifest, InternalError>> =
-        plan.cells.par_iter().map(lower_cell).collect();
+    let cells = lower_each(plan, Ok)?;
     let mut manifest = Manifest::default();
-    // The first failing cell in plan order, whichever thread finished first.
     for cell in cells {
-        let cell = cell?;
         manifest.objects.extend(cell.objects);
         manifest.extras.extend(cell.extras);
         manifest.folders.extend(cell.folders);
     }
     fleet_reports(&mut manifest, plan);
     Ok(manifest)
+}
+
+/// Lowers each cell on the current rayon pool and hands its manifest to `each` on the thread
+/// that lowered it, as soon as it is lowered, so a caller that turns it into something smaller
+/// (the driver renders it into files) never holds the lowered objects of the whole fleet.
+/// Returns what `each` returned, in the plan's cell order; the error of the first failing cell
+/// in that order, whichever thread finished first. [`lower`] is this, joined, with
+/// [`fleet_manifest`] after the cells.
+pub fn lower_each<T: Send>(
+    plan: &Plan,
+    each: impl Fn(Manifest) -> Result<T, InternalError> + Sync,
+) -> Result<Vec<T>, InternalError> {
+    use rayon::prelude::*;
+    plan.cells
+        .par_iter()
+        .map(|cell| lower_cell(cell).and_then(&each))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// The files that depend on every cell: the fleet's `reports/` (showback over every cell and its
+/// page), which [`lower`] adds after the cells.
+pub fn fleet_manifest(plan: &Plan) -> Manifest {
+    let mut manifest = Manifest::default();
+    fleet_reports(&mut manifest, plan);
+    manifest
 }
 
 /// Every file of one cell: its folders, its tenants' folders, its GitOps objects and its

@@ -107,19 +107,26 @@ const METADATA_FIELDS: [&str; 4] = ["annotations", "labels", "name", "namespace"
 /// An object's identity in a cell: cell, kind, namespace (empty for cluster scope) and name.
 pub type ObjectKey = (String, String, String, String);
 
-/// The keys of every object in the manifest.
+/// The keys of the objects in the manifest that a template object could collide with: a
+/// template object is of a [`TemplateKind`] (`check` refuses any other kind before it compares
+/// keys), so only objects of those kinds are kept.
 pub fn emitted_keys(manifest: &Manifest) -> BTreeSet<ObjectKey> {
     manifest
         .objects
         .iter()
-        .map(|object| {
+        .filter_map(|object| {
             let (kind, namespace, name) = object.body.identity();
-            (
-                object.folder.split('/').next().unwrap_or("").to_string(),
-                kind,
-                namespace,
-                name,
-            )
+            TemplateKind::ALL
+                .iter()
+                .any(|template_kind| template_kind.as_str() == kind)
+                .then(|| {
+                    (
+                        object.folder.split('/').next().unwrap_or("").to_string(),
+                        kind,
+                        namespace,
+                        name,
+                    )
+                })
         })
         .collect()
 }

@@ -163,6 +163,26 @@ pub fn apply(
     templates: &[Template],
     sources: &SourceMap,
 ) -> Vec<Diagnostic> {
+    let emitted = emitted_keys(manifest);
+    apply_beside(manifest, emitted, plan, templates, sources)
+}
+
+/// The keys of the objects of `manifest` that a template object could collide with: those of
+/// the kinds a template may create ([`TemplateKind`]), which is every key [`apply`] compares.
+pub fn emitted_keys(manifest: &Manifest) -> BTreeSet<ObjectKey> {
+    check::emitted_keys(manifest)
+}
+
+/// [`apply`] beside objects that were already rendered, whose keys ([`emitted_keys`]) the
+/// caller kept: the template objects are added to `manifest`, which holds the rest of the
+/// output (its folders and extras) but not those objects.
+pub fn apply_beside(
+    manifest: &mut Manifest,
+    mut emitted: BTreeSet<ObjectKey>,
+    plan: &Plan,
+    templates: &[Template],
+    sources: &SourceMap,
+) -> Vec<Diagnostic> {
     if templates.is_empty() {
         return Vec::new();
     }
@@ -170,7 +190,6 @@ pub fn apply(
     if !diagnostics.is_empty() {
         return diagnostics;
     }
-    let mut emitted = check::emitted_keys(manifest);
     let mut sorted: Vec<&Template> = templates.iter().collect();
     sorted.sort_by(|left, right| left.path.cmp(&right.path));
     for cell in &plan.cells {
