@@ -32,6 +32,7 @@
 //!   and a claim may not name or select a PersistentVolume or read another namespace at all.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use k8s_openapi::api::admissionregistration::v1::{
     MatchCondition, MatchResources, NamedRuleWithOperations, ParamKind, ParamRef,
@@ -1227,6 +1228,27 @@ pub fn floor_policies(scheduler: Scheduler, devices: DeviceMode) -> Vec<Validati
     policies
 }
 
+/// [`floor_policies`], built once per run for each scheduler and device mode: every cell of one
+/// pair has the same policies, and building them searches every rule's CEL for the variables it
+/// reads, which per tenant was about a quarter of `tenantc check` at 2,000 tenants
+/// (docs/performance.md).
+fn shared_floor_policies(
+    scheduler: Scheduler,
+    devices: DeviceMode,
+) -> &'static [ValidatingAdmissionPolicy] {
+    static KUEUE: OnceLock<Vec<ValidatingAdmissionPolicy>> = OnceLock::new();
+    static KUEUE_DRA: OnceLock<Vec<ValidatingAdmissionPolicy>> = OnceLock::new();
+    static VOLCANO: OnceLock<Vec<ValidatingAdmissionPolicy>> = OnceLock::new();
+    static VOLCANO_DRA: OnceLock<Vec<ValidatingAdmissionPolicy>> = OnceLock::new();
+    let slot = match (scheduler, devices) {
+        (Scheduler::Kueue, DeviceMode::DevicePlugin) => &KUEUE,
+        (Scheduler::Kueue, DeviceMode::Dra) => &KUEUE_DRA,
+        (Scheduler::Volcano, DeviceMode::DevicePlugin) => &VOLCANO,
+        (Scheduler::Volcano, DeviceMode::Dra) => &VOLCANO_DRA,
+    };
+    slot.get_or_init(|| floor_policies(scheduler, devices))
+}
+
 /// A tenant's bindings of [`floor_policies`], in their order.
 pub fn tenant_bindings(
     tenant: &TenantPlan,
@@ -1277,10 +1299,10 @@ pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Body)>, Inter
         format!("namespace-{PARAMS_NAMESPACE}.yaml"),
         body(&params_namespace(cell))?,
     )];
-    let policies = floor_policies(cell.backends.scheduler, cell.backends.devices);
+    let policies = shared_floor_policies(cell.backends.scheduler, cell.backends.devices);
     match cell.backends.admission {
         AdmissionEngine::Vap => {
-            for policy in &policies {
+            for policy in policies {
                 objects.push((
                     file_of("validatingadmissionpolicy", policy.metadata.name.as_deref()),
                     body(policy)?,
@@ -1290,7 +1312,7 @@ pub(super) fn cell_objects(cell: &CellPlan) -> Result<Vec<(String, Body)>, Inter
         AdmissionEngine::Kyverno => {}
         AdmissionEngine::Gatekeeper => {
             let keys: Vec<&str> = ParamKey::ALL.iter().map(|key| key.as_str()).collect();
-            for policy in &policies {
+            for policy in policies {
                 let template = engines::gatekeeper_template(policy, keys.iter().copied())?;
                 objects.push((
                     file_of("constrainttemplate", policy.metadata.name.as_deref()),
@@ -1310,7 +1332,7 @@ pub(super) fn tenant_objects(
     cell: &CellPlan,
 ) -> Result<Vec<(String, Body)>, InternalError> {
     let (scheduler, devices) = (cell.backends.scheduler, cell.backends.devices);
-    let policies = floor_policies(scheduler, devices);
+    let policies = shared_floor_policies(scheduler, devices);
     let bindings = tenant_bindings(tenant, scheduler, devices);
     let mut objects = Vec::new();
     match cell.backends.admission {
@@ -1320,7 +1342,7 @@ pub(super) fn tenant_objects(
                 body(&params_config_map(tenant, cell))?,
             ));
             for binding in &bindings {
-                let file = match bound_policy(&policies, binding)?.metadata.name.as_deref() {
+                let file = match bound_policy(policies, binding)?.metadata.name.as_deref() {
                     Some(POLICY_NAME) => "admission-binding.yaml".to_string(),
                     other => file_of(
                         "admission",
@@ -1334,7 +1356,7 @@ pub(super) fn tenant_objects(
         AdmissionEngine::Kyverno => {
             let data = params(tenant, cell);
             for binding in &bindings {
-                let policy = bound_policy(&policies, binding)?;
+                let policy = bound_policy(policies, binding)?;
                 objects.push((
                     file_of("admission-kyverno", policy.metadata.name.as_deref()),
                     body(&engines::kyverno_policy(policy, binding, Some(&data))?)?,
@@ -1345,7 +1367,7 @@ pub(super) fn tenant_objects(
             let data = params(tenant, cell);
             let keys: Vec<&str> = ParamKey::ALL.iter().map(|key| key.as_str()).collect();
             for binding in &bindings {
-                let policy = bound_policy(&policies, binding)?;
+                let policy = bound_policy(policies, binding)?;
                 let template = engines::gatekeeper_template(policy, keys.iter().copied())?;
                 objects.push((
                     file_of("admission-constraint", policy.metadata.name.as_deref()),

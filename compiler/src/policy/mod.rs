@@ -551,8 +551,8 @@ fn node_to_json(node: &crate::parse::Node) -> Result<Json, String> {
 /// ResourceClaim or ResourceClaimTemplate by the device claims policy, which the floor leaves
 /// them to.
 pub fn check_object(cell: &crate::plan::CellPlan, request: &Request) -> Option<(String, Outcome)> {
-    use crate::lower::admission::{self, Scheduler};
     use crate::facts::backends::DeviceMode;
+    use crate::lower::admission::{self, Scheduler};
     let tenant = cell.tenants.iter().find(|tenant| {
         tenant
             .namespaces
