@@ -164,6 +164,11 @@ const CHECKS: &[(&str, bool, Check)] = &[
         example_fleet_applies_server_side,
     ),
     (
+        "gatekeeper_floor_applies_server_side",
+        true,
+        gatekeeper_floor_applies_server_side,
+    ),
+    (
         "generated_fleet_applies_server_side",
         true,
         generated_fleet_applies_server_side,
@@ -1235,6 +1240,142 @@ fn vendored_crds_install_and_become_established(cluster: &Cluster) {
 fn example_fleet_applies_server_side(cluster: &Cluster) {
     install_crds(cluster);
     apply_all_accepted(cluster, "the example fleet", &example_tree());
+}
+
+/// The ok case whose cell runs its floor on Gatekeeper (Kubernetes 1.28): its ConstraintTemplates
+/// and Constraints, with the rest of the cell.
+const GATEKEEPER_CASE: &str = "tests/cases/ok/251-issue-22-gatekeeper-floor-on-kubernetes-1-28";
+
+/// The CustomResourceDefinition Gatekeeper's controller makes of a ConstraintTemplate for its
+/// constraint kind: group `constraints.gatekeeper.sh`, version `v1beta1`, cluster-scoped, the
+/// kind lowercased as its plural, and `spec.parameters` of the template's schema.
+fn constraint_crd(template: &Value) -> (String, String) {
+    let kind = template["spec"]["crd"]["spec"]["names"]["kind"]
+        .as_str()
+        .expect("a template names its constraint kind")
+        .to_string();
+    let plural = kind.to_lowercase();
+    let mut parameters = template["spec"]["crd"]["spec"]["validation"]["openAPIV3Schema"].clone();
+    if parameters.get("type").is_none() {
+        parameters["type"] = json!("object");
+    }
+    let name = format!("{plural}.constraints.gatekeeper.sh");
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": name},
+        "spec": {
+            "group": "constraints.gatekeeper.sh",
+            "scope": "Cluster",
+            "names": {
+                "kind": kind,
+                "plural": plural,
+                "singular": plural,
+                "listKind": format!("{kind}List"),
+                "categories": ["constraint", "constraints"],
+            },
+            "versions": [{
+                "name": "v1beta1",
+                "served": true,
+                "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {
+                        "spec": {
+                            "type": "object",
+                            "properties": {
+                                "enforcementAction": {"type": "string"},
+                                "match": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                                "parameters": parameters,
+                            },
+                        },
+                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    },
+                }},
+            }],
+        },
+    });
+    (name, crd.to_string())
+}
+
+/// A Gatekeeper cell's floor on the real API server: the vendored ConstraintTemplate CRD judges
+/// every ConstraintTemplate, and each constraint kind's CRD, made from its template as
+/// Gatekeeper's controller would (no Gatekeeper runs here), judges every Constraint, with the
+/// template's parameter schema; then the CRDs of the constraint kinds are deleted again.
+fn gatekeeper_floor_applies_server_side(cluster: &Cluster) {
+    install_crds(cluster);
+    let root = support::case_root(&support::repo().join(GATEKEEPER_CASE), "input");
+    let compilation = support::compile_root(root.as_ref());
+    assert!(!compilation.has_errors(), "{GATEKEEPER_CASE} compiles");
+    let tree = compilation.output.expect("an output tree");
+    let objects = objects_of(&tree);
+    let templates: Vec<&Object> = objects
+        .iter()
+        .filter(|object| object.kind == "ConstraintTemplate")
+        .collect();
+    assert!(
+        templates.len() >= 2,
+        "{} ConstraintTemplates",
+        templates.len()
+    );
+    let mut names = Vec::new();
+    for template in &templates {
+        let (name, crd) = constraint_crd(&template.json);
+        let run = cluster.kubectl(
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager",
+                "gatekeeper-stand-in",
+                "-f",
+                "-",
+            ],
+            &crd,
+        );
+        assert!(
+            run.ok,
+            "the constraint CRD {name} was refused:\n{}",
+            run.stderr
+        );
+        names.push(format!("crd/{name}"));
+    }
+    let mut wait = vec!["wait", "--for", "condition=Established", "--timeout=60s"];
+    wait.extend(names.iter().map(String::as_str));
+    let mut run = cluster.kubectl(&wait, "");
+    for _ in 0..30 {
+        if run.ok {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        run = cluster.kubectl(&wait, "");
+    }
+    assert!(
+        run.ok,
+        "constraint CRDs not Established:\n{}{}",
+        run.stdout, run.stderr
+    );
+    let constraints = objects
+        .iter()
+        .filter(|object| object.api_version.starts_with("constraints.gatekeeper.sh/"))
+        .count();
+    assert!(
+        constraints > templates.len() / 2,
+        "{constraints} Constraints"
+    );
+    apply_all_accepted(cluster, "the Gatekeeper case's cell", &tree);
+    println!(
+        "  {} ConstraintTemplates and {constraints} Constraints accepted by their CRDs",
+        templates.len()
+    );
+    let mut delete = vec!["delete", "--wait=false"];
+    delete.extend(names.iter().map(String::as_str));
+    let run = cluster.kubectl(&delete, "");
+    assert!(
+        run.ok,
+        "deleting the constraint CRDs failed: {}",
+        run.stderr
+    );
 }
 
 /// Which version of a generated fleet to make (the updates check compares two).
