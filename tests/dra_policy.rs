@@ -33,7 +33,7 @@ mod dra_cases;
 mod support;
 
 use dra_cases::{CELL, WHOLE_H100, admitted, cases, fixture, object, requests};
-use policy_cases::{PINNED_WEIGHTS, namespace_of};
+use policy_cases::{PINNED_WEIGHTS, denied_rules, namespace_of};
 use serde_json::{Value as Json, json};
 use tenantc::lower::admission::{self, DEVICE_CLAIMS_RULES, Rule};
 use tenantc::model::{DeviceMode, Scheduler};
@@ -42,19 +42,7 @@ use tenantc::policy::{self, Outcome, Request};
 
 /// The frozen fleet with its one edit, `devices "dra"` in cell `us-east-1a`.
 fn plan() -> Plan {
-    let root = tempfile::tempdir().unwrap();
-    dra_cases::write_variant(root.path());
-    let compilation = support::compile_root(root.path());
-    assert!(
-        compilation.output.is_some(),
-        "the DRA variant compiles: {:?}",
-        compilation
-            .diagnostics
-            .iter()
-            .map(|d| &d.message)
-            .collect::<Vec<_>>()
-    );
-    compilation.plan.unwrap()
+    support::compile_variant(dra_cases::write_variant, "the DRA variant")
 }
 
 fn cell(plan: &Plan) -> &CellPlan {
@@ -127,22 +115,6 @@ fn create(cell: &CellPlan, object: Json) -> Request {
     request.groups =
         vec![tenant_of(cell, &namespace).groups[&tenantc::model::TenantRole::Member].clone()];
     request
-}
-
-/// The names of the validations that denied.
-fn denied_rules(outcome: &Outcome, rules: &[Rule]) -> Vec<&'static str> {
-    match outcome {
-        Outcome::Denied(denials) => denials
-            .iter()
-            .map(|denial| {
-                denial
-                    .validation
-                    .and_then(|idx| rules.get(idx))
-                    .map_or("(no validation)", |rule| rule.name)
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
 }
 
 fn rules_for(object: &Json) -> Vec<Rule> {

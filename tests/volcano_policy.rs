@@ -35,7 +35,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
-use policy_cases::{PINNED_WEIGHTS, admitted_fixtures, namespace_of};
+use policy_cases::{PINNED_WEIGHTS, admitted_fixtures, denied_rules, namespace_of};
 use serde_json::{Value as Json, json};
 use tenantc::lower::admission::{self, PODGROUP_RULES, Rule};
 use tenantc::model::Scheduler;
@@ -45,19 +45,7 @@ use volcano_cases::{CELL, Case, admitted, cases, fixture, objects};
 
 /// The frozen fleet with its one edit, `scheduler "volcano"` in cell `eu-west-4b`.
 fn plan() -> Plan {
-    let root = tempfile::tempdir().unwrap();
-    volcano_cases::write_variant(root.path());
-    let compilation = support::compile_root(root.path());
-    assert!(
-        compilation.output.is_some(),
-        "the Volcano variant compiles: {:?}",
-        compilation
-            .diagnostics
-            .iter()
-            .map(|d| &d.message)
-            .collect::<Vec<_>>()
-    );
-    compilation.plan.unwrap()
+    support::compile_variant(volcano_cases::write_variant, "the Volcano variant")
 }
 
 fn cell(plan: &Plan) -> &CellPlan {
@@ -145,22 +133,6 @@ fn judge(cell: &CellPlan, request: &Request) -> Outcome {
         cell,
         request,
     )
-}
-
-/// The names of the validations that denied, from the rules of the policy that judged.
-fn denied_rules(outcome: &Outcome, rules: &[Rule]) -> Vec<&'static str> {
-    match outcome {
-        Outcome::Denied(denials) => denials
-            .iter()
-            .map(|denial| {
-                denial
-                    .validation
-                    .and_then(|idx| rules.get(idx))
-                    .map_or("(no validation)", |rule| rule.name)
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
 }
 
 fn rules_for(object: &Json) -> Vec<Rule> {

@@ -21,7 +21,7 @@
 use super::admission::{PROPAGATION_TIMEOUT, install_node_runtime_classes};
 use super::dra_cases::{CELL, admitted, cases, object};
 use super::quota::{as_member, fixture_fleet, fleet_at, member_group, set_up_cell};
-use super::volcano::{offline, online};
+use super::volcano::{offline, online, verdict_problem};
 use super::*;
 
 use std::time::Duration;
@@ -63,26 +63,13 @@ fn disagreements(cluster: &Cluster, cell: &CellPlan) -> (usize, Vec<String>) {
                 admission::binding_name(&tenant.name),
             )
         };
-        match (online(cluster, cell, None, after), expected) {
-            (Ok(()), None) => {}
-            (Err(_), Some(_)) if *earlier => {}
-            (Err(message), Some(expected)) => {
-                let wanted = format!(
-                    "ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {expected}"
-                );
-                if !message.contains(&wanted) {
-                    problems.push(format!(
-                        "{what}: the API server refused it with\n    {message}\n  but tenantc expects\n    {wanted}"
-                    ));
-                }
-            }
-            (Ok(()), Some(expected)) => problems.push(format!(
-                "{what}: the API server admitted it; tenantc denies it with: {expected}"
-            )),
-            (Err(message), None) => problems.push(format!(
-                "{what}: the API server refused it; tenantc admits it:\n    {message}"
-            )),
-        }
+        problems.extend(verdict_problem(
+            what,
+            online(cluster, cell, None, after),
+            expected,
+            (policy, &binding),
+            *earlier,
+        ));
     }
     (requests.len(), problems)
 }

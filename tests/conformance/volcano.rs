@@ -94,6 +94,39 @@ pub(super) fn online(
     }
 }
 
+/// What is wrong with the API server's answer `online` to a member's request (`what`) that
+/// tenantc's offline evaluator answers `expected` (`None`: admitted) under `policy` and its
+/// binding; a refusal `earlier` than the admission policies (the API server's own validation)
+/// need not carry tenantc's message.
+pub(super) fn verdict_problem(
+    what: &str,
+    online: Result<(), String>,
+    expected: Option<String>,
+    (policy, binding): (&str, &str),
+    earlier: bool,
+) -> Option<String> {
+    match (online, expected) {
+        (Ok(()), None) => None,
+        (Err(_), Some(_)) if earlier => None,
+        (Err(message), Some(expected)) => {
+            let wanted = format!(
+                "ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {expected}"
+            );
+            (!message.contains(&wanted)).then(|| {
+                format!(
+                    "{what}: the API server refused it with\n    {message}\n  but tenantc expects\n    {wanted}"
+                )
+            })
+        }
+        (Ok(()), Some(expected)) => Some(format!(
+            "{what}: the API server admitted it; tenantc denies it with: {expected}"
+        )),
+        (Err(message), None) => Some(format!(
+            "{what}: the API server refused it; tenantc admits it:\n    {message}"
+        )),
+    }
+}
+
 /// Every disagreement between the API server and the offline evaluator.
 fn disagreements(cluster: &Cluster, cell: &CellPlan) -> (usize, Vec<String>) {
     let mut requests: Vec<(String, Option<Value>, Value, bool)> = admitted()
@@ -133,25 +166,13 @@ fn disagreements(cluster: &Cluster, cell: &CellPlan) -> (usize, Vec<String>) {
                 admission::binding_name(&tenant.name),
             )
         };
-        match (online(cluster, cell, before.as_ref(), after), expected) {
-            (Ok(()), None) => {}
-            (Err(message), Some(expected)) => {
-                let wanted = format!(
-                    "ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {expected}"
-                );
-                if !message.contains(&wanted) {
-                    problems.push(format!(
-                        "{what}: the API server refused it with\n    {message}\n  but tenantc expects\n    {wanted}"
-                    ));
-                }
-            }
-            (Ok(()), Some(expected)) => problems.push(format!(
-                "{what}: the API server admitted it; tenantc denies it with: {expected}"
-            )),
-            (Err(message), None) => problems.push(format!(
-                "{what}: the API server refused it; tenantc admits it:\n    {message}"
-            )),
-        }
+        problems.extend(verdict_problem(
+            what,
+            online(cluster, cell, before.as_ref(), after),
+            expected,
+            (policy, &binding),
+            false,
+        ));
     }
     (requests.len(), problems)
 }

@@ -96,6 +96,25 @@ pub fn pod_annotations(object: &mut Json) -> &mut Json {
     &mut meta["annotations"]
 }
 
+/// The names of the validations (of `rules`, the judging policy's) that denied, in order.
+pub fn denied_rules(
+    outcome: &policy::Outcome,
+    rules: &[tenantc::lower::admission::Rule],
+) -> Vec<&'static str> {
+    match outcome {
+        policy::Outcome::Denied(denials) => denials
+            .iter()
+            .map(|denial| {
+                denial
+                    .validation
+                    .and_then(|idx| rules.get(idx))
+                    .map_or("(no validation)", |rule| rule.name)
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The weight digest that `tests/policy.rs` pins in every tenant's params, as signed weights
 /// (issue 9) will; the emitted params pin none yet, so there every pod that loads weights is
 /// denied by `weight-digest` first.

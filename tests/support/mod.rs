@@ -225,6 +225,24 @@ pub fn compile_root(root: &Path) -> Compilation {
     compile_loaded(&load::load(root).expect("fixture root loads"))
 }
 
+/// The plan of a variant of a fleet that `write` puts into a scratch folder, which must compile
+/// (`what` names it in the failure, with the messages of its findings).
+pub fn compile_variant(write: impl FnOnce(&Path), what: &str) -> tenantc::plan::Plan {
+    let root = tempfile::tempdir().unwrap();
+    write(root.path());
+    let compilation = compile_root(root.path());
+    assert!(
+        compilation.output.is_some(),
+        "{what} compiles: {:?}",
+        compilation
+            .diagnostics
+            .iter()
+            .map(|d| &d.message)
+            .collect::<Vec<_>>()
+    );
+    compilation.plan.unwrap()
+}
+
 /// Loads the declarations under `root` as inputs; the root must load without findings.
 pub fn inputs(root: &Path) -> Vec<InputFile> {
     let loaded = load::load(root).expect("fixture root loads");
