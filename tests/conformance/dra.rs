@@ -18,13 +18,11 @@
 //! - The objects only the DRA variant has are deleted and the fixture fleet's cell is applied
 //!   again at the end, so the checks after this one find the floor they expect.
 
-use super::admission::{PROPAGATION_TIMEOUT, install_node_runtime_classes};
+use super::admission::install_node_runtime_classes;
 use super::dra_cases::{CELL, admitted, cases, object};
 use super::quota::{as_member, fixture_fleet, fleet_at, member_group, set_up_cell};
-use super::volcano::{offline, online, verdict_problem};
+use super::volcano::{offline, online, until_agreed, verdict_problem};
 use super::*;
-
-use std::time::Duration;
 
 use tenantc::lower::admission;
 use tenantc::plan::CellPlan;
@@ -155,14 +153,7 @@ pub(super) fn dra_floor_judges_like_the_offline_evaluator(cluster: &Cluster) {
         );
     }
     let mut problems = access_problems(cluster, cell);
-    let started = Instant::now();
-    let (count, judged) = loop {
-        let (count, judged) = disagreements(cluster, cell);
-        if judged.is_empty() || started.elapsed() > PROPAGATION_TIMEOUT {
-            break (count, judged);
-        }
-        std::thread::sleep(Duration::from_secs(2));
-    };
+    let (count, judged) = until_agreed(|| disagreements(cluster, cell));
     problems.extend(judged);
     println!(
         "  cell {CELL} with DRA: {count} objects judged alike by the API server and tenantc ({} disagree)",

@@ -127,6 +127,22 @@ pub(super) fn verdict_problem(
     }
 }
 
+/// `judge` (the count judged and the disagreements) run again every 2 s until nothing
+/// disagrees or [`PROPAGATION_TIMEOUT`] has passed: a new policy or binding reaches the API
+/// server's admission a little after it is created.
+pub(super) fn until_agreed(
+    mut judge: impl FnMut() -> (usize, Vec<String>),
+) -> (usize, Vec<String>) {
+    let started = Instant::now();
+    loop {
+        let (count, problems) = judge();
+        if problems.is_empty() || started.elapsed() > PROPAGATION_TIMEOUT {
+            return (count, problems);
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
 /// Every disagreement between the API server and the offline evaluator.
 fn disagreements(cluster: &Cluster, cell: &CellPlan) -> (usize, Vec<String>) {
     let mut requests: Vec<(String, Option<Value>, Value, bool)> = admitted()
@@ -190,14 +206,7 @@ pub(super) fn volcano_floor_judges_like_the_offline_evaluator(cluster: &Cluster)
         .find(|cell| cell.name == CELL)
         .expect("the Volcano cell");
     set_up_cell(cluster, &fleet, cell);
-    let started = Instant::now();
-    let (count, problems) = loop {
-        let (count, problems) = disagreements(cluster, cell);
-        if problems.is_empty() || started.elapsed() > PROPAGATION_TIMEOUT {
-            break (count, problems);
-        }
-        std::thread::sleep(Duration::from_secs(2));
-    };
+    let (count, problems) = until_agreed(|| disagreements(cluster, cell));
     println!(
         "  cell {CELL} on Volcano: {count} objects judged alike by the API server and tenantc ({} disagree)",
         problems.len()

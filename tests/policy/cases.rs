@@ -42,6 +42,27 @@ pub fn admitted_fixtures() -> Vec<(String, PathBuf, Json)> {
     fixtures
 }
 
+/// Every object of the YAML files in `dir`, by file name, in name order.
+pub fn objects_in(dir: &std::path::Path) -> Vec<(String, Json)> {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|file| {
+            let text = fs::read_to_string(&file).unwrap();
+            let object = policy::object_from_yaml(&text)
+                .unwrap_or_else(|error| panic!("{}: {error}", file.display()));
+            (
+                file.file_name().unwrap().to_string_lossy().to_string(),
+                object,
+            )
+        })
+        .collect()
+}
+
 /// The namespace of an object.
 pub fn namespace_of(object: &Json) -> String {
     object["metadata"]["namespace"]

@@ -15,7 +15,6 @@ use std::fs;
 use std::path::Path;
 
 use serde_json::{Value as Json, json};
-use tenantc::policy;
 
 use crate::policy_cases::{admitted_fixtures, pod_spec};
 
@@ -115,19 +114,9 @@ pub fn admitted() -> Vec<(String, Json)> {
             )
         })
         .collect();
-    let root = crate::support::repo().join("tests/policy/dra").join(CELL);
-    let mut files: Vec<_> = fs::read_dir(&root)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .collect();
-    files.sort();
-    for file in files {
-        let object = policy::object_from_yaml(&fs::read_to_string(&file).unwrap()).unwrap();
-        objects.push((
-            file.file_name().unwrap().to_string_lossy().to_string(),
-            object,
-        ));
-    }
+    objects.extend(crate::policy_cases::objects_in(
+        &crate::support::repo().join("tests/policy/dra").join(CELL),
+    ));
     objects
 }
 
