@@ -137,6 +137,15 @@ fn tree_of(fleet: &[(String, u32, u32)]) -> OutputTree {
     read_tree(&scratch.path().join("out")).unwrap()
 }
 
+/// Builds the old fleet under `root`, then declares the new one; returns the old tree.
+fn old_built_new_declared(root: &Path) -> OutputTree {
+    declare(root, &old_fleet());
+    build_ok(root);
+    let old = read_tree(&root.join("out")).unwrap();
+    declare(root, &new_fleet());
+    old
+}
+
 /// Asserts that `out` holds exactly `tree`: no other file, no empty folder, nothing of tenantc's
 /// but the lock file.
 fn assert_only(out: &Path, tree: &OutputTree, context: &str) {
@@ -327,10 +336,7 @@ fn ignores_permissions() -> bool {
 fn a_read_only_out_exits_2_and_keeps_the_old_tree() {
     let scratch = tempfile::tempdir().unwrap();
     let (root, out) = (scratch.path(), scratch.path().join("out"));
-    declare(root, &old_fleet());
-    build_ok(root);
-    let old = read_tree(&out).unwrap();
-    declare(root, &new_fleet());
+    let old = old_built_new_declared(root);
     if ignores_permissions() {
         // Root writes through `chmod 555`; a file where out/ must be a folder stops it instead.
         let output = tenantc(root, &["build", "--out", "out/.tenantc/out"], &[]);
@@ -576,4 +582,25 @@ fn out_resolving_into_the_declarations_is_refused() {
         "something was written into tenants/"
     );
     assert!(!root.join("cells/x").exists());
+}
+
+#[test]
+fn a_build_that_fails_after_its_cells_were_staged_leaves_the_old_tree_and_nothing_else() {
+    // Each cell's files are staged in out/ as soon as the cell is compiled; a platform template
+    // is checked only after every cell, so its error comes when the new files are already
+    // staged, and the build must take them back.
+    let scratch = tempfile::tempdir().unwrap();
+    let (root, out) = (scratch.path(), scratch.path().join("out"));
+    let old = old_built_new_declared(root);
+    fs::create_dir_all(root.join("templates/tenant")).unwrap();
+    fs::write(
+        root.join("templates/tenant/escape.yaml.j2"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: kube-system\n",
+    )
+    .unwrap();
+    let output = tenantc(root, &["build"], &[]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{message}");
+    assert!(message.contains("template-object-forbidden"), "{message}");
+    assert_only(&out, &old, "a template error after the cells were staged");
 }

@@ -198,6 +198,85 @@ fn one_thread_and_four_threads_give_the_same_bytes_and_the_same_findings() {
     }
 }
 
+/// A sink of a streamed compilation that keeps every part it is handed.
+#[derive(Default)]
+struct Parts(std::sync::Mutex<Vec<tenantc::emit::OutputTree>>);
+
+impl tenantc::emit::PartSink for Parts {
+    fn take(&self, part: tenantc::emit::OutputTree) {
+        self.0.lock().unwrap().push(part);
+    }
+}
+
+/// Compiles `inputs` streamed on a pool of `threads` threads: the compilation and the parts.
+fn stream_on(
+    threads: usize,
+    inputs: &[InputFile],
+) -> (tenantc::Compilation, Vec<tenantc::emit::OutputTree>) {
+    let parts = Parts::default();
+    let loaded = tenantc::load::Loaded {
+        inputs: inputs.to_vec(),
+        findings: Vec::new(),
+    };
+    let compilation = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(|| tenantc::compile_streaming(loaded, &parts));
+    (compilation, parts.0.into_inner().unwrap())
+}
+
+#[test]
+fn a_streamed_compilation_hands_over_exactly_the_tree_of_a_whole_one() {
+    let inputs = seeded::generate(SMALL);
+    let whole = compile_on(4, &inputs);
+    let tree = whole.output.clone().unwrap();
+    for threads in [1, 4] {
+        let (streamed, parts) = stream_on(threads, &inputs);
+        // One part per cell (its folder and its GitOps objects), and most of the tree in them.
+        assert_eq!(parts.len(), SMALL.cells, "{threads} threads");
+        let mut joined = streamed.output.unwrap();
+        let rest = joined.len();
+        for part in parts {
+            for (path, bytes) in part {
+                assert!(joined.insert(path.clone(), bytes).is_none(), "{path} twice");
+            }
+        }
+        assert!(
+            rest * 10 < joined.len(),
+            "{rest} of {} not streamed",
+            joined.len()
+        );
+        assert!(
+            joined == tree,
+            "the parts and the rest differ from the whole tree"
+        );
+        assert_eq!(streamed.diagnostics, whole.diagnostics);
+    }
+
+    // A template error comes after every cell is lowered and handed over: the tree is withheld
+    // as in a whole compilation, with the same findings, so the caller must discard the parts.
+    let mut misplaced = inputs.clone();
+    for input in &mut misplaced {
+        if input.path.starts_with("templates/") {
+            let text = String::from_utf8(input.contents.clone()).unwrap();
+            input.contents = text
+                .replace("namespace: {{ namespace.name }}", "namespace: kube-system")
+                .into_bytes();
+        }
+    }
+    let whole = compile_on(4, &misplaced);
+    let (streamed, parts) = stream_on(4, &misplaced);
+    assert!(
+        whole.has_errors() && whole.output.is_none(),
+        "{}",
+        rendered(&whole)
+    );
+    assert!(!parts.is_empty(), "the template error came before any part");
+    assert!(streamed.output.is_none());
+    assert_eq!(rendered(&streamed), rendered(&whole));
+}
+
 // Properties over generated valid fleets (issue 23 item 6) --------------------------------------
 
 /// Small generated fleets of several seeds and shapes, compiled once for all the properties.

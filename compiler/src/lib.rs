@@ -156,19 +156,35 @@ pub fn compile_loaded(loaded: &load::Loaded) -> Compilation {
 pub fn compile_loaded_owned(loaded: load::Loaded) -> Compilation {
     let intake = intake::read(&loaded.inputs, &loaded.findings);
     drop(loaded);
-    compile_intake(intake)
+    compile_intake(intake, None)
+}
+
+/// Compiles what [`load::load`] found, as [`compile_loaded_owned`] does, but hands the files of
+/// each cell to `parts` as soon as they are rendered and audited, on the thread that lowered
+/// the cell and in no fixed order, so the output tree is never held whole; `output` then holds
+/// only the rest of the tree (the kustomizations, the templates' objects, the fleet's reports
+/// and the marker). Together, the parts and the rest are exactly the tree [`compile_loaded`]
+/// returns, with the same findings; `output` is `None` exactly when it is `None` there, and the
+/// parts handed over must then be discarded (what `tenantc build` and `check` call).
+pub fn compile_streaming(loaded: load::Loaded, parts: &dyn emit::PartSink) -> Compilation {
+    let intake = intake::read(&loaded.inputs, &loaded.findings);
+    drop(loaded);
+    compile_intake(intake, Some(parts))
 }
 
 /// The pipeline of `ARCHITECTURE.md`: intake, then each stage as a function from its typed
 /// input to its output and findings, every finding into one [`Sink`], which decides what runs
 /// next and sorts and caps them.
 fn compile_with_findings(inputs: &[InputFile], refused: &[load::Finding]) -> Compilation {
-    compile_intake(intake::read(inputs, refused))
+    compile_intake(intake::read(inputs, refused), None)
 }
 
 /// [`compile_with_findings`] after intake (load's findings → parse → allow → schema, file by
 /// file, which `intake` is).
-fn compile_intake(intake: (intake::Intake, Vec<Diagnostic>)) -> Compilation {
+fn compile_intake(
+    intake: (intake::Intake, Vec<Diagnostic>),
+    parts: Option<&dyn emit::PartSink>,
+) -> Compilation {
     let catalog = catalog::Catalog::builtin();
     let mut sink = Sink::default();
     let intake::Intake {
@@ -197,7 +213,7 @@ fn compile_intake(intake: (intake::Intake, Vec<Diagnostic>)) -> Compilation {
     let mut output = None;
     let mut internal_error = None;
     if let Some(plan) = plan.as_ref().filter(|_| sink.clean()) {
-        match build(plan, &fleet, &templates, &sources) {
+        match build(plan, &fleet, &templates, &sources, parts) {
             Ok(built) => output = sink.take_late(built, &sources),
             Err(error) => internal_error = Some(error.to_string()),
         }
@@ -217,33 +233,47 @@ fn compile_intake(intake: (intake::Intake, Vec<Diagnostic>)) -> Compilation {
 /// manifest, writes it as a tree and audits the tree's storage IAM, each only when the one
 /// before found no error. The tree is withheld when any of them found one.
 ///
-/// Each cell's objects are rendered into their files as soon as the cell is lowered, on the
-/// thread that lowered it, keeping only the keys a template object could collide with; so the
-/// lowered objects of the whole fleet (their texts, folders and sources, about as large again
-/// as the output) are never held beside each other, only the files. The bytes and findings are
-/// those of `lower` → `template` → `emit` run one after the other on the whole manifest.
+/// Each cell's objects and files are rendered as soon as the cell is lowered, on the thread that
+/// lowered it, and the cell's IAM documents audited there, keeping only the keys a template
+/// object could collide with; so the lowered objects of the whole fleet (their texts, folders
+/// and sources, about as large again as the output) are never held beside each other. With
+/// `parts`, a cell's files go there at once, so the fleet's files are not held either. The bytes
+/// and findings are those of `lower` → `template` → `emit` → audit run one after the other on
+/// the whole manifest.
 fn build(
     plan: &plan::Plan,
     fleet: &model::Fleet,
     templates: &[template::Template],
     sources: &SourceMap,
+    parts: Option<&dyn emit::PartSink>,
 ) -> Result<(Option<OutputTree>, Vec<Diagnostic>), emit::InternalError> {
     let cells = lower::lower_each(plan, |mut cell| {
         let keys = template::emitted_keys(&cell);
         let mut rendered = emit::Rendered::default();
         rendered.add_objects(std::mem::take(&mut cell.objects))?;
-        Ok((rendered, keys, cell))
+        rendered.add_extras(std::mem::take(&mut cell.extras))?;
+        // The security audit judges the bytes that would be written.
+        let audit = validate::audit::audit(rendered.files(), plan, fleet);
+        if let Some(parts) = parts {
+            let files = rendered.take_files()?;
+            // A cell whose audit fails is not handed over: the tree is withheld anyway.
+            if !audit.iter().any(Diagnostic::is_error) {
+                parts.take(files);
+            }
+        }
+        Ok((rendered, keys, cell.folders, audit))
     })?;
     let mut rendered = emit::Rendered::default();
     let mut emitted = std::collections::BTreeSet::new();
-    // The rest of the output: the cells' folders and extras, then the fleet's reports, as
-    // `lower::lower` joins them.
+    let mut audit = Vec::new();
+    // The rest of the output: the cells' folders, then the fleet's reports, as `lower::lower`
+    // joins them.
     let mut rest = emit::Manifest::default();
-    for (cell_rendered, keys, cell) in cells {
+    for (cell_rendered, keys, folders, cell_audit) in cells {
         rendered.merge(cell_rendered)?;
         emitted.extend(keys);
-        rest.extras.extend(cell.extras);
-        rest.folders.extend(cell.folders);
+        rest.folders.extend(folders);
+        audit.extend(cell_audit);
     }
     let fleet_files = lower::fleet_manifest(plan);
     emitted.extend(template::emitted_keys(&fleet_files));
@@ -254,11 +284,14 @@ fn build(
     if findings.iter().any(Diagnostic::is_error) {
         return Ok((None, findings));
     }
-    rendered.add_objects(std::mem::take(&mut rest.objects))?;
-    let tree = rendered.finish(&rest.folders, rest.extras)?;
-    // The security audit judges the bytes that would be written.
+    let mut rest_rendered = emit::Rendered::default();
+    rest_rendered.add_objects(std::mem::take(&mut rest.objects))?;
+    rest_rendered.add_extras(std::mem::take(&mut rest.extras))?;
+    audit.extend(validate::audit::audit(rest_rendered.files(), plan, fleet));
+    rendered.merge(rest_rendered)?;
+    let tree = rendered.finish(&rest.folders, Vec::new())?;
     let mut findings = findings;
-    findings.extend(validate::audit::audit(&tree, plan, fleet));
+    findings.extend(audit);
     let tree = (!findings.iter().any(Diagnostic::is_error)).then_some(tree);
     Ok((tree, findings))
 }

@@ -1,7 +1,8 @@
 //! `tenantc build`: compile the declarations and make the output folder hold exactly the result.
 //!
 //! Consumes: [`CommonArgs`]. Produces: `out/` written through `emit::fs` (only the files whose
-//! bytes change), the report of the compilation, and what was written.
+//! bytes change, each cell's staged as soon as it is compiled, committed once the whole
+//! compilation succeeded), the report of the compilation, and what was written.
 //!
 //! Invariant: the lock of `out/` is taken, and an interrupted write finished or undone, before
 //! anything is compiled; nothing is written when any declaration has an error.
@@ -24,15 +25,23 @@ pub fn run(args: &CommonArgs) -> Result<Exit, Fatal> {
     let mut writer =
         out_fs::Writer::open(out_dir, test_faults(), note_waiting).map_err(cannot_write)?;
     notice_recovery(args, out_dir, &writer);
-    let compilation = project.compile();
-    let Some(tree) = project::output_of(args, Mode::Build, &compilation)? else {
-        return Ok(Exit::Errors);
+    // Each cell's files are staged in out/ as temporary files as soon as they are compiled, so
+    // the output tree is never held whole; the write commits only after the whole compilation.
+    let staging = writer.begin();
+    let compilation = project.compile_into(&staging);
+    let rest = match project::output_of(args, Mode::Build, &compilation) {
+        Ok(Some(rest)) => rest,
+        outcome => {
+            staging.abandon();
+            return outcome.map(|_| Exit::Errors);
+        }
     };
-    match writer.write(tree) {
+    let total = staging.files() + rest.len();
+    match staging.finish(rest) {
         Ok(changes) => {
             print_report(args, Mode::Build, &compilation, &[]);
             if args.human() {
-                eprintln!("{}", written(out_dir, tree.len(), &changes));
+                eprintln!("{}", written(out_dir, total, &changes));
             }
             Ok(Exit::Success)
         }

@@ -4,7 +4,8 @@
 //! from what `build` would write, the changed, missing and extra files with a bounded diff of
 //! each changed one; exit 1 for errors or a stale `out/`.
 //!
-//! Invariant: never writes; it reads `out/` under a shared lock, so it never sees a build's write
+//! Invariant: never writes; it reads `out/` under a shared lock, taken before compiling (each
+//! cell's files are compared as soon as they are compiled), so it never sees a build's write
 //! half applied.
 
 use std::path::Path;
@@ -21,28 +22,37 @@ use super::project::{
 pub fn run(args: &CommonArgs) -> Result<Exit, Fatal> {
     let mut project = Project::open(args)?;
     let out_dir = &project.out_dir.clone();
-    let compilation = project.compile();
-    let Some(tree) = project::output_of(args, Mode::Check, &compilation)? else {
+    let cannot_read =
+        |error: std::io::Error| Fatal::new(format!("cannot read {}: {error}", out_dir.display()));
+    // Each cell's files are compared with out/ as soon as they are compiled, and dropped, so the
+    // output tree is never held whole. A folder that cannot be compared (an interrupted write)
+    // is reported after the compilation, whose findings come first.
+    let comparing = out_fs::comparing(out_dir, STALE_DIFF_LINES, note_waiting);
+    let compilation = match &comparing {
+        Ok(comparing) => project.compile_into(comparing),
+        Err(_) => project.compile(),
+    };
+    let Some(rest) = project::output_of(args, Mode::Check, &compilation)? else {
         return Ok(Exit::Errors);
     };
-    // Only the changed files a diff can show are read whole and kept: each shows at least one
-    // line of the budget.
-    let out_fs::Comparison { changes, current } =
-        out_fs::compare_dir_waiting(out_dir, tree, STALE_DIFF_LINES, note_waiting)
-            .map_err(|error| Fatal::new(format!("cannot read {}: {error}", out_dir.display())))?;
+    let comparing = comparing.map_err(cannot_read)?;
+    // Only the changed files a diff can show are kept: each shows at least one line of the
+    // budget.
+    let total = comparing.files() + rest.len();
+    let out_fs::Comparison {
+        changes,
+        current,
+        built,
+    } = comparing.finish(rest).map_err(cannot_read)?;
     print_report(args, Mode::Check, &compilation, &changes);
     if changes.is_empty() {
         if args.human() {
-            eprintln!(
-                "{} is up to date ({})",
-                out_dir.display(),
-                files(tree.len())
-            );
+            eprintln!("{} is up to date ({})", out_dir.display(), files(total));
         }
         Ok(Exit::Success)
     } else {
         if args.human() {
-            print_stale(out_dir, &changes, tree, &current);
+            print_stale(out_dir, &changes, &built, &current);
         }
         Ok(Exit::Errors)
     }

@@ -12,8 +12,9 @@ use std::path::{Component, Path, PathBuf};
 use clap::{Args, ValueEnum};
 use tenantc::diag::render::{self, Color};
 use tenantc::emit::OutputTree;
+use tenantc::emit::PartSink;
 use tenantc::emit::fs::Change;
-use tenantc::{Compilation, compile_loaded, compile_loaded_owned, load};
+use tenantc::{Compilation, compile_loaded, compile_loaded_owned, compile_streaming, load};
 
 use super::error::{Envelope, Fatal};
 use super::output::escape;
@@ -160,7 +161,19 @@ impl Project {
     /// like an error: nothing is written or compared. The loaded files are handed over, so their
     /// bytes are not held beside the output.
     pub fn compile(&mut self) -> Compilation {
-        let mut compilation = compile_loaded_owned(std::mem::take(&mut self.loaded));
+        let compilation = compile_loaded_owned(std::mem::take(&mut self.loaded));
+        self.deny(compilation)
+    }
+
+    /// Compiles the declarations as [`Project::compile`] does, handing each cell's files to
+    /// `parts` as they are rendered: the compilation's output is then the rest of the tree, and
+    /// `None` (as for [`Project::compile`]) says the parts must be discarded.
+    pub fn compile_into(&mut self, parts: &dyn PartSink) -> Compilation {
+        let compilation = compile_streaming(std::mem::take(&mut self.loaded), parts);
+        self.deny(compilation)
+    }
+
+    fn deny(&self, mut compilation: Compilation) -> Compilation {
         if self.deny.apply(&mut compilation.diagnostics) > 0 {
             compilation.output = None;
         }

@@ -34,6 +34,14 @@ pub type OutputTree = BTreeMap<String, Vec<u8>>;
 // The marker is part of the folder layout (`layout.rs`); `fs.rs` names it here.
 pub use crate::layout::MARKER;
 
+/// Where a streaming compilation hands each finished part of the output tree (the files of one
+/// cell), from any thread and in any order, so the whole tree is never held at once
+/// ([`crate::compile_streaming`]); [`fs::Staging`] writes parts, [`fs::Comparing`] compares them.
+pub trait PartSink: Sync {
+    /// Takes one part: files whose paths no other part, and not the rest of the tree, holds.
+    fn take(&self, part: OutputTree);
+}
+
 /// One Kubernetes object and where it goes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Object {
@@ -210,6 +218,35 @@ impl Rendered {
         Ok(())
     }
 
+    /// Adds files that are not objects (a cell's reports and IAM documents), outside every
+    /// kustomization; a path already taken is an error, as in [`Rendered::finish`].
+    pub fn add_extras(&mut self, extras: Vec<Extra>) -> Result<(), InternalError> {
+        for extra in extras {
+            if self.tree.contains_key(&extra.path) {
+                return Err(InternalError(format!(
+                    "two files are written to {}",
+                    extra.path
+                )));
+            }
+            self.tree.insert(extra.path, extra.contents);
+        }
+        Ok(())
+    }
+
+    /// The files rendered so far.
+    pub fn files(&self) -> &OutputTree {
+        &self.tree
+    }
+
+    /// Hands over the files rendered so far, each path checked as [`Rendered::finish`] checks
+    /// them, keeping what the kustomizations need (each folder's file names and sources).
+    pub fn take_files(&mut self) -> Result<OutputTree, InternalError> {
+        for path in self.tree.keys() {
+            check_path(path)?;
+        }
+        Ok(std::mem::take(&mut self.tree))
+    }
+
     /// Adds what another part rendered; a path both hold is an error, as in [`render`].
     pub fn merge(&mut self, other: Rendered) -> Result<(), InternalError> {
         let Rendered {
@@ -259,7 +296,11 @@ impl Rendered {
             ]);
             let mut text = header(&sources);
             text.push_str(&yaml::to_string(&body));
-            tree.insert(format!("{folder}/kustomization.yaml"), text.into_bytes());
+            let path = format!("{folder}/kustomization.yaml");
+            if tree.contains_key(&path) {
+                return Err(InternalError(format!("two files are written to {path}")));
+            }
+            tree.insert(path, text.into_bytes());
         }
         for extra in extras {
             if tree.contains_key(&extra.path) {

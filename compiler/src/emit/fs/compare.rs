@@ -13,14 +13,151 @@
 //! - Only entries the scan found to be regular files are opened; symbolic links and other
 //!   entries count as changed and are never followed.
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use rayon::prelude::*;
 
 use super::scan::{Kind, Scan};
-use super::{Change, OutputTree};
+use super::{Change, Comparison, OutputTree};
+use crate::emit::PartSink;
+
+/// A comparison of the output folder with a tree handed in parts (the [`PartSink`] of a
+/// streaming `tenantc check`): each part is compared as it arrives and dropped, keeping only the
+/// changes and the bytes of the first changed files, for a diff.
+#[derive(Debug)]
+pub struct Comparing {
+    root: PathBuf,
+    scan: Scan,
+    /// The shared lock on the folder's lock file, held until the comparison ends.
+    _lock: Option<File>,
+    keep: usize,
+    state: Mutex<Found>,
+}
+
+/// What the parts compared so far found.
+#[derive(Debug, Default)]
+struct Found {
+    /// The first failure; later parts are not compared, and [`Comparing::finish`] returns it.
+    error: Option<io::Error>,
+    /// Every path handed in so far.
+    paths: BTreeSet<String>,
+    changes: Vec<Change>,
+    /// The tree's bytes of the changed files with the `keep` first paths so far.
+    built: OutputTree,
+}
+
+impl Comparing {
+    /// Scans `dir` under `lock` (the shared lock of the caller, or none), refusing a folder that
+    /// holds an interrupted write, as [`super::read_tree`] does.
+    pub(super) fn new(dir: &Path, lock: Option<File>, keep: usize) -> io::Result<Comparing> {
+        let scan = Scan::of(dir)?;
+        if let Some(leftover) = scan.interrupted() {
+            return Err(io::Error::other(format!(
+                "{} holds an interrupted write of tenantc ({leftover}); run `tenantc build` to finish or undo it",
+                dir.display()
+            )));
+        }
+        Ok(Comparing {
+            root: dir.to_path_buf(),
+            scan,
+            _lock: lock,
+            keep,
+            state: Mutex::new(Found::default()),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Found> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Compares one part; a failure is kept for [`Comparing::finish`].
+    pub fn compare(&self, part: &OutputTree) {
+        if self.lock().error.is_some() {
+            return;
+        }
+        let found = differing(&self.root, part, &self.scan);
+        let mut state = self.lock();
+        let changes = match found {
+            Ok(changes) => changes,
+            Err(error) => {
+                state.error.get_or_insert(error);
+                return;
+            }
+        };
+        for path in part.keys() {
+            if !state.paths.insert(path.clone()) {
+                state.error.get_or_insert(io::Error::other(format!(
+                    "internal error: two files are written to {path}; this is a bug in tenantc"
+                )));
+                return;
+            }
+        }
+        for change in changes {
+            if let Change::Changed(path) = &change
+                && let Some(contents) = part.get(path)
+            {
+                state.built.insert(path.clone(), contents.clone());
+                if state.built.len() > self.keep {
+                    state.built.pop_last();
+                }
+            }
+            state.changes.push(change);
+        }
+    }
+
+    /// How many files the parts compared so far hold.
+    pub fn files(&self) -> usize {
+        self.lock().paths.len()
+    }
+
+    /// Compares `rest`, then lists the folder's entries that no part held; returns how the
+    /// folder differs from the whole tree, with the bytes of the first `keep` changed files on
+    /// disk and as built.
+    pub fn finish(self, rest: &OutputTree) -> io::Result<Comparison> {
+        self.compare(rest);
+        let Comparing {
+            root,
+            scan,
+            state,
+            keep,
+            ..
+        } = self;
+        let found = state
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(error) = found.error {
+            return Err(error);
+        }
+        let mut changes = found.changes;
+        changes.extend(
+            scan.entries
+                .keys()
+                .filter(|path| !found.paths.contains(*path))
+                .map(|path| Change::Extra(path.clone())),
+        );
+        changes.sort_by(|left, right| left.path().cmp(right.path()));
+        let current = read_some(&root, &scan, &changes, keep)?;
+        let mut built = found.built;
+        built.retain(|path, _| current.contains_key(path));
+        Ok(Comparison {
+            changes,
+            current,
+            built,
+        })
+    }
+}
+
+impl PartSink for Comparing {
+    fn take(&self, part: OutputTree) {
+        self.compare(&part);
+    }
+}
 
 /// How the files of `tree` differ from the folder `root` whose scan is `scan`: a
 /// [`Change::Missing`] or [`Change::Changed`] per tree path whose bytes are not on disk, sorted

@@ -6,8 +6,10 @@
 //!
 //! A write goes in three steps, under an exclusive lock on `out/.tenantc-lock` ([`lock`]):
 //! 1. every file whose bytes change is written to a temporary file `.tenantc-tmp-N` in its
-//!    folder (new folders are created once each), and all are synced, on several threads
-//!    (this module: [`Writer::write`] plans and stages the write);
+//!    folder (new folders are created once each), part by part as the compilation hands the
+//!    parts over ([`staging`]: [`Writer::begin`], [`Staging::take`]), and, once every part is
+//!    in, all are synced on several threads ([`Staging::finish`]; [`Writer::write`] is a write
+//!    of one part);
 //! 2. a journal listing every removal, folder creation and rename is written, synced and renamed
 //!    to `out/.tenantc-journal`, which commits the write ([`journal`]);
 //! 3. the journal is applied and deleted ([`journal`]).
@@ -37,19 +39,20 @@ mod journal;
 mod lock;
 mod recovery;
 mod scan;
+mod staging;
 
-use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 
 use super::OutputTree;
 use disk::Disk;
-use journal::Op;
 use recovery::old_leftovers;
 use scan::{Kind, Ownership, Scan, ownership};
 
+pub use compare::Comparing;
 pub use recovery::Recovery;
+pub use staging::Staging;
 
 /// The lock file inside the output folder; it stays there and is never part of the tree.
 pub const LOCK: &str = ".tenantc-lock";
@@ -136,6 +139,8 @@ pub struct Comparison {
     pub changes: Vec<Change>,
     /// The bytes on disk of the first changed files (as many as asked for), to show a diff.
     pub current: OutputTree,
+    /// The tree's bytes of the same files.
+    pub built: OutputTree,
 }
 
 /// Lists how the folder `dir` differs from `tree`, as [`compare`] of the tree read from disk
@@ -145,23 +150,7 @@ pub struct Comparison {
 ///
 /// A journal or temporary files of an interrupted write are an error, as for [`read_tree`].
 pub fn compare_dir(dir: &Path, tree: &OutputTree, keep: usize) -> io::Result<Comparison> {
-    let scan = Scan::of(dir)?;
-    if let Some(leftover) = scan.interrupted() {
-        return Err(io::Error::other(format!(
-            "{} holds an interrupted write of tenantc ({leftover}); run `tenantc build` to finish or undo it",
-            dir.display()
-        )));
-    }
-    let mut changes = compare::differing(dir, tree, &scan)?;
-    changes.extend(
-        scan.entries
-            .keys()
-            .filter(|path| !tree.contains_key(*path))
-            .map(|path| Change::Extra(path.clone())),
-    );
-    changes.sort_by(|left, right| left.path().cmp(right.path()));
-    let current = compare::read_some(dir, &scan, &changes, keep)?;
-    Ok(Comparison { changes, current })
+    Comparing::new(dir, None, keep)?.finish(tree)
 }
 
 /// Like [`compare_dir`], but first waits for a build that is writing `dir` (a shared lock on its
@@ -172,8 +161,15 @@ pub fn compare_dir_waiting(
     keep: usize,
     on_wait: fn(&str),
 ) -> io::Result<Comparison> {
-    let _lock = lock::shared(dir, on_wait)?;
-    compare_dir(dir, tree, keep)
+    comparing(dir, keep, on_wait)?.finish(tree)
+}
+
+/// Begins a comparison of `dir` with a tree handed in parts ([`Comparing`]), after waiting for a
+/// build that is writing it, as [`compare_dir_waiting`] does; the shared lock is held until
+/// [`Comparing::finish`].
+pub fn comparing(dir: &Path, keep: usize, on_wait: fn(&str)) -> io::Result<Comparing> {
+    let lock = lock::shared(dir, on_wait)?;
+    Comparing::new(dir, lock, keep)
 }
 
 /// Lists how `actual` differs from `expected`, sorted by path.
@@ -259,60 +255,7 @@ impl Writer {
 
     /// Makes the folder hold exactly `tree`, writing only what changed. Returns the changes.
     pub fn write(&mut self, tree: &OutputTree) -> io::Result<Vec<Change>> {
-        if let Some(bad) = tree
-            .keys()
-            .find(|path| !plain_path(path) || is_artefact(path))
-        {
-            return Err(io::Error::other(format!(
-                "internal error: output path `{}` is not a plain relative path; this is a bug in tenantc",
-                bad.escape_debug()
-            )));
-        }
-        if self.lock.is_none() && self.read_only.is_none() {
-            self.create_root()?;
-            self.lock_and_recover()?;
-        }
-        let scan = match self.scan.take() {
-            Some(scan) => scan,
-            None => Scan::of(&self.disk.root)?,
-        };
-        let plan = Plan::new(&self.disk.root, tree, &scan)?;
-        if plan.is_empty() {
-            return Ok(plan.changes);
-        }
-        if let Some(error) = &self.read_only {
-            return Err(io::Error::new(
-                error.kind(),
-                format!(
-                    "{error}; {} files would change, and nothing was changed",
-                    plan.changes.len()
-                ),
-            ));
-        }
-        let mut created = Created::default();
-        let staged = self.stage(tree, &plan, &mut created);
-        let ops = match staged {
-            Ok(ops) => ops,
-            Err(error) => return Err(self.undo(error, &created)),
-        };
-        if let Err(error) = self.commit(&ops, &mut created) {
-            return Err(self.undo(error, &created));
-        }
-        let applied = self
-            .disk
-            .sync_dir("")
-            .and_then(|()| self.apply(&ops))
-            .and_then(|()| self.disk.remove_file(JOURNAL));
-        if let Err(error) = applied {
-            return Err(io::Error::new(
-                error.kind(),
-                format!(
-                    "{error}; the write was committed but not finished: {} holds the rest, and the next `tenantc build` finishes it",
-                    self.disk.root.join(JOURNAL).display()
-                ),
-            ));
-        }
-        Ok(plan.changes)
+        self.begin().finish(tree)
     }
 
     /// Creates the missing output folder (and its missing parents) once, before the first write.
@@ -351,107 +294,9 @@ impl Writer {
         }
     }
 
-    /// Step 1: creates new folders and writes every changed file to a temporary file, probes
-    /// the folders the journal will change, and syncs. Returns the journal's operations.
-    fn stage(
-        &mut self,
-        tree: &OutputTree,
-        plan: &Plan,
-        created: &mut Created,
-    ) -> io::Result<Vec<Op>> {
-        for dir in &plan.mkdirs {
-            if !plan.blocked.contains(dir) {
-                self.disk.create_dir(dir)?;
-                created.dirs.push(dir.clone());
-            }
-        }
-        let mut ops = Vec::new();
-        ops.extend(
-            plan.removals
-                .iter()
-                .map(|path| Op::Remove { path: path.clone() }),
-        );
-        ops.extend(
-            plan.rmdirs
-                .iter()
-                .rev()
-                .map(|path| Op::Rmdir { path: path.clone() }),
-        );
-        ops.extend(
-            plan.mkdirs
-                .iter()
-                .filter(|dir| plan.blocked.contains(*dir))
-                .map(|path| Op::Mkdir { path: path.clone() }),
-        );
-        let mut synced = BTreeSet::new();
-        let mut written = Vec::new();
-        for (idx, path) in plan.writes.iter().enumerate() {
-            let folder = parent(path);
-            let blocked = plan.blocked.contains(folder);
-            let temp = if blocked {
-                format!("{TEMP_PREFIX}{idx}")
-            } else {
-                join(folder, &format!("{TEMP_PREFIX}{idx}"))
-            };
-            let contents = tree.get(path).map_or(&[][..], Vec::as_slice);
-            created.temps.push(temp.clone());
-            self.disk.write_temp(&temp, contents)?;
-            synced.insert(parent(&temp).to_string());
-            written.push(temp.clone());
-            ops.push(Op::Rename {
-                from: temp,
-                to: path.clone(),
-            });
-        }
-        // Every folder whose entries the journal changes must be writable, or the journal could
-        // not be applied; a folder that already received a temporary file is known to be.
-        let mut probe = BTreeSet::new();
-        for path in &plan.removals {
-            probe.insert(parent(path).to_string());
-        }
-        for dir in &plan.rmdirs {
-            probe.insert(dir.clone());
-            probe.insert(parent(dir).to_string());
-        }
-        for dir in plan.mkdirs.iter().filter(|dir| plan.blocked.contains(*dir)) {
-            probe.insert(parent(dir).to_string());
-        }
-        for folder in probe {
-            if synced.contains(&folder) || plan.blocked.contains(&folder) {
-                continue;
-            }
-            let temp = join(&folder, PROBE);
-            created.temps.push(temp.clone());
-            self.disk.write_temp(&temp, b"")?;
-            self.disk.remove_file(&temp)?;
-            created.temps.pop();
-        }
-        for dir in &created.dirs {
-            synced.insert(parent(dir).to_string());
-        }
-        // The temporary files and their folders reach the disk before the journal that names
-        // them, so a power loss after the commit cannot roll forward to empty files.
-        self.disk.sync_all(&written)?;
-        self.disk
-            .sync_all(&synced.into_iter().collect::<Vec<_>>())?;
-        Ok(ops)
-    }
-
-    /// Removes what [`Writer::stage`] created after `error`, and says what was left.
+    /// Removes what a write staged after `error`, and says what was left.
     fn undo(&mut self, error: io::Error, created: &Created) -> io::Error {
-        let mut failed = 0;
-        for temp in &created.temps {
-            if self.disk.remove_file(temp).is_err()
-                && fs::symlink_metadata(self.disk.root.join(temp)).is_ok()
-            {
-                failed += 1;
-            }
-        }
-        for dir in created.dirs.iter().rev() {
-            if self.disk.remove_dir(dir).is_err() {
-                failed += 1;
-            }
-        }
+        let failed = self.remove_created(created);
         let outcome = if failed == 0 {
             format!(
                 "{} still holds its previous files",
@@ -470,7 +315,27 @@ impl Writer {
     }
 }
 
-/// Paths created by [`Writer::stage`], removed again if the write fails before its commit.
+impl Writer {
+    /// Removes the temporary files and folders a write created; returns how many are left.
+    fn remove_created(&mut self, created: &Created) -> usize {
+        let mut failed = 0;
+        for temp in &created.temps {
+            if self.disk.remove_file(temp).is_err()
+                && fs::symlink_metadata(self.disk.root.join(temp)).is_ok()
+            {
+                failed += 1;
+            }
+        }
+        for dir in created.dirs.iter().rev() {
+            if self.disk.remove_dir(dir).is_err() {
+                failed += 1;
+            }
+        }
+        failed
+    }
+}
+
+/// Paths created by the staging of a write, removed again if the write fails before its commit.
 #[derive(Debug, Default)]
 struct Created {
     temps: Vec<String>,
@@ -504,66 +369,6 @@ fn join(folder: &str, name: &str) -> String {
         name.to_string()
     } else {
         format!("{folder}/{name}")
-    }
-}
-
-/// What a write must do to turn the scanned folder into the tree.
-#[derive(Debug, Default)]
-struct Plan {
-    /// Tree files to write, sorted.
-    writes: Vec<String>,
-    /// Entries to remove, sorted.
-    removals: Vec<String>,
-    /// Folders to remove, sorted (removed in reverse, children first).
-    rmdirs: Vec<String>,
-    /// Folders to create, sorted (parents first).
-    mkdirs: Vec<String>,
-    /// Folders to create whose path, or a parent's, is taken by an entry to remove: they are
-    /// created by the journal after the removal.
-    blocked: BTreeSet<String>,
-    changes: Vec<Change>,
-}
-
-impl Plan {
-    fn new(root: &Path, tree: &OutputTree, scan: &Scan) -> io::Result<Plan> {
-        let mut plan = Plan::default();
-        let mut needed = BTreeSet::new();
-        for path in tree.keys() {
-            let mut folder = parent(path);
-            while !folder.is_empty() && needed.insert(folder.to_string()) {
-                folder = parent(folder);
-            }
-        }
-        // Sorted by path, as the tree is.
-        for change in compare::differing(root, tree, scan)? {
-            plan.writes.push(change.path().to_string());
-            plan.changes.push(change);
-        }
-        for path in scan.entries.keys() {
-            if !tree.contains_key(path) {
-                plan.removals.push(path.clone());
-                plan.changes.push(Change::Extra(path.clone()));
-            }
-        }
-        plan.rmdirs = scan.dirs.difference(&needed).cloned().collect();
-        plan.mkdirs = needed.difference(&scan.dirs).cloned().collect();
-        for dir in &plan.mkdirs {
-            let mut folder = dir.as_str();
-            while !folder.is_empty() {
-                if scan.entries.contains_key(folder) {
-                    plan.blocked.insert(dir.clone());
-                    break;
-                }
-                folder = parent(folder);
-            }
-        }
-        plan.changes
-            .sort_by(|left, right| left.path().cmp(right.path()));
-        Ok(plan)
-    }
-
-    fn is_empty(&self) -> bool {
-        self.writes.is_empty() && self.removals.is_empty() && self.rmdirs.is_empty()
     }
 }
 
