@@ -17,6 +17,8 @@
 //!   (`templates/tenant/*.yaml.j2`, `templates/cell/*.yaml.j2`) are opened, never a FIFO, socket
 //!   or device, and no more than [`MAX_FILE_BYTES`] of one is read; any other file is passed on
 //!   with empty contents, unread, so nothing of it can be printed.
+//! - Files are read after the walk, in parallel on the current rayon pool, and the result is
+//!   sorted by path, so it is the same on any number of threads.
 //! - Every path in an [`InputFile`] is relative, `/`-separated and made of names that pass
 //!   [`name_problem`]; every path in a [`Finding`] is escaped to printable ASCII with
 //!   [`escape_bytes`], so no file name can put a control character into output or onto a
@@ -229,6 +231,7 @@ pub fn load(root: &Path) -> io::Result<Loaded> {
         ancestors: vec![canonical_root.clone()],
         root: canonical_root,
         loaded: Loaded::default(),
+        to_read: Vec::new(),
     };
     // The optional folders: signing material and templates.
     for folder in READ_FOLDERS
@@ -246,7 +249,7 @@ pub fn load(root: &Path) -> io::Result<Loaded> {
         let path = walker.root.join(folder);
         walker.entry(&path, folder.to_string(), 0);
     }
-    let mut loaded = walker.loaded;
+    let mut loaded = walker.read_files();
     loaded.inputs.sort_by(|a, b| a.path.cmp(&b.path));
     loaded.findings.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(loaded)
@@ -258,11 +261,37 @@ struct Walker {
     /// The canonical folders being walked, outermost first (the root included), to find cycles.
     ancestors: Vec<PathBuf>,
     loaded: Loaded,
+    /// The regular files to read once the walk is done: the canonical path and the path shown.
+    to_read: Vec<(PathBuf, String)>,
 }
 
 impl Walker {
     fn refuse(&mut self, path: String, problem: Problem) {
         self.loaded.findings.push(Finding { path, problem });
+    }
+
+    /// Reads the files the walk found, in parallel on the current rayon pool (each read is on
+    /// its own: it opens only its path, and [`read_regular`] checks again that it is a regular
+    /// file of bounded size), and adds each as an input or a finding in the walk's order.
+    fn read_files(mut self) -> Loaded {
+        use rayon::prelude::*;
+        let read: Vec<(String, Result<Vec<u8>, Problem>)> = std::mem::take(&mut self.to_read)
+            .into_par_iter()
+            .map(|(real, relative)| {
+                let contents = read_regular(&real);
+                (relative, contents)
+            })
+            .collect();
+        for (relative, contents) in read {
+            match contents {
+                Ok(contents) => self.loaded.inputs.push(InputFile {
+                    path: relative,
+                    contents,
+                }),
+                Err(problem) => self.refuse(relative, problem),
+            }
+        }
+        self.loaded
     }
 
     /// The folder tenantc writes that holds the canonical path `target` (the folder itself, or
@@ -370,7 +399,8 @@ impl Walker {
         self.ancestors.pop();
     }
 
-    /// Reads the regular file `real`, shown as `relative`, of `len` bytes by its metadata.
+    /// Takes the regular file `real`, shown as `relative`, of `len` bytes by its metadata: a
+    /// declaration, signing material or template is read after the walk ([`Walker::read_files`]).
     fn file(&mut self, real: &Path, relative: String, len: u64) {
         if !is_read(&relative) {
             // Skipped files are never opened: their contents cannot reach a diagnostic.
@@ -383,13 +413,7 @@ impl Walker {
         if len > MAX_FILE_BYTES {
             return self.refuse(relative, Problem::TooLarge(len));
         }
-        match read_regular(real) {
-            Ok(contents) => self.loaded.inputs.push(InputFile {
-                path: relative,
-                contents,
-            }),
-            Err(problem) => self.refuse(relative, problem),
-        }
+        self.to_read.push((real.to_path_buf(), relative));
     }
 }
 

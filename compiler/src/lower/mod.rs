@@ -277,7 +277,8 @@ fn showback_files(
     });
 }
 
-/// The fleet-wide reports: showback over every cell, and the showback page.
+/// The fleet-wide reports: showback over every cell, and the showback page, made in parallel on
+/// the current rayon pool and added in that order.
 fn fleet_reports(manifest: &mut Manifest, plan: &Plan) {
     if plan.cells.is_empty() {
         return;
@@ -286,15 +287,23 @@ fn fleet_reports(manifest: &mut Manifest, plan: &Plan) {
     let sources = BTreeSet::from(["cells/".to_string(), "tenants/".to_string()]);
     let header = crate::emit::header(&sources);
     let comment = header.trim_start_matches("# ").trim_end().to_string();
-    showback_files(
-        manifest,
-        FLEET_REPORTS_FOLDER,
-        &comment,
-        crate::report::showback::fleet_report(plan),
+    let (showback, index) = rayon::join(
+        || {
+            let mut showback = Manifest::default();
+            showback_files(
+                &mut showback,
+                FLEET_REPORTS_FOLDER,
+                &comment,
+                crate::report::showback::fleet_report(plan),
+            );
+            showback.extras
+        },
+        || crate::report::html::index(plan, &comment),
     );
+    manifest.extras.extend(showback);
     manifest.extras.push(Extra {
         path: format!("{FLEET_REPORTS_FOLDER}/index.html"),
-        contents: crate::report::html::index(plan, &comment).into_bytes(),
+        contents: index.into_bytes(),
     });
 }
 

@@ -11,7 +11,10 @@
 //! (`pinning.rs`: no tenant can reach a pool its trust class or org forbids).
 //!
 //! Invariants:
-//! - Pure and deterministic: cells, pools, tenants and resources are in sorted order.
+//! - Pure and deterministic: cells, pools, tenants and resources are in sorted order. Cells are
+//!   resolved in parallel on the current rayon pool (a cell's plan reads the fleet, never another
+//!   cell's plan) and joined in the fleet's cell order, so the plan and its findings are the same
+//!   on any number of threads.
 //! - Built once: every field is computed before its struct is made, and nothing fills in or
 //!   changes a plan after [`resolve`] returns it.
 //! - Every hardware fact is computed here once (`hardware::offers`, `hardware::resolve`,
@@ -575,17 +578,28 @@ pub fn resolve(
     sources: &SourceMap,
     base_catalog: &Catalog,
 ) -> (Plan, Vec<Diagnostic>) {
+    use rayon::prelude::*;
+    let planned: Vec<(CellPlan, Vec<Diagnostic>)> = fleet
+        .cells
+        .par_iter()
+        .filter_map(|cell| {
+            // A version that could not be read left the cell incomplete, which is an error, and
+            // resolve runs only on a fleet without errors: such a cell is never planned.
+            let kubernetes = cell.kubernetes.as_ref().map(|version| version.value)?;
+            let catalog = hardware::cell_catalog(cell, base_catalog);
+            Some(cell_plan(
+                cell,
+                kubernetes,
+                fleet,
+                verified,
+                sources,
+                catalog.as_ref(),
+            ))
+        })
+        .collect();
     let mut diagnostics = Vec::new();
     let mut cells = Vec::new();
-    for cell in &fleet.cells {
-        // A version that could not be read left the cell incomplete, which is an error, and
-        // resolve runs only on a fleet without errors: such a cell is never planned.
-        let Some(kubernetes) = cell.kubernetes.as_ref().map(|version| version.value) else {
-            continue;
-        };
-        let catalog = hardware::cell_catalog(cell, base_catalog);
-        let (plan, findings) =
-            cell_plan(cell, kubernetes, fleet, verified, sources, catalog.as_ref());
+    for (plan, findings) in planned {
         diagnostics.extend(findings);
         cells.push(plan);
     }

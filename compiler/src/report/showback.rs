@@ -53,13 +53,15 @@ pub fn cell_report(cell: &CellPlan) -> (Value, String, String) {
 }
 
 /// The three bodies (without headers) of the fleet's showback report: `(json, markdown, csv)`.
+///
+/// The three are made in parallel on the current rayon pool, each from the plan alone.
 pub fn fleet_report(plan: &Plan) -> (Value, String, String) {
     let cells = cells_of(plan);
-    (
-        json(&cells),
-        markdown("Showback of the fleet", &cells),
-        csv(&cells),
-    )
+    let (json, (markdown, csv)) = rayon::join(
+        || json(&cells),
+        || rayon::join(|| markdown("Showback of the fleet", &cells), || csv(&cells)),
+    );
+    (json, markdown, csv)
 }
 
 /// Money or `-` for a pool without a price.
@@ -185,12 +187,14 @@ fn totals(cells: &[Cell]) -> (i64, i64, i64, i64) {
     sums
 }
 
-fn json(cells: &[Cell]) -> Value {
-    let mut tenants = Vec::new();
-    for cell in cells {
-        for row in &cell.plan.tenants {
+/// The JSON rows of one cell's tenants.
+fn tenant_rows(cell: &Cell) -> Vec<Value> {
+    cell.plan
+        .tenants
+        .iter()
+        .map(|row| {
             let share = find(cell.plan, row).map(|(pool, resource)| device_share(pool, resource));
-            tenants.push(json!({
+            json!({
                 "tenant": row.tenant,
                 "org": row.org,
                 "cell": cell.name,
@@ -202,9 +206,17 @@ fn json(cells: &[Cell]) -> Value {
                 "price_per_gpu_hour": find(cell.plan, row).and_then(|(pool, _)| pool.price_micros).map(format_price),
                 "committed_monthly": money_json(row.reserved_monthly),
                 "burst_monthly": money_json(row.burst_monthly),
-            }));
-        }
-    }
+            })
+        })
+        .collect()
+}
+
+/// The JSON report; the tenants' rows of each cell are made in parallel on the current rayon
+/// pool and joined in the cells' order.
+fn json(cells: &[Cell]) -> Value {
+    use rayon::prelude::*;
+    let tenants: Vec<Vec<Value>> = cells.par_iter().map(tenant_rows).collect();
+    let tenants: Vec<Value> = tenants.into_iter().flatten().collect();
     let sum_rows = |sums: Sums, key: &str, others: &str| -> Vec<Value> {
         sums.into_iter()
             .map(|(name, (members, committed, burst))| {

@@ -334,9 +334,9 @@ fn label_managed(metadata: &mut ObjectMeta) {
         .insert(key.to_string(), value.to_string());
 }
 
-/// Checks every document of one rendering and adds the objects that pass to the manifest.
+/// Checks every document of one rendering and adds the objects that pass to `objects`.
 pub(crate) fn place(
-    manifest: &mut Manifest,
+    objects: &mut Vec<Object>,
     rendered: &(String, SpanMap),
     target: &Target<'_>,
     sources: &SourceMap,
@@ -361,7 +361,7 @@ pub(crate) fn place(
     }
     for document in &documents {
         if let Some(object) = check(document, &locate, emitted, diagnostics) {
-            manifest.objects.push(object);
+            objects.push(object);
         }
     }
 }

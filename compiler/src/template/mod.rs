@@ -26,13 +26,13 @@ mod check;
 pub mod context;
 mod spans;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
 use minijinja::{Environment, UndefinedBehavior};
 
 use crate::diag::{Code, Diagnostic};
-use crate::emit::Manifest;
+use crate::emit::{Manifest, Object};
 use crate::layout::TemplateScope;
 use crate::limits::MAX_FILE_BYTES;
 use crate::plan::{CellPlan, Plan, TenantPlan};
@@ -176,13 +176,18 @@ pub fn emitted_keys(manifest: &Manifest) -> BTreeSet<ObjectKey> {
 /// [`apply`] beside objects that were already rendered, whose keys ([`emitted_keys`]) the
 /// caller kept: the template objects are added to `manifest`, which holds the rest of the
 /// output (its folders and extras) but not those objects.
+///
+/// Cells are rendered on their own, in parallel on the current rayon pool (an object's key
+/// holds its cell, so a rendering is compared only with the keys of its own cell), and joined
+/// in the plan's cell order; so the objects and findings are the same on any number of threads.
 pub fn apply_beside(
     manifest: &mut Manifest,
-    mut emitted: BTreeSet<ObjectKey>,
+    emitted: BTreeSet<ObjectKey>,
     plan: &Plan,
     templates: &[Template],
     sources: &SourceMap,
 ) -> Vec<Diagnostic> {
+    use rayon::prelude::*;
     if templates.is_empty() {
         return Vec::new();
     }
@@ -192,62 +197,113 @@ pub fn apply_beside(
     }
     let mut sorted: Vec<&Template> = templates.iter().collect();
     sorted.sort_by(|left, right| left.path.cmp(&right.path));
-    for cell in &plan.cells {
-        let mut cell_has_templates = false;
-        for template in sorted.iter().filter(|t| t.scope == TemplateScope::Cell) {
-            let ctx = context::CellContext {
+    let mut emitted_by_cell = keys_by_cell(emitted);
+    let cells: Vec<(&CellPlan, BTreeSet<ObjectKey>)> = plan
+        .cells
+        .iter()
+        .map(|cell| {
+            let keys = emitted_by_cell.remove(&cell.name).unwrap_or_default();
+            (cell, keys)
+        })
+        .collect();
+    let rendered: Vec<CellRendered> = cells
+        .into_par_iter()
+        .map(|(cell, mut emitted)| apply_cell(&env, cell, &sorted, sources, &mut emitted))
+        .collect();
+    for (cell, rendered) in plan.cells.iter().zip(rendered) {
+        if rendered.cell_has_templates
+            && let Some((children, _)) = manifest.folders.get_mut(&cell.name)
+        {
+            children.insert(crate::layout::TEMPLATES.to_string());
+        }
+        manifest.objects.extend(rendered.objects);
+        diagnostics.extend(rendered.diagnostics);
+    }
+    dedup(&mut diagnostics);
+    diagnostics
+}
+
+/// What the templates made for one cell: its objects (the cell templates' first), whether a
+/// cell template made any, and the findings, in rendering order.
+struct CellRendered {
+    objects: Vec<Object>,
+    cell_has_templates: bool,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// The keys of `emitted` grouped by their cell, each group sorted as in `emitted`.
+fn keys_by_cell(emitted: BTreeSet<ObjectKey>) -> BTreeMap<String, BTreeSet<ObjectKey>> {
+    let mut groups: BTreeMap<String, Vec<ObjectKey>> = BTreeMap::new();
+    for key in emitted {
+        groups.entry(key.0.clone()).or_default().push(key);
+    }
+    groups
+        .into_iter()
+        .map(|(cell, keys)| (cell, keys.into_iter().collect()))
+        .collect()
+}
+
+/// Renders every cell template for `cell`, then every tenant template for each of its tenants,
+/// comparing each object with `emitted` (the keys of the cell's objects so far) and adding it.
+fn apply_cell(
+    env: &Environment<'static>,
+    cell: &CellPlan,
+    sorted: &[&Template],
+    sources: &SourceMap,
+    emitted: &mut BTreeSet<ObjectKey>,
+) -> CellRendered {
+    let mut objects = Vec::new();
+    let mut diagnostics = Vec::new();
+    for template in sorted.iter().filter(|t| t.scope == TemplateScope::Cell) {
+        let ctx = context::CellContext {
+            cell: context::cell_view(cell),
+        };
+        let target = Target {
+            cell,
+            tenant: None,
+            template,
+        };
+        if let Some(rendered) = render(env, template, &ctx, sources, &target, &mut diagnostics) {
+            check::place(
+                &mut objects,
+                &rendered,
+                &target,
+                sources,
+                emitted,
+                &mut diagnostics,
+            );
+        }
+    }
+    let cell_has_templates = !objects.is_empty();
+    for tenant in &cell.tenants {
+        for template in sorted.iter().filter(|t| t.scope == TemplateScope::Tenant) {
+            let ctx = context::TenantContext {
+                tenant: context::tenant_view(tenant, cell),
                 cell: context::cell_view(cell),
             };
             let target = Target {
                 cell,
-                tenant: None,
+                tenant: Some(tenant),
                 template,
             };
-            let rendered = render(&env, template, &ctx, sources, &target, &mut diagnostics);
-            let before = manifest.objects.len();
-            if let Some(rendered) = rendered {
+            if let Some(rendered) = render(env, template, &ctx, sources, &target, &mut diagnostics)
+            {
                 check::place(
-                    manifest,
+                    &mut objects,
                     &rendered,
                     &target,
                     sources,
-                    &mut emitted,
+                    emitted,
                     &mut diagnostics,
                 );
             }
-            cell_has_templates |= manifest.objects.len() > before;
-        }
-        if cell_has_templates && let Some((children, _)) = manifest.folders.get_mut(&cell.name) {
-            children.insert(crate::layout::TEMPLATES.to_string());
-        }
-        for tenant in &cell.tenants {
-            for template in sorted.iter().filter(|t| t.scope == TemplateScope::Tenant) {
-                let ctx = context::TenantContext {
-                    tenant: context::tenant_view(tenant, cell),
-                    cell: context::cell_view(cell),
-                };
-                let target = Target {
-                    cell,
-                    tenant: Some(tenant),
-                    template,
-                };
-                if let Some(rendered) =
-                    render(&env, template, &ctx, sources, &target, &mut diagnostics)
-                {
-                    check::place(
-                        manifest,
-                        &rendered,
-                        &target,
-                        sources,
-                        &mut emitted,
-                        &mut diagnostics,
-                    );
-                }
-            }
         }
     }
-    dedup(&mut diagnostics);
-    diagnostics
+    CellRendered {
+        objects,
+        cell_has_templates,
+        diagnostics,
+    }
 }
 
 /// One rendering: which template, for which cell and (for a tenant template) tenant.

@@ -17,8 +17,10 @@
 //! emits and the cell's Kubernetes version), `volcano` (what Volcano cannot hold as planned: a
 //! topology, a resource reserved in two pools, a guarantee on a resource two pools offer).
 //!
-//! Invariant: validation never stops at the first finding; `lower` runs only on a fleet that
-//! produced no error, so it may rely on every reference resolving.
+//! Invariants: validation never stops at the first finding; `lower` runs only on a fleet that
+//! produced no error, so it may rely on every reference resolving. The check families only read
+//! the fleet: they run in parallel, and their findings are joined in the order `validate` lists
+//! them, so they are the same on any number of threads.
 
 pub mod audit;
 mod backends;
@@ -102,26 +104,52 @@ pub fn validate(
         .cells
         .dedup_by(|later, earlier| later.name.value == earlier.name.value);
 
-    for cell in &fleet.cells {
-        cells::check(cell, catalog, &mut diagnostics);
-    }
-    backends::check(&fleet, &mut diagnostics);
-    volcano::check(&fleet, catalog, &mut diagnostics);
-    dra::check(&fleet, catalog, &mut diagnostics);
-    tenants::check(&fleet, unreadable, catalog, &mut diagnostics);
-    kueue::check(&fleet, catalog, &mut diagnostics);
-    namespaces::check(&fleet, &mut diagnostics);
-    groups::check(&fleet, &mut diagnostics);
-    security::check(&fleet, &mut diagnostics);
-    network::check(&fleet, &mut diagnostics);
-    runtime::check(&fleet, &mut diagnostics);
-    iam::check(&fleet, &mut diagnostics);
-    registries::check(&fleet, &mut diagnostics);
-    labels::check(&fleet, &mut diagnostics);
-    orgs::check(&fleet, unreadable, &mut diagnostics);
-    pools::check(&fleet, unreadable, &mut diagnostics);
-    serving::check(&fleet, unreadable, &mut diagnostics);
+    diagnostics.extend(run_checks(&fleet, unreadable, catalog));
     (fleet, diagnostics)
+}
+
+/// One check family over the whole fleet, pushing its findings.
+type Check<'a> = Box<dyn Fn(&mut Vec<Diagnostic>) + Sync + 'a>;
+
+/// Runs every check family over the assembled fleet and returns their findings in the order of
+/// the families, as if they ran one after the other.
+///
+/// The families only read the fleet, so they run in parallel on the current rayon pool, each
+/// into its own list; the lists are joined in the families' order, so the findings are the
+/// same on any number of threads.
+fn run_checks(fleet: &Fleet, unreadable: &Unreadable, catalog: &Catalog) -> Vec<Diagnostic> {
+    use rayon::prelude::*;
+    let mut checks: Vec<Check<'_>> = Vec::new();
+    for cell in &fleet.cells {
+        checks.push(Box::new(move |found| cells::check(cell, catalog, found)));
+    }
+    checks.extend([
+        Box::new(|found: &mut Vec<Diagnostic>| backends::check(fleet, found)) as Check<'_>,
+        Box::new(|found| volcano::check(fleet, catalog, found)),
+        Box::new(|found| dra::check(fleet, catalog, found)),
+        Box::new(|found| tenants::check(fleet, unreadable, catalog, found)),
+        Box::new(|found| kueue::check(fleet, catalog, found)),
+        Box::new(|found| namespaces::check(fleet, found)),
+        Box::new(|found| groups::check(fleet, found)),
+        Box::new(|found| security::check(fleet, found)),
+        Box::new(|found| network::check(fleet, found)),
+        Box::new(|found| runtime::check(fleet, found)),
+        Box::new(|found| iam::check(fleet, found)),
+        Box::new(|found| registries::check(fleet, found)),
+        Box::new(|found| labels::check(fleet, found)),
+        Box::new(|found| orgs::check(fleet, unreadable, found)),
+        Box::new(|found| pools::check(fleet, unreadable, found)),
+        Box::new(|found| serving::check(fleet, unreadable, found)),
+    ]);
+    let found: Vec<Vec<Diagnostic>> = checks
+        .par_iter()
+        .map(|check| {
+            let mut found = Vec::new();
+            check(&mut found);
+            found
+        })
+        .collect();
+    found.into_iter().flatten().collect()
 }
 
 /// Reports every name that repeats an earlier one, pointing at both.

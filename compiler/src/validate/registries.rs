@@ -17,6 +17,8 @@
 //! at the covered one; two equal registries are reported at the tenant that sorts later.
 //! Registries of one tenant are never compared with each other (duplicates are `name-duplicate`).
 
+use std::collections::BTreeMap;
+
 use crate::diag::{Code, Diagnostic};
 use crate::model::{Fleet, Spanned};
 
@@ -99,25 +101,90 @@ pub(super) fn check(fleet: &Fleet, diagnostics: &mut Vec<Diagnostic>) {
             )
         })
         .collect();
+    for (first, second) in covering_pairs(&keyed) {
+        let ((first, first_key), first_tenant) = first;
+        let ((second, second_key), second_tenant) = second;
+        // The broader registry is the claim; of two equal ones, the later tenant's.
+        let claim = if second_key.covers(first_key) {
+            Some(((second, second_tenant), (first, first_tenant)))
+        } else if first_key.covers(second_key) {
+            Some(((first, first_tenant), (second, second_tenant)))
+        } else {
+            None
+        };
+        if let Some(((claim, claimant), (owned, owner))) = claim {
+            diagnostics.push(finding(claim, claimant, owned, owner));
+        }
+    }
+}
+
+/// A registry with its key and its tenant's name.
+type Owned<'k, 'a> = (&'k Keyed<'a>, &'a str);
+
+/// The registries by host and path: each as its tenant's position and its own among the
+/// tenant's registries.
+type Index<'k> = BTreeMap<(&'k str, &'k [String]), Vec<(usize, usize)>>;
+
+/// Every pair of registries of two tenants where one may cover the other (same host, one path
+/// a prefix of the other's), in the order of a walk over every pair: by the first tenant, then
+/// the second tenant after it, then the first tenant's registry, then the second's.
+///
+/// The pairs are found through an index of the keys by host and path, in which the registries
+/// under a path are one range; comparing every pair instead would be quadratic in the tenants
+/// (two million pairs at 2,000 tenants).
+fn covering_pairs<'k, 'a>(
+    keyed: &'k [(&'a str, Vec<Keyed<'a>>)],
+) -> Vec<(Owned<'k, 'a>, Owned<'k, 'a>)> {
+    let mut index: Index<'_> = BTreeMap::new();
+    for (position, (_, registries)) in keyed.iter().enumerate() {
+        for (number, (_, key)) in registries.iter().enumerate() {
+            index
+                .entry((key.host.as_str(), key.path.as_slice()))
+                .or_default()
+                .push((position, number));
+        }
+    }
+    let mut pairs = Vec::new();
     for (position, (first_tenant, first_registries)) in keyed.iter().enumerate() {
-        for (second_tenant, second_registries) in keyed.iter().skip(position.saturating_add(1)) {
-            for (first, first_key) in first_registries {
-                for (second, second_key) in second_registries {
-                    // The broader registry is the claim; of two equal ones, the later tenant's.
-                    let claim = if second_key.covers(first_key) {
-                        Some(((second, *second_tenant), (first, *first_tenant)))
-                    } else if first_key.covers(second_key) {
-                        Some(((first, *first_tenant), (second, *second_tenant)))
-                    } else {
-                        None
-                    };
-                    if let Some(((claim, claimant), (owned, owner))) = claim {
-                        diagnostics.push(finding(claim, claimant, owned, owner));
+        // (second tenant, first's registry, second's registry)
+        let mut found: Vec<(usize, usize, usize)> = Vec::new();
+        for (number, (_, key)) in first_registries.iter().enumerate() {
+            let mut later = |holders: &Vec<(usize, usize)>| {
+                for &(second, other) in holders {
+                    if second > position {
+                        found.push((second, number, other));
                     }
                 }
+            };
+            // The registries that may cover this one: its path and every parent of it.
+            for depth in 0..=key.path.len() {
+                let parent = key.path.get(..depth).unwrap_or_default();
+                if let Some(holders) = index.get(&(key.host.as_str(), parent)) {
+                    later(holders);
+                }
+            }
+            // The registries this one may cover: its path and every path under it.
+            let under = index
+                .range((key.host.as_str(), key.path.as_slice())..)
+                .take_while(|((host, path), _)| *host == key.host && path.starts_with(&key.path));
+            for (_, holders) in under {
+                later(holders);
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        for (second, number, other) in found {
+            let Some((second_tenant, second_registries)) = keyed.get(second) else {
+                continue;
+            };
+            if let (Some(first), Some(second)) =
+                (first_registries.get(number), second_registries.get(other))
+            {
+                pairs.push(((first, *first_tenant), (second, *second_tenant)));
             }
         }
     }
+    pairs
 }
 
 /// Whether a normalised registry host is an IPv4 address, or an IPv6 one (bracketed, or
@@ -279,6 +346,77 @@ mod tests {
             RegistryKey::parse("registry.example.com./a//b/"),
             RegistryKey::parse("registry.example.com/a/b")
         );
+    }
+
+    /// Generated fleets of tenants with several registries each: the indexed search finds the
+    /// pairs, in the order, that comparing every registry of every later tenant finds.
+    #[test]
+    fn the_index_finds_the_pairs_of_the_walk_over_every_pair_in_its_order() {
+        use crate::model::Spanned;
+        use crate::source::{FileId, Span};
+        let mut rng = crate::testing::Rng(0x0d1c_e5ee_d0c0_ffee);
+        let mut pairs = 0;
+        let hosts = [
+            "r.example.com",
+            "R.example.com:5000",
+            "s.example.com",
+            "docker.io",
+            "index.docker.io",
+        ];
+        let parts = ["a", "b", "ab", "A", ""];
+        for _ in 0..30 {
+            let tenants: Vec<(String, Vec<Spanned<String>>)> = (0..rng.below(12))
+                .map(|number| {
+                    let registries = (0..rng.below(4))
+                        .map(|place| {
+                            let host = rng.pick(&hosts);
+                            let path: Vec<&str> =
+                                (0..rng.below(4)).map(|_| rng.pick(&parts)).collect();
+                            let span =
+                                Span::new(FileId(u32::try_from(number).unwrap()), place..place);
+                            Spanned::new(format!("{host}/{}", path.join("/")), span)
+                        })
+                        .collect();
+                    (format!("t{number}"), registries)
+                })
+                .collect();
+            let keyed: Vec<(&str, Vec<super::Keyed<'_>>)> = tenants
+                .iter()
+                .map(|(name, registries)| {
+                    let keys = registries
+                        .iter()
+                        .map(|registry| (registry, RegistryKey::parse(&registry.value)))
+                        .collect();
+                    (name.as_str(), keys)
+                })
+                .collect();
+            let mut every_pair = Vec::new();
+            for (position, (first_tenant, first_registries)) in keyed.iter().enumerate() {
+                for (second_tenant, second_registries) in keyed.iter().skip(position + 1) {
+                    for first in first_registries {
+                        for second in second_registries {
+                            if first.1.covers(&second.1) || second.1.covers(&first.1) {
+                                every_pair.push((
+                                    first.0.span,
+                                    *first_tenant,
+                                    second.0.span,
+                                    *second_tenant,
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            let indexed: Vec<_> = super::covering_pairs(&keyed)
+                .into_iter()
+                .map(|((first, first_tenant), (second, second_tenant))| {
+                    (first.0.span, first_tenant, second.0.span, second_tenant)
+                })
+                .collect();
+            assert_eq!(indexed, every_pair, "{tenants:?}");
+            pairs += indexed.len();
+        }
+        assert!(pairs > 30, "the generated fleets hold {pairs} pairs");
     }
 
     /// Generated pairs: a claim is reported exactly when one registry's normalised components
