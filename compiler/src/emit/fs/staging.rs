@@ -303,8 +303,9 @@ impl State<'_> {
             .sort_by(|left, right| left.path().cmp(right.path()));
         let writer = &mut *self.writer;
         writer.scan = None;
-        if self.renames.is_empty() && removals.is_empty() && rmdirs.is_empty() {
-            // Nothing changed: the folders a read-only write would have made are not made.
+        // Every changed, missing and extra file is a change (a folder that cannot be written
+        // stages none of them); an empty folder left behind is the one change that is not.
+        if self.changes.is_empty() && rmdirs.is_empty() {
             return Ok(self.changes);
         }
         if let Some(error) = &writer.read_only {
@@ -568,6 +569,46 @@ mod tests {
             assert_eq!(listing(&out), before);
             assert!(!dir.path().join("escape.yaml").exists());
         }
+    }
+
+    #[test]
+    fn a_folder_that_cannot_be_written_is_compared_and_refused_only_when_it_differs() {
+        // As when the lock file cannot be created (a read-only checkout): the parts are only
+        // compared, and the write fails without touching anything when they differ.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let old = tree(&[(MARKER, "m"), ("a/x.yaml", "1")]);
+        write(&out, &old).unwrap();
+        let before = listing(&out);
+        let read_only = |writer: &mut Writer| {
+            writer.read_only = Some(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "cannot create the lock",
+            ));
+        };
+        for (part, rest) in [
+            (tree(&[("a/x.yaml", "2")]), tree(&[(MARKER, "m")])),
+            (
+                tree(&[("a/x.yaml", "1"), ("b/new.yaml", "3")]),
+                tree(&[(MARKER, "m")]),
+            ),
+            (tree(&[("a/x.yaml", "1")]), tree(&[])),
+        ] {
+            let mut writer = open(&out);
+            read_only(&mut writer);
+            let staging = writer.begin();
+            staging.take(part.clone());
+            let error = staging.finish(&rest).unwrap_err().to_string();
+            assert!(error.contains("nothing was changed"), "{part:?}: {error}");
+            assert_eq!(listing(&out), before, "{part:?}");
+        }
+        // Up to date, it succeeds without writing.
+        let mut writer = open(&out);
+        read_only(&mut writer);
+        let staging = writer.begin();
+        staging.take(tree(&[("a/x.yaml", "1")]));
+        assert_eq!(staging.finish(&tree(&[(MARKER, "m")])).unwrap(), Vec::new());
+        assert_eq!(listing(&out), before);
     }
 
     #[test]
