@@ -604,3 +604,19 @@ fn a_build_that_fails_after_its_cells_were_staged_leaves_the_old_tree_and_nothin
     assert!(message.contains("template-object-forbidden"), "{message}");
     assert_only(&out, &old, "a template error after the cells were staged");
 }
+
+#[test]
+fn a_first_build_that_fails_after_its_cells_were_staged_creates_no_out() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path();
+    declare(root, &old_fleet());
+    fs::create_dir_all(root.join("templates/tenant")).unwrap();
+    fs::write(
+        root.join("templates/tenant/escape.yaml.j2"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: kube-system\n",
+    )
+    .unwrap();
+    let output = tenantc(root, &["build", "--out", "gen/out"], &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(!root.join("gen").exists(), "a failed build created gen/out");
+}

@@ -165,7 +165,10 @@ pub fn compile_loaded_owned(loaded: load::Loaded) -> Compilation {
 /// only the rest of the tree (the kustomizations, the templates' objects, the fleet's reports
 /// and the marker). Together, the parts and the rest are exactly the tree [`compile_loaded`]
 /// returns, with the same findings; `output` is `None` exactly when it is `None` there, and the
-/// parts handed over must then be discarded (what `tenantc build` and `check` call).
+/// parts handed over must then be discarded (what `tenantc build` and `check` call). One check
+/// moves to the sink: a cell's file whose path another part or the rest also holds (a bug, which
+/// [`compile_loaded`] reports as an internal error) is no longer seen here, so the sink refuses
+/// a path handed twice, as `emit::fs::Staging` and `emit::fs::Comparing` do.
 pub fn compile_streaming(loaded: load::Loaded, parts: &dyn emit::PartSink) -> Compilation {
     let intake = intake::read(&loaded.inputs, &loaded.findings);
     drop(loaded);

@@ -80,7 +80,8 @@ fn print_stale(out_dir: &Path, changes: &[Change], built: &OutputTree, current: 
         let Change::Changed(path) = change else {
             continue;
         };
-        if budget == 0 {
+        // Only the first changed files are kept, at most one per line of the budget.
+        if budget == 0 || !built.contains_key(path) {
             eprintln!("  … more changed files; run `tenantc build` and `git diff` to see all");
             break;
         }

@@ -39,6 +39,9 @@ pub struct Comparing {
 }
 
 /// What the parts compared so far found.
+///
+/// `built` keeps the `keep` first changed paths seen so far, so at the end it holds the first
+/// `keep` changed files of the whole tree, the ones [`read_some`] reads from disk.
 #[derive(Debug, Default)]
 struct Found {
     /// The first failure; later parts are not compared, and [`Comparing::finish`] returns it.
@@ -196,8 +199,9 @@ fn same_contents(path: &Path, expected: &[u8], buffer: &mut Vec<u8>) -> io::Resu
     Ok(buffer.as_slice() == expected)
 }
 
-/// The bytes on disk of the first `limit` changed files among `changes` (in their order), for
-/// showing how they differ; symbolic links and other entries read as empty, never followed.
+/// The bytes on disk of the first `limit` [`Change::Changed`] files among `changes` (in their
+/// order; missing and extra files are not counted), for showing how they differ; symbolic links
+/// and other entries read as empty, never followed.
 pub(super) fn read_some(
     root: &Path,
     scan: &Scan,
@@ -205,10 +209,11 @@ pub(super) fn read_some(
     limit: usize,
 ) -> io::Result<OutputTree> {
     let mut current = OutputTree::new();
-    for change in changes.iter().take(limit) {
-        let Change::Changed(path) = change else {
-            continue;
-        };
+    let changed = changes.iter().filter_map(|change| match change {
+        Change::Changed(path) => Some(path),
+        Change::Missing(_) | Change::Extra(_) => None,
+    });
+    for path in changed.take(limit) {
         let contents = match scan.entries.get(path) {
             Some(Kind::File) => std::fs::read(root.join(path))?,
             Some(Kind::Other) | None => Vec::new(),
@@ -281,6 +286,21 @@ mod tests {
             compare_dir(&out, &tree(&[(MARKER, "m"), ("a.yaml", "same")]), 10).unwrap();
         assert_eq!(comparison.changes, vec![Change::Changed("a.yaml".into())]);
         assert_eq!(comparison.current, tree(&[("a.yaml", "")]));
+    }
+
+    #[test]
+    fn changed_files_after_many_missing_ones_are_still_kept_for_the_diff() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        write(&out, &tree(&[(MARKER, "m"), ("z.yaml", "old")])).unwrap();
+        let mut wanted = tree(&[(MARKER, "m"), ("z.yaml", "new")]);
+        for idx in 0..250 {
+            wanted.insert(format!("a{idx:03}.yaml"), b"missing".to_vec());
+        }
+        let comparison = compare_dir(&out, &wanted, 10).unwrap();
+        assert_eq!(comparison.changes.len(), 251);
+        assert_eq!(comparison.current, tree(&[("z.yaml", "old")]));
+        assert_eq!(comparison.built, tree(&[("z.yaml", "new")]));
     }
 
     #[test]

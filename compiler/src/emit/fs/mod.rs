@@ -259,12 +259,24 @@ impl Writer {
     }
 
     /// Creates the missing output folder (and its missing parents) once, before the first write.
-    fn create_root(&mut self) -> io::Result<()> {
+    /// Returns the folders it created, outermost first (none when a concurrent build made the
+    /// folder first), so that a write abandoned later can remove them again.
+    fn create_root(&mut self) -> io::Result<Vec<PathBuf>> {
         let root = self.disk.root.clone();
+        let mut made = Vec::new();
         if let Some(parent) = root.parent()
             && !parent.as_os_str().is_empty()
             && fs::symlink_metadata(parent).is_err()
         {
+            let mut missing = parent;
+            while fs::symlink_metadata(missing).is_err() {
+                made.push(missing.to_path_buf());
+                match missing.parent() {
+                    Some(up) if !up.as_os_str().is_empty() => missing = up,
+                    _ => break,
+                }
+            }
+            made.reverse();
             self.disk.step()?;
             fs::create_dir_all(parent).map_err(|error| {
                 io::Error::new(
@@ -275,11 +287,14 @@ impl Writer {
         }
         self.disk.step()?;
         match fs::create_dir(&root) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                made.push(root);
+                Ok(made)
+            }
             // A concurrent build made it first; the lock serialises the rest.
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
                 if ownership(&root)? == Ownership::Owned {
-                    Ok(())
+                    Ok(made)
                 } else {
                     Err(io::Error::other(format!(
                         "{} appeared while tenantc was building",

@@ -63,6 +63,8 @@ struct State<'w> {
     /// Temporary file and tree path of every changed file, in the order they were staged.
     renames: Vec<(String, String)>,
     created: Created,
+    /// The output folder and its parents, when this write created them (outermost first).
+    root_made: Vec<PathBuf>,
     /// Folders that received a temporary file or a new folder: synced before the commit, and
     /// known to be writable.
     synced: BTreeSet<String>,
@@ -113,6 +115,7 @@ impl<'w> Staging<'w> {
                 blocked: BTreeSet::new(),
                 renames: Vec::new(),
                 created: Created::default(),
+                root_made: Vec::new(),
                 synced: BTreeSet::new(),
                 changes: Vec::new(),
             }),
@@ -155,7 +158,8 @@ impl<'w> Staging<'w> {
     }
 
     /// The scan of the folder, taken under its lock; a missing folder is created and locked
-    /// first, by the first part.
+    /// first, by the first part. A failure is kept, and never tried again: the lock it may have
+    /// taken is held by this process, and taking it twice would wait for ever.
     fn scan(&self) -> io::Result<&Scan> {
         if let Some(scan) = self.scan.get() {
             return Ok(scan);
@@ -164,14 +168,17 @@ impl<'w> Staging<'w> {
         if let Some(scan) = self.scan.get() {
             return Ok(scan);
         }
-        let writer = &mut *state.writer;
-        writer.create_root()?;
-        writer.lock_and_recover()?;
-        let found = match writer.scan.take() {
-            Some(found) => found,
-            None => Scan::of(&self.root)?,
-        };
-        Ok(self.scan.get_or_init(|| found))
+        if state.error.is_some() {
+            return Err(io::Error::other("the output folder could not be opened"));
+        }
+        match state.start(&self.root) {
+            Ok(found) => Ok(self.scan.get_or_init(|| found)),
+            Err(error) => {
+                let again = io::Error::new(error.kind(), error.to_string());
+                state.error = Some(error);
+                Err(again)
+            }
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State<'w>> {
@@ -214,15 +221,29 @@ impl<'w> Staging<'w> {
     }
 
     /// Removes what the parts staged, after the compilation failed: the folder keeps its old
-    /// tree. A temporary file that cannot be removed is left to the next run's recovery.
+    /// tree, and a folder this write created (with its lock and the parents it created) is
+    /// removed again, so a failed compilation leaves nothing. A temporary file that cannot be
+    /// removed is left to the next run's recovery.
     pub fn abandon(self) {
         let mut state = self
             .state
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let created = std::mem::take(&mut state.created);
-        state.writer.remove_created(&created);
-        state.writer.scan = None;
+        let writer = &mut *state.writer;
+        writer.remove_created(&created);
+        writer.scan = None;
+        if !state.root_made.is_empty() {
+            // Only folders that are empty once the lock file is gone are removed: a concurrent
+            // build that waited for the lock finds the folder gone and fails, and writes nothing.
+            let _ = writer.disk.remove_file(super::LOCK);
+            writer.lock = None;
+            for folder in state.root_made.iter().rev() {
+                if std::fs::remove_dir(folder).is_err() {
+                    break;
+                }
+            }
+        }
     }
 }
 
@@ -233,6 +254,17 @@ impl PartSink for Staging<'_> {
 }
 
 impl State<'_> {
+    /// Creates, locks and recovers the missing output folder, and scans it.
+    fn start(&mut self, root: &std::path::Path) -> io::Result<Scan> {
+        let writer = &mut *self.writer;
+        self.root_made = writer.create_root()?;
+        writer.lock_and_recover()?;
+        match writer.scan.take() {
+            Some(found) => Ok(found),
+            None => Scan::of(root),
+        }
+    }
+
     /// Records a part's paths and folders, creates its new folders and writes its changed files
     /// to temporary files (only records them, for a folder that cannot be written).
     fn add(&mut self, part: &OutputTree, changes: Vec<Change>, scan: &Scan) -> io::Result<()> {
@@ -609,6 +641,51 @@ mod tests {
         staging.take(tree(&[("a/x.yaml", "1")]));
         assert_eq!(staging.finish(&tree(&[(MARKER, "m")])).unwrap(), Vec::new());
         assert_eq!(listing(&out), before);
+    }
+
+    #[test]
+    fn a_recovery_that_fails_at_the_first_part_is_an_error_not_a_wait_for_ever() {
+        // out/ is missing when the build opens it, so the first part creates and locks it; a
+        // killed concurrent build left a damaged journal there meanwhile. The lock this process
+        // then holds must never be taken a second time.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut writer = open(&out);
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join(super::super::JOURNAL), "not json").unwrap();
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let staging = writer.begin();
+            staging.take(tree(&[("a/x.yaml", "1")]));
+            staging.take(tree(&[("b/y.yaml", "2")]));
+            let error = staging.finish(&tree(&[(MARKER, "m")])).unwrap_err();
+            done.send(error.to_string()).unwrap();
+        });
+        let error = finished
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the write waited for its own lock");
+        assert!(error.contains("journal"), "{error}");
+    }
+
+    #[test]
+    fn an_abandoned_first_write_removes_the_folders_it_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("gen/deep/out");
+        let mut writer = open(&out);
+        let staging = writer.begin();
+        staging.take(tree(&[("a/x.yaml", "1")]));
+        assert!(out.join("a").exists());
+        staging.abandon();
+        drop(writer);
+        assert!(!dir.path().join("gen").exists(), "a failed build left gen/");
+        // A folder that existed before is kept, with only its lock file.
+        let existing = dir.path().join("out");
+        write(&existing, &tree(&[(MARKER, "m")])).unwrap();
+        let mut writer = open(&existing);
+        let staging = writer.begin();
+        staging.take(tree(&[("a/x.yaml", "1")]));
+        staging.abandon();
+        assert_eq!(listing(&existing), [MARKER, LOCK]);
     }
 
     #[test]
