@@ -247,11 +247,14 @@ pub const FLEET_REPORTS_FOLDER: &str = "reports";
 
 /// A report's JSON body under its name, with the generated-file comment, as text.
 fn json_report(comment: &str, name: &str, body: serde_json::Value) -> Vec<u8> {
-    let mut json_text = serde_json::to_string_pretty(&serde_json::json!({
-        "$comment": comment,
-        name: body,
-    }))
-    .unwrap_or_default();
+    // The body is moved in, not serialized into a copy as `json!` would.
+    let report: serde_json::Map<String, serde_json::Value> = [
+        ("$comment".to_string(), serde_json::Value::from(comment)),
+        (name.to_string(), body),
+    ]
+    .into_iter()
+    .collect();
+    let mut json_text = serde_json::to_string_pretty(&report).unwrap_or_default();
     json_text.push('\n');
     json_text.into_bytes()
 }
